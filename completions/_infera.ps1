@@ -1,0 +1,337 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'infera'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'infera' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('lint', 'lint', [CompletionResultType]::ParameterValue, 'Audit manifests for configurations where a surge rollout would stall, gap or silently retire a serving pod')
+            [CompletionResult]::new('rules', 'rules', [CompletionResultType]::ParameterValue, 'List the lint rules, or print one rule''s documentation')
+            [CompletionResult]::new('render', 'render', [CompletionResultType]::ParameterValue, 'Print the Deployments/LeaderWorkerSets the infera operator would create from an InferaDeployment, annotated with the predicted rollout strategy')
+            [CompletionResult]::new('rollout', 'rollout', [CompletionResultType]::ParameterValue, 'Drive a worker rollout step by step: surge, wait for /ready, retire the old pod, one leg at a time')
+            [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'Sample readiness and routability per role while someone else rolls, and report the minimum number of Ready and routable pods')
+            [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'A local simulated cluster that speaks the real Kubernetes API')
+            [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Roll a worker on the built-in simulated cluster and show the evidence')
+            [CompletionResult]::new('rbac', 'rbac', [CompletionResultType]::ParameterValue, 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
+            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate `completions/` and `man/` from these flag definitions')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'infera;lint' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--node-gpus', '--node-gpus', [CompletionResultType]::ParameterName, 'GPUs per node assumed by the capacity rules when no `--nodes` is given')
+            [CompletionResult]::new('--nodes', '--nodes', [CompletionResultType]::ParameterName, 'Node inventory: the output of `kubectl get nodes -o yaml`')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file (default: `.infera-lint.yaml` found upward from the cwd)')
+            [CompletionResult]::new('--select', '--select', [CompletionResultType]::ParameterName, 'Only run these rules (codes or names, comma-separated or repeated)')
+            [CompletionResult]::new('--ignore', '--ignore', [CompletionResultType]::ParameterName, 'Do not run these rules (codes or names, comma-separated or repeated)')
+            [CompletionResult]::new('--fail-on', '--fail-on', [CompletionResultType]::ParameterName, 'Exit 1 when a finding at or above this severity is reported')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file to use')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The name of the kubeconfig context to use')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
+            [CompletionResult]::new('--cluster', '--cluster', [CompletionResultType]::ParameterName, 'Lint the live objects of a cluster instead of files')
+            [CompletionResult]::new('-A', '-A ', [CompletionResultType]::ParameterName, 'With `--cluster`: every namespace')
+            [CompletionResult]::new('--all-namespaces', '--all-namespaces', [CompletionResultType]::ParameterName, 'With `--cluster`: every namespace')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'infera;rules' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print as JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'infera;render' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'infera;rollout' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('restart', 'restart', [CompletionResultType]::ParameterValue, 'Restart the worker pods of TARGET, one service at a time')
+            [CompletionResult]::new('set-image', 'set-image', [CompletionResultType]::ParameterValue, 'Change the image of `--service` in TARGET and roll it')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'infera;rollout;restart' {
+            [CompletionResult]::new('--service', '--service', [CompletionResultType]::ParameterName, 'Service of the InferaDeployment to roll (repeatable; default: every worker service)')
+            [CompletionResult]::new('--set-env', '--set-env', [CompletionResultType]::ParameterName, 'Also set this environment variable on the main container (repeatable)')
+            [CompletionResult]::new('--order', '--order', [CompletionResultType]::ParameterName, 'Order of the legs (services), comma-separated')
+            [CompletionResult]::new('--pause-between', '--pause-between', [CompletionResultType]::ParameterName, 'Where to stop and ask before going on')
+            [CompletionResult]::new('--step-timeout', '--step-timeout', [CompletionResultType]::ParameterName, 'Give up on a single step after this long')
+            [CompletionResult]::new('--stall-after', '--stall-after', [CompletionResultType]::ParameterName, 'A surge pod Unschedulable for this long is a stall')
+            [CompletionResult]::new('--on-stall', '--on-stall', [CompletionResultType]::ParameterName, 'What to do on a stall')
+            [CompletionResult]::new('--sample-interval', '--sample-interval', [CompletionResultType]::ParameterName, 'Seconds between two readiness samples (the field check uses 10 s)')
+            [CompletionResult]::new('--min-ready', '--min-ready', [CompletionResultType]::ParameterName, 'A role below this many Ready or routable pods counts as a gap')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write the report as JSON to FILE')
+            [CompletionResult]::new('--timeline', '--timeline', [CompletionResultType]::ParameterName, 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file to use')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The name of the kubeconfig context to use')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
+            [CompletionResult]::new('--surge', '--surge', [CompletionResultType]::ParameterName, 'Plain Deployment only: set maxSurge 1 / maxUnavailable 0 first')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the plan and stop')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Proceed even when the preflight predicts a stall or a gap')
+            [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask for confirmation')
+            [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask for confirmation')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'infera;rollout;set-image' {
+            [CompletionResult]::new('--service', '--service', [CompletionResultType]::ParameterName, 'Service of the InferaDeployment to roll (repeatable; default: every worker service)')
+            [CompletionResult]::new('--set-env', '--set-env', [CompletionResultType]::ParameterName, 'Also set this environment variable on the main container (repeatable)')
+            [CompletionResult]::new('--order', '--order', [CompletionResultType]::ParameterName, 'Order of the legs (services), comma-separated')
+            [CompletionResult]::new('--pause-between', '--pause-between', [CompletionResultType]::ParameterName, 'Where to stop and ask before going on')
+            [CompletionResult]::new('--step-timeout', '--step-timeout', [CompletionResultType]::ParameterName, 'Give up on a single step after this long')
+            [CompletionResult]::new('--stall-after', '--stall-after', [CompletionResultType]::ParameterName, 'A surge pod Unschedulable for this long is a stall')
+            [CompletionResult]::new('--on-stall', '--on-stall', [CompletionResultType]::ParameterName, 'What to do on a stall')
+            [CompletionResult]::new('--sample-interval', '--sample-interval', [CompletionResultType]::ParameterName, 'Seconds between two readiness samples (the field check uses 10 s)')
+            [CompletionResult]::new('--min-ready', '--min-ready', [CompletionResultType]::ParameterName, 'A role below this many Ready or routable pods counts as a gap')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write the report as JSON to FILE')
+            [CompletionResult]::new('--timeline', '--timeline', [CompletionResultType]::ParameterName, 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file to use')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The name of the kubeconfig context to use')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
+            [CompletionResult]::new('--surge', '--surge', [CompletionResultType]::ParameterName, 'Plain Deployment only: set maxSurge 1 / maxUnavailable 0 first')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the plan and stop')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Proceed even when the preflight predicts a stall or a gap')
+            [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask for confirmation')
+            [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask for confirmation')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'infera;rollout;help' {
+            [CompletionResult]::new('restart', 'restart', [CompletionResultType]::ParameterValue, 'Restart the worker pods of TARGET, one service at a time')
+            [CompletionResult]::new('set-image', 'set-image', [CompletionResultType]::ParameterValue, 'Change the image of `--service` in TARGET and roll it')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'infera;rollout;help;restart' {
+            break
+        }
+        'infera;rollout;help;set-image' {
+            break
+        }
+        'infera;rollout;help;help' {
+            break
+        }
+        'infera;audit' {
+            [CompletionResult]::new('--for', '--for', [CompletionResultType]::ParameterName, 'Audit for this long')
+            [CompletionResult]::new('--role', '--role', [CompletionResultType]::ParameterName, 'For plain Deployments: a role and the label selector of its pods (repeatable), e.g. `--role decode=app=dec`')
+            [CompletionResult]::new('--samples', '--samples', [CompletionResultType]::ParameterName, 'Stream every sample to FILE as CSV')
+            [CompletionResult]::new('--sample-interval', '--sample-interval', [CompletionResultType]::ParameterName, 'Seconds between two readiness samples (the field check uses 10 s)')
+            [CompletionResult]::new('--min-ready', '--min-ready', [CompletionResultType]::ParameterName, 'A role below this many Ready or routable pods counts as a gap')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write the report as JSON to FILE')
+            [CompletionResult]::new('--timeline', '--timeline', [CompletionResultType]::ParameterName, 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file to use')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The name of the kubeconfig context to use')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
+            [CompletionResult]::new('--until-complete', '--until-complete', [CompletionResultType]::ParameterName, 'Audit until the rollout in progress completes')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'infera;sim' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve a simulated cluster until interrupted')
+            [CompletionResult]::new('scenarios', 'scenarios', [CompletionResultType]::ParameterValue, 'List the built-in scenarios')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'infera;sim;serve' {
+            [CompletionResult]::new('--scenario', '--scenario', [CompletionResultType]::ParameterName, 'Built-in scenario name or a scenario file')
+            [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'Port on 127.0.0.1 (0 picks a free one)')
+            [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'Bearer token clients must present (default: a random one)')
+            [CompletionResult]::new('--kubeconfig-out', '--kubeconfig-out', [CompletionResultType]::ParameterName, 'Write a kubeconfig for the simulator to PATH')
+            [CompletionResult]::new('--speed', '--speed', [CompletionResultType]::ParameterName, 'Simulated seconds per wall-clock second')
+            [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Random seed (default: the scenario''s)')
+            [CompletionResult]::new('--drop-watches-every', '--drop-watches-every', [CompletionResultType]::ParameterName, 'Drop every watch stream every this long (wall clock)')
+            [CompletionResult]::new('--error-rate', '--error-rate', [CompletionResultType]::ParameterName, 'Answer this fraction of requests (0..1) with 5xx/429 bursts carrying `Retry-After`')
+            [CompletionResult]::new('--conflict-rate', '--conflict-rate', [CompletionResultType]::ParameterName, 'Answer this fraction of updates with 409 Conflict')
+            [CompletionResult]::new('--compact-every', '--compact-every', [CompletionResultType]::ParameterName, 'Compact the watch history every this long, forcing 410 Gone on resume')
+            [CompletionResult]::new('--latency', '--latency', [CompletionResultType]::ParameterName, 'Add this latency to every request')
+            [CompletionResult]::new('--restart-api-every', '--restart-api-every', [CompletionResultType]::ParameterName, 'Restart the API server listener every this long (state is kept)')
+            [CompletionResult]::new('--tls', '--tls', [CompletionResultType]::ParameterName, 'Serve HTTPS with a generated self-signed CA')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'infera;sim;scenarios' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'infera;sim;help' {
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve a simulated cluster until interrupted')
+            [CompletionResult]::new('scenarios', 'scenarios', [CompletionResultType]::ParameterValue, 'List the built-in scenarios')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'infera;sim;help;serve' {
+            break
+        }
+        'infera;sim;help;scenarios' {
+            break
+        }
+        'infera;sim;help;help' {
+            break
+        }
+        'infera;demo' {
+            [CompletionResult]::new('--scenario', '--scenario', [CompletionResultType]::ParameterName, 'Built-in scenario name (see `infera sim scenarios`) or a scenario file')
+            [CompletionResult]::new('--speed', '--speed', [CompletionResultType]::ParameterName, 'Simulated seconds per wall-clock second')
+            [CompletionResult]::new('--stall-after', '--stall-after', [CompletionResultType]::ParameterName, 'A surge pod Unschedulable for this long (simulated time) is a stall')
+            [CompletionResult]::new('--sample-interval', '--sample-interval', [CompletionResultType]::ParameterName, 'Seconds between two readiness samples (the field check uses 10 s)')
+            [CompletionResult]::new('--min-ready', '--min-ready', [CompletionResultType]::ParameterName, 'A role below this many Ready or routable pods counts as a gap')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write the report as JSON to FILE')
+            [CompletionResult]::new('--timeline', '--timeline', [CompletionResultType]::ParameterName, 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'infera;rbac' {
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Namespace of the Role')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'Namespace of the Role')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'infera;completions' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'infera;generate' {
+            [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'Directory holding `completions/` and `man/`')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'infera;help' {
+            [CompletionResult]::new('lint', 'lint', [CompletionResultType]::ParameterValue, 'Audit manifests for configurations where a surge rollout would stall, gap or silently retire a serving pod')
+            [CompletionResult]::new('rules', 'rules', [CompletionResultType]::ParameterValue, 'List the lint rules, or print one rule''s documentation')
+            [CompletionResult]::new('render', 'render', [CompletionResultType]::ParameterValue, 'Print the Deployments/LeaderWorkerSets the infera operator would create from an InferaDeployment, annotated with the predicted rollout strategy')
+            [CompletionResult]::new('rollout', 'rollout', [CompletionResultType]::ParameterValue, 'Drive a worker rollout step by step: surge, wait for /ready, retire the old pod, one leg at a time')
+            [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'Sample readiness and routability per role while someone else rolls, and report the minimum number of Ready and routable pods')
+            [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'A local simulated cluster that speaks the real Kubernetes API')
+            [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Roll a worker on the built-in simulated cluster and show the evidence')
+            [CompletionResult]::new('rbac', 'rbac', [CompletionResultType]::ParameterValue, 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
+            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate `completions/` and `man/` from these flag definitions')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'infera;help;lint' {
+            break
+        }
+        'infera;help;rules' {
+            break
+        }
+        'infera;help;render' {
+            break
+        }
+        'infera;help;rollout' {
+            [CompletionResult]::new('restart', 'restart', [CompletionResultType]::ParameterValue, 'Restart the worker pods of TARGET, one service at a time')
+            [CompletionResult]::new('set-image', 'set-image', [CompletionResultType]::ParameterValue, 'Change the image of `--service` in TARGET and roll it')
+            break
+        }
+        'infera;help;rollout;restart' {
+            break
+        }
+        'infera;help;rollout;set-image' {
+            break
+        }
+        'infera;help;audit' {
+            break
+        }
+        'infera;help;sim' {
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve a simulated cluster until interrupted')
+            [CompletionResult]::new('scenarios', 'scenarios', [CompletionResultType]::ParameterValue, 'List the built-in scenarios')
+            break
+        }
+        'infera;help;sim;serve' {
+            break
+        }
+        'infera;help;sim;scenarios' {
+            break
+        }
+        'infera;help;demo' {
+            break
+        }
+        'infera;help;rbac' {
+            break
+        }
+        'infera;help;completions' {
+            break
+        }
+        'infera;help;generate' {
+            break
+        }
+        'infera;help;help' {
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

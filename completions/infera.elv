@@ -1,0 +1,293 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[infera] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'infera'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'infera'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand lint 'Audit manifests for configurations where a surge rollout would stall, gap or silently retire a serving pod'
+            cand rules 'List the lint rules, or print one rule''s documentation'
+            cand render 'Print the Deployments/LeaderWorkerSets the infera operator would create from an InferaDeployment, annotated with the predicted rollout strategy'
+            cand rollout 'Drive a worker rollout step by step: surge, wait for /ready, retire the old pod, one leg at a time'
+            cand audit 'Sample readiness and routability per role while someone else rolls, and report the minimum number of Ready and routable pods'
+            cand sim 'A local simulated cluster that speaks the real Kubernetes API'
+            cand demo 'Roll a worker on the built-in simulated cluster and show the evidence'
+            cand rbac 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need'
+            cand completions 'Print a shell completion script to stdout'
+            cand generate 'Regenerate `completions/` and `man/` from these flag definitions'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'infera;lint'= {
+            cand -o 'Output format'
+            cand --format 'Output format'
+            cand --node-gpus 'GPUs per node assumed by the capacity rules when no `--nodes` is given'
+            cand --nodes 'Node inventory: the output of `kubectl get nodes -o yaml`'
+            cand --config 'Config file (default: `.infera-lint.yaml` found upward from the cwd)'
+            cand --select 'Only run these rules (codes or names, comma-separated or repeated)'
+            cand --ignore 'Do not run these rules (codes or names, comma-separated or repeated)'
+            cand --fail-on 'Exit 1 when a finding at or above this severity is reported'
+            cand --kubeconfig 'Path to the kubeconfig file to use'
+            cand --context 'The name of the kubeconfig context to use'
+            cand -n 'The namespace scope for this request (default: the context''s namespace)'
+            cand --namespace 'The namespace scope for this request (default: the context''s namespace)'
+            cand --cluster 'Lint the live objects of a cluster instead of files'
+            cand -A 'With `--cluster`: every namespace'
+            cand --all-namespaces 'With `--cluster`: every namespace'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'infera;rules'= {
+            cand --json 'Print as JSON instead of text'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'infera;render'= {
+            cand -o 'Output format'
+            cand --output 'Output format'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'infera;rollout'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand restart 'Restart the worker pods of TARGET, one service at a time'
+            cand set-image 'Change the image of `--service` in TARGET and roll it'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'infera;rollout;restart'= {
+            cand --service 'Service of the InferaDeployment to roll (repeatable; default: every worker service)'
+            cand --set-env 'Also set this environment variable on the main container (repeatable)'
+            cand --order 'Order of the legs (services), comma-separated'
+            cand --pause-between 'Where to stop and ask before going on'
+            cand --step-timeout 'Give up on a single step after this long'
+            cand --stall-after 'A surge pod Unschedulable for this long is a stall'
+            cand --on-stall 'What to do on a stall'
+            cand --sample-interval 'Seconds between two readiness samples (the field check uses 10 s)'
+            cand --min-ready 'A role below this many Ready or routable pods counts as a gap'
+            cand --report 'Write the report as JSON to FILE'
+            cand --timeline 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both'
+            cand --kubeconfig 'Path to the kubeconfig file to use'
+            cand --context 'The name of the kubeconfig context to use'
+            cand -n 'The namespace scope for this request (default: the context''s namespace)'
+            cand --namespace 'The namespace scope for this request (default: the context''s namespace)'
+            cand --surge 'Plain Deployment only: set maxSurge 1 / maxUnavailable 0 first'
+            cand --dry-run 'Print the plan and stop'
+            cand --force 'Proceed even when the preflight predicts a stall or a gap'
+            cand -y 'Do not ask for confirmation'
+            cand --yes 'Do not ask for confirmation'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'infera;rollout;set-image'= {
+            cand --service 'Service of the InferaDeployment to roll (repeatable; default: every worker service)'
+            cand --set-env 'Also set this environment variable on the main container (repeatable)'
+            cand --order 'Order of the legs (services), comma-separated'
+            cand --pause-between 'Where to stop and ask before going on'
+            cand --step-timeout 'Give up on a single step after this long'
+            cand --stall-after 'A surge pod Unschedulable for this long is a stall'
+            cand --on-stall 'What to do on a stall'
+            cand --sample-interval 'Seconds between two readiness samples (the field check uses 10 s)'
+            cand --min-ready 'A role below this many Ready or routable pods counts as a gap'
+            cand --report 'Write the report as JSON to FILE'
+            cand --timeline 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both'
+            cand --kubeconfig 'Path to the kubeconfig file to use'
+            cand --context 'The name of the kubeconfig context to use'
+            cand -n 'The namespace scope for this request (default: the context''s namespace)'
+            cand --namespace 'The namespace scope for this request (default: the context''s namespace)'
+            cand --surge 'Plain Deployment only: set maxSurge 1 / maxUnavailable 0 first'
+            cand --dry-run 'Print the plan and stop'
+            cand --force 'Proceed even when the preflight predicts a stall or a gap'
+            cand -y 'Do not ask for confirmation'
+            cand --yes 'Do not ask for confirmation'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'infera;rollout;help'= {
+            cand restart 'Restart the worker pods of TARGET, one service at a time'
+            cand set-image 'Change the image of `--service` in TARGET and roll it'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'infera;rollout;help;restart'= {
+        }
+        &'infera;rollout;help;set-image'= {
+        }
+        &'infera;rollout;help;help'= {
+        }
+        &'infera;audit'= {
+            cand --for 'Audit for this long'
+            cand --role 'For plain Deployments: a role and the label selector of its pods (repeatable), e.g. `--role decode=app=dec`'
+            cand --samples 'Stream every sample to FILE as CSV'
+            cand --sample-interval 'Seconds between two readiness samples (the field check uses 10 s)'
+            cand --min-ready 'A role below this many Ready or routable pods counts as a gap'
+            cand --report 'Write the report as JSON to FILE'
+            cand --timeline 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both'
+            cand --kubeconfig 'Path to the kubeconfig file to use'
+            cand --context 'The name of the kubeconfig context to use'
+            cand -n 'The namespace scope for this request (default: the context''s namespace)'
+            cand --namespace 'The namespace scope for this request (default: the context''s namespace)'
+            cand --until-complete 'Audit until the rollout in progress completes'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'infera;sim'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand serve 'Serve a simulated cluster until interrupted'
+            cand scenarios 'List the built-in scenarios'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'infera;sim;serve'= {
+            cand --scenario 'Built-in scenario name or a scenario file'
+            cand --port 'Port on 127.0.0.1 (0 picks a free one)'
+            cand --token 'Bearer token clients must present (default: a random one)'
+            cand --kubeconfig-out 'Write a kubeconfig for the simulator to PATH'
+            cand --speed 'Simulated seconds per wall-clock second'
+            cand --seed 'Random seed (default: the scenario''s)'
+            cand --drop-watches-every 'Drop every watch stream every this long (wall clock)'
+            cand --error-rate 'Answer this fraction of requests (0..1) with 5xx/429 bursts carrying `Retry-After`'
+            cand --conflict-rate 'Answer this fraction of updates with 409 Conflict'
+            cand --compact-every 'Compact the watch history every this long, forcing 410 Gone on resume'
+            cand --latency 'Add this latency to every request'
+            cand --restart-api-every 'Restart the API server listener every this long (state is kept)'
+            cand --tls 'Serve HTTPS with a generated self-signed CA'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'infera;sim;scenarios'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'infera;sim;help'= {
+            cand serve 'Serve a simulated cluster until interrupted'
+            cand scenarios 'List the built-in scenarios'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'infera;sim;help;serve'= {
+        }
+        &'infera;sim;help;scenarios'= {
+        }
+        &'infera;sim;help;help'= {
+        }
+        &'infera;demo'= {
+            cand --scenario 'Built-in scenario name (see `infera sim scenarios`) or a scenario file'
+            cand --speed 'Simulated seconds per wall-clock second'
+            cand --stall-after 'A surge pod Unschedulable for this long (simulated time) is a stall'
+            cand --sample-interval 'Seconds between two readiness samples (the field check uses 10 s)'
+            cand --min-ready 'A role below this many Ready or routable pods counts as a gap'
+            cand --report 'Write the report as JSON to FILE'
+            cand --timeline 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'infera;rbac'= {
+            cand -n 'Namespace of the Role'
+            cand --namespace 'Namespace of the Role'
+            cand -o 'Output format'
+            cand --output 'Output format'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'infera;completions'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'infera;generate'= {
+            cand --dir 'Directory holding `completions/` and `man/`'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'infera;help'= {
+            cand lint 'Audit manifests for configurations where a surge rollout would stall, gap or silently retire a serving pod'
+            cand rules 'List the lint rules, or print one rule''s documentation'
+            cand render 'Print the Deployments/LeaderWorkerSets the infera operator would create from an InferaDeployment, annotated with the predicted rollout strategy'
+            cand rollout 'Drive a worker rollout step by step: surge, wait for /ready, retire the old pod, one leg at a time'
+            cand audit 'Sample readiness and routability per role while someone else rolls, and report the minimum number of Ready and routable pods'
+            cand sim 'A local simulated cluster that speaks the real Kubernetes API'
+            cand demo 'Roll a worker on the built-in simulated cluster and show the evidence'
+            cand rbac 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need'
+            cand completions 'Print a shell completion script to stdout'
+            cand generate 'Regenerate `completions/` and `man/` from these flag definitions'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'infera;help;lint'= {
+        }
+        &'infera;help;rules'= {
+        }
+        &'infera;help;render'= {
+        }
+        &'infera;help;rollout'= {
+            cand restart 'Restart the worker pods of TARGET, one service at a time'
+            cand set-image 'Change the image of `--service` in TARGET and roll it'
+        }
+        &'infera;help;rollout;restart'= {
+        }
+        &'infera;help;rollout;set-image'= {
+        }
+        &'infera;help;audit'= {
+        }
+        &'infera;help;sim'= {
+            cand serve 'Serve a simulated cluster until interrupted'
+            cand scenarios 'List the built-in scenarios'
+        }
+        &'infera;help;sim;serve'= {
+        }
+        &'infera;help;sim;scenarios'= {
+        }
+        &'infera;help;demo'= {
+        }
+        &'infera;help;rbac'= {
+        }
+        &'infera;help;completions'= {
+        }
+        &'infera;help;generate'= {
+        }
+        &'infera;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,191 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_infera_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_infera_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_infera_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_infera_using_subcommand
+    set -l cmd (__fish_infera_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c infera -n "__fish_infera_needs_command" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_needs_command" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_needs_command" -f -a "lint" -d 'Audit manifests for configurations where a surge rollout would stall, gap or silently retire a serving pod'
+complete -c infera -n "__fish_infera_needs_command" -f -a "rules" -d 'List the lint rules, or print one rule\'s documentation'
+complete -c infera -n "__fish_infera_needs_command" -f -a "render" -d 'Print the Deployments/LeaderWorkerSets the infera operator would create from an InferaDeployment, annotated with the predicted rollout strategy'
+complete -c infera -n "__fish_infera_needs_command" -f -a "rollout" -d 'Drive a worker rollout step by step: surge, wait for /ready, retire the old pod, one leg at a time'
+complete -c infera -n "__fish_infera_needs_command" -f -a "audit" -d 'Sample readiness and routability per role while someone else rolls, and report the minimum number of Ready and routable pods'
+complete -c infera -n "__fish_infera_needs_command" -f -a "sim" -d 'A local simulated cluster that speaks the real Kubernetes API'
+complete -c infera -n "__fish_infera_needs_command" -f -a "demo" -d 'Roll a worker on the built-in simulated cluster and show the evidence'
+complete -c infera -n "__fish_infera_needs_command" -f -a "rbac" -d 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need'
+complete -c infera -n "__fish_infera_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c infera -n "__fish_infera_needs_command" -f -a "generate" -d 'Regenerate `completions/` and `man/` from these flag definitions'
+complete -c infera -n "__fish_infera_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c infera -n "__fish_infera_using_subcommand lint" -s o -l format -d 'Output format' -r -f -a "human\t'Code frames and a summary table (colour on a TTY, honouring NO_COLOR)'
+json\t'One JSON document: `{"findings": [...], "summary": {...}}`'
+sarif\t'SARIF 2.1.0, for GitHub code scanning'
+github\t'GitHub Actions workflow annotation lines'"
+complete -c infera -n "__fish_infera_using_subcommand lint" -l node-gpus -d 'GPUs per node assumed by the capacity rules when no `--nodes` is given' -r
+complete -c infera -n "__fish_infera_using_subcommand lint" -l nodes -d 'Node inventory: the output of `kubectl get nodes -o yaml`' -r -F
+complete -c infera -n "__fish_infera_using_subcommand lint" -l config -d 'Config file (default: `.infera-lint.yaml` found upward from the cwd)' -r -F
+complete -c infera -n "__fish_infera_using_subcommand lint" -l select -d 'Only run these rules (codes or names, comma-separated or repeated)' -r
+complete -c infera -n "__fish_infera_using_subcommand lint" -l ignore -d 'Do not run these rules (codes or names, comma-separated or repeated)' -r
+complete -c infera -n "__fish_infera_using_subcommand lint" -l fail-on -d 'Exit 1 when a finding at or above this severity is reported' -r -f -a "warning\t''
+error\t''
+never\t''"
+complete -c infera -n "__fish_infera_using_subcommand lint" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
+complete -c infera -n "__fish_infera_using_subcommand lint" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c infera -n "__fish_infera_using_subcommand lint" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
+complete -c infera -n "__fish_infera_using_subcommand lint" -l cluster -d 'Lint the live objects of a cluster instead of files'
+complete -c infera -n "__fish_infera_using_subcommand lint" -s A -l all-namespaces -d 'With `--cluster`: every namespace'
+complete -c infera -n "__fish_infera_using_subcommand lint" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c infera -n "__fish_infera_using_subcommand lint" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand rules" -l json -d 'Print as JSON instead of text'
+complete -c infera -n "__fish_infera_using_subcommand rules" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand rules" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand render" -s o -l output -d 'Output format' -r -f -a "yaml\t''
+json\t''"
+complete -c infera -n "__fish_infera_using_subcommand render" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand render" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image help" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image help" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image help" -f -a "restart" -d 'Restart the worker pods of TARGET, one service at a time'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image help" -f -a "set-image" -d 'Change the image of `--service` in TARGET and roll it'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l service -d 'Service of the InferaDeployment to roll (repeatable; default: every worker service)' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l set-env -d 'Also set this environment variable on the main container (repeatable)' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l order -d 'Order of the legs (services), comma-separated' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l pause-between -d 'Where to stop and ask before going on' -r -f -a "legs\t''
+pods\t''
+never\t''"
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l step-timeout -d 'Give up on a single step after this long' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l stall-after -d 'A surge pod Unschedulable for this long is a stall' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l on-stall -d 'What to do on a stall' -r -f -a "abort\t''
+wait\t''"
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l sample-interval -d 'Seconds between two readiness samples (the field check uses 10 s)' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l report -d 'Write the report as JSON to FILE' -r -F
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l surge -d 'Plain Deployment only: set maxSurge 1 / maxUnavailable 0 first'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l dry-run -d 'Print the plan and stop'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l force -d 'Proceed even when the preflight predicts a stall or a gap'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s y -l yes -d 'Do not ask for confirmation'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l service -d 'Service of the InferaDeployment to roll (repeatable; default: every worker service)' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l set-env -d 'Also set this environment variable on the main container (repeatable)' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l order -d 'Order of the legs (services), comma-separated' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l pause-between -d 'Where to stop and ask before going on' -r -f -a "legs\t''
+pods\t''
+never\t''"
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l step-timeout -d 'Give up on a single step after this long' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l stall-after -d 'A surge pod Unschedulable for this long is a stall' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l on-stall -d 'What to do on a stall' -r -f -a "abort\t''
+wait\t''"
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l sample-interval -d 'Seconds between two readiness samples (the field check uses 10 s)' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l report -d 'Write the report as JSON to FILE' -r -F
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l surge -d 'Plain Deployment only: set maxSurge 1 / maxUnavailable 0 first'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l dry-run -d 'Print the plan and stop'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l force -d 'Proceed even when the preflight predicts a stall or a gap'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s y -l yes -d 'Do not ask for confirmation'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from help" -f -a "restart" -d 'Restart the worker pods of TARGET, one service at a time'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from help" -f -a "set-image" -d 'Change the image of `--service` in TARGET and roll it'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c infera -n "__fish_infera_using_subcommand audit" -l for -d 'Audit for this long' -r
+complete -c infera -n "__fish_infera_using_subcommand audit" -l role -d 'For plain Deployments: a role and the label selector of its pods (repeatable), e.g. `--role decode=app=dec`' -r
+complete -c infera -n "__fish_infera_using_subcommand audit" -l samples -d 'Stream every sample to FILE as CSV' -r -F
+complete -c infera -n "__fish_infera_using_subcommand audit" -l sample-interval -d 'Seconds between two readiness samples (the field check uses 10 s)' -r
+complete -c infera -n "__fish_infera_using_subcommand audit" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
+complete -c infera -n "__fish_infera_using_subcommand audit" -l report -d 'Write the report as JSON to FILE' -r -F
+complete -c infera -n "__fish_infera_using_subcommand audit" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
+complete -c infera -n "__fish_infera_using_subcommand audit" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
+complete -c infera -n "__fish_infera_using_subcommand audit" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c infera -n "__fish_infera_using_subcommand audit" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
+complete -c infera -n "__fish_infera_using_subcommand audit" -l until-complete -d 'Audit until the rollout in progress completes'
+complete -c infera -n "__fish_infera_using_subcommand audit" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand audit" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve scenarios help" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve scenarios help" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve scenarios help" -f -a "serve" -d 'Serve a simulated cluster until interrupted'
+complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve scenarios help" -f -a "scenarios" -d 'List the built-in scenarios'
+complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve scenarios help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l scenario -d 'Built-in scenario name or a scenario file' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l port -d 'Port on 127.0.0.1 (0 picks a free one)' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l token -d 'Bearer token clients must present (default: a random one)' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l kubeconfig-out -d 'Write a kubeconfig for the simulator to PATH' -r -F
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l speed -d 'Simulated seconds per wall-clock second' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l seed -d 'Random seed (default: the scenario\'s)' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l drop-watches-every -d 'Drop every watch stream every this long (wall clock)' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l error-rate -d 'Answer this fraction of requests (0..1) with 5xx/429 bursts carrying `Retry-After`' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l conflict-rate -d 'Answer this fraction of updates with 409 Conflict' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l compact-every -d 'Compact the watch history every this long, forcing 410 Gone on resume' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l latency -d 'Add this latency to every request' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l restart-api-every -d 'Restart the API server listener every this long (state is kept)' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l tls -d 'Serve HTTPS with a generated self-signed CA'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from scenarios" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from scenarios" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from help" -f -a "serve" -d 'Serve a simulated cluster until interrupted'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from help" -f -a "scenarios" -d 'List the built-in scenarios'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c infera -n "__fish_infera_using_subcommand demo" -l scenario -d 'Built-in scenario name (see `infera sim scenarios`) or a scenario file' -r
+complete -c infera -n "__fish_infera_using_subcommand demo" -l speed -d 'Simulated seconds per wall-clock second' -r
+complete -c infera -n "__fish_infera_using_subcommand demo" -l stall-after -d 'A surge pod Unschedulable for this long (simulated time) is a stall' -r
+complete -c infera -n "__fish_infera_using_subcommand demo" -l sample-interval -d 'Seconds between two readiness samples (the field check uses 10 s)' -r
+complete -c infera -n "__fish_infera_using_subcommand demo" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
+complete -c infera -n "__fish_infera_using_subcommand demo" -l report -d 'Write the report as JSON to FILE' -r -F
+complete -c infera -n "__fish_infera_using_subcommand demo" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
+complete -c infera -n "__fish_infera_using_subcommand demo" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand demo" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand rbac" -s n -l namespace -d 'Namespace of the Role' -r
+complete -c infera -n "__fish_infera_using_subcommand rbac" -s o -l output -d 'Output format' -r -f -a "yaml\t''
+json\t''"
+complete -c infera -n "__fish_infera_using_subcommand rbac" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand rbac" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand generate" -l dir -d 'Directory holding `completions/` and `man/`' -r -F
+complete -c infera -n "__fish_infera_using_subcommand generate" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand generate" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "lint" -d 'Audit manifests for configurations where a surge rollout would stall, gap or silently retire a serving pod'
+complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "rules" -d 'List the lint rules, or print one rule\'s documentation'
+complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "render" -d 'Print the Deployments/LeaderWorkerSets the infera operator would create from an InferaDeployment, annotated with the predicted rollout strategy'
+complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "rollout" -d 'Drive a worker rollout step by step: surge, wait for /ready, retire the old pod, one leg at a time'
+complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "audit" -d 'Sample readiness and routability per role while someone else rolls, and report the minimum number of Ready and routable pods'
+complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "sim" -d 'A local simulated cluster that speaks the real Kubernetes API'
+complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "demo" -d 'Roll a worker on the built-in simulated cluster and show the evidence'
+complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "rbac" -d 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need'
+complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "generate" -d 'Regenerate `completions/` and `man/` from these flag definitions'
+complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from rollout" -f -a "restart" -d 'Restart the worker pods of TARGET, one service at a time'
+complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from rollout" -f -a "set-image" -d 'Change the image of `--service` in TARGET and roll it'
+complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from sim" -f -a "serve" -d 'Serve a simulated cluster until interrupted'
+complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from sim" -f -a "scenarios" -d 'List the built-in scenarios'

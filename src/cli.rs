@@ -1,0 +1,401 @@
+//! Every flag of `infera`, in one place (clap derive).
+//!
+//! The man pages in `man/` and the shell completions in `completions/` are
+//! generated from these definitions by `cargo run -- generate` (hidden
+//! subcommand); `tests/generated.rs` fails when they are stale.
+//!
+//! Library modules never see clap types other than the `*Args` structs below.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Make rolling an LLM-serving worker on Kubernetes safe, and prove it was.
+#[derive(Debug, Parser)]
+#[command(name = "infera", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Audit manifests for configurations where a surge rollout would stall,
+    /// gap or silently retire a serving pod.
+    Lint(LintArgs),
+    /// List the lint rules, or print one rule's documentation.
+    Rules(RulesArgs),
+    /// Print the Deployments/LeaderWorkerSets the infera operator would create
+    /// from an InferaDeployment, annotated with the predicted rollout strategy.
+    Render(RenderArgs),
+    /// Drive a worker rollout step by step: surge, wait for /ready, retire the
+    /// old pod, one leg at a time.
+    #[command(subcommand)]
+    Rollout(RolloutCommand),
+    /// Sample readiness and routability per role while someone else rolls,
+    /// and report the minimum number of Ready and routable pods.
+    Audit(AuditArgs),
+    /// A local simulated cluster that speaks the real Kubernetes API.
+    #[command(subcommand)]
+    Sim(SimCommand),
+    /// Roll a worker on the built-in simulated cluster and show the evidence.
+    Demo(DemoArgs),
+    /// Print the minimal RBAC Role that `infera rollout` and `infera audit` need.
+    Rbac(RbacArgs),
+    /// Print a shell completion script to stdout.
+    Completions(CompletionsArgs),
+    /// Regenerate `completions/` and `man/` from these flag definitions.
+    #[command(hide = true)]
+    Generate(GenerateArgs),
+}
+
+// ---------------------------------------------------------------------------
+// Shared argument groups
+// ---------------------------------------------------------------------------
+
+/// How to reach a cluster, with kubectl's precedence: flags, then
+/// `KUBECONFIG`, then `~/.kube/config`, then the in-cluster service account.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ClusterArgs {
+    /// Path to the kubeconfig file to use.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The name of the kubeconfig context to use.
+    #[arg(long, value_name = "NAME", global = true)]
+    pub context: Option<String>,
+    /// The namespace scope for this request (default: the context's namespace).
+    #[arg(short = 'n', long, value_name = "NS", global = true)]
+    pub namespace: Option<String>,
+}
+
+/// Readiness sampling and the floor an audit holds every role to.
+#[derive(Debug, Clone, Args)]
+pub struct AuditKnobs {
+    /// Seconds between two readiness samples (the field check uses 10 s).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub sample_interval: Duration,
+    /// A role below this many Ready or routable pods counts as a gap.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub min_ready: u32,
+    /// Write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows.
+    /// Repeat for both.
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Yaml,
+    Json,
+}
+
+// ---------------------------------------------------------------------------
+// lint / rules / render
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LintFormat {
+    /// Code frames and a summary table (colour on a TTY, honouring NO_COLOR).
+    Human,
+    /// One JSON document: `{"findings": [...], "summary": {...}}`.
+    Json,
+    /// SARIF 2.1.0, for GitHub code scanning.
+    Sarif,
+    /// GitHub Actions workflow annotation lines.
+    Github,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum FailOn {
+    Warning,
+    Error,
+    Never,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LintArgs {
+    /// Files or directories to lint (`*.yaml`, `*.yml`, `*.json`,
+    /// recursively); `-` reads standard input.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = LintFormat::Human)]
+    pub format: LintFormat,
+    /// GPUs per node assumed by the capacity rules when no `--nodes` is given.
+    #[arg(long, value_name = "N")]
+    pub node_gpus: Option<u32>,
+    /// Node inventory: the output of `kubectl get nodes -o yaml`.
+    #[arg(long, value_name = "FILE")]
+    pub nodes: Option<PathBuf>,
+    /// Config file (default: `.infera-lint.yaml` found upward from the cwd).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Only run these rules (codes or names, comma-separated or repeated).
+    #[arg(long, value_name = "RULES", value_delimiter = ',')]
+    pub select: Vec<String>,
+    /// Do not run these rules (codes or names, comma-separated or repeated).
+    #[arg(long, value_name = "RULES", value_delimiter = ',')]
+    pub ignore: Vec<String>,
+    /// Exit 1 when a finding at or above this severity is reported.
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
+    /// Lint the live objects of a cluster instead of files.
+    #[arg(long, conflicts_with = "paths")]
+    pub cluster: bool,
+    /// With `--cluster`: every namespace.
+    #[arg(short = 'A', long, requires = "cluster")]
+    pub all_namespaces: bool,
+    #[command(flatten)]
+    pub cluster_args: ClusterArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RulesArgs {
+    /// A rule code (`IR002`) or name (`surge-stall-gpu`) to document.
+    #[arg(value_name = "RULE")]
+    pub rule: Option<String>,
+    /// Print as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RenderArgs {
+    /// A manifest with InferaDeployments (`-` for standard input).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Yaml)]
+    pub output: OutputFormat,
+}
+
+// ---------------------------------------------------------------------------
+// rollout / audit / demo / rbac
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Subcommand)]
+pub enum RolloutCommand {
+    /// Restart the worker pods of TARGET, one service at a time.
+    Restart(RolloutArgs),
+    /// Change the image of `--service` in TARGET and roll it.
+    SetImage(SetImageArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PauseBetween {
+    Legs,
+    Pods,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnStall {
+    Abort,
+    Wait,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RolloutArgs {
+    /// `idep/NAME` (`inferadeployment/NAME`) or `deploy/NAME`.
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+    /// Service of the InferaDeployment to roll (repeatable; default: every
+    /// worker service).
+    #[arg(long, value_name = "SERVICE")]
+    pub service: Vec<String>,
+    /// Also set this environment variable on the main container (repeatable).
+    #[arg(long, value_name = "K=V")]
+    pub set_env: Vec<String>,
+    /// Plain Deployment only: set maxSurge 1 / maxUnavailable 0 first.
+    #[arg(long)]
+    pub surge: bool,
+    /// Order of the legs (services), comma-separated.
+    #[arg(long, value_name = "SERVICES", value_delimiter = ',')]
+    pub order: Vec<String>,
+    /// Print the plan and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Proceed even when the preflight predicts a stall or a gap.
+    #[arg(long)]
+    pub force: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Where to stop and ask before going on.
+    #[arg(long, value_enum, default_value_t = PauseBetween::Never)]
+    pub pause_between: PauseBetween,
+    /// Give up on a single step after this long.
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse_duration)]
+    pub step_timeout: Duration,
+    /// A surge pod Unschedulable for this long is a stall.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub stall_after: Duration,
+    /// What to do on a stall.
+    #[arg(long, value_enum, default_value_t = OnStall::Abort)]
+    pub on_stall: OnStall,
+    #[command(flatten)]
+    pub audit: AuditKnobs,
+    #[command(flatten)]
+    pub cluster_args: ClusterArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SetImageArgs {
+    #[command(flatten)]
+    pub rollout: RolloutArgs,
+    /// The new image.
+    #[arg(value_name = "IMAGE")]
+    pub image: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AuditArgs {
+    /// `idep/NAME` or `deploy/NAME`.
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+    /// Audit for this long.
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration, conflicts_with = "until_complete")]
+    pub duration: Option<Duration>,
+    /// Audit until the rollout in progress completes.
+    #[arg(long)]
+    pub until_complete: bool,
+    /// For plain Deployments: a role and the label selector of its pods
+    /// (repeatable), e.g. `--role decode=app=dec`.
+    #[arg(long, value_name = "NAME=SELECTOR")]
+    pub role: Vec<String>,
+    /// Stream every sample to FILE as CSV.
+    #[arg(long, value_name = "FILE.csv")]
+    pub samples: Option<PathBuf>,
+    #[command(flatten)]
+    pub audit: AuditKnobs,
+    #[command(flatten)]
+    pub cluster_args: ClusterArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Built-in scenario name (see `infera sim scenarios`) or a scenario file.
+    #[arg(long, value_name = "NAME|FILE", default_value = "pd-1p1d")]
+    pub scenario: String,
+    /// Simulated seconds per wall-clock second.
+    #[arg(long, value_name = "X", default_value_t = 70.0)]
+    pub speed: f64,
+    /// A surge pod Unschedulable for this long (simulated time) is a stall.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub stall_after: Duration,
+    #[command(flatten)]
+    pub audit: AuditKnobs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RbacArgs {
+    /// Namespace of the Role.
+    #[arg(short = 'n', long, value_name = "NS", default_value = "default")]
+    pub namespace: String,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Yaml)]
+    pub output: OutputFormat,
+}
+
+// ---------------------------------------------------------------------------
+// sim
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// Serve a simulated cluster until interrupted.
+    Serve(SimServeArgs),
+    /// List the built-in scenarios.
+    Scenarios,
+}
+
+/// Faults the simulator can inject (also settable in a scenario file).
+#[derive(Debug, Clone, Default, Args)]
+pub struct FaultArgs {
+    /// Drop every watch stream every this long (wall clock).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub drop_watches_every: Option<Duration>,
+    /// Answer this fraction of requests (0..1) with 5xx/429 bursts
+    /// carrying `Retry-After`.
+    #[arg(long, value_name = "RATE")]
+    pub error_rate: Option<f64>,
+    /// Answer this fraction of updates with 409 Conflict.
+    #[arg(long, value_name = "RATE")]
+    pub conflict_rate: Option<f64>,
+    /// Compact the watch history every this long, forcing 410 Gone on resume.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub compact_every: Option<Duration>,
+    /// Add this latency to every request.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub latency: Option<Duration>,
+    /// Restart the API server listener every this long (state is kept).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub restart_api_every: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SimServeArgs {
+    /// Built-in scenario name or a scenario file.
+    #[arg(long, value_name = "NAME|FILE", default_value = "pd-1p1d")]
+    pub scenario: String,
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Serve HTTPS with a generated self-signed CA.
+    #[arg(long)]
+    pub tls: bool,
+    /// Bearer token clients must present (default: a random one).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "INFERA_SIM_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+    /// Write a kubeconfig for the simulator to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig_out: Option<PathBuf>,
+    /// Simulated seconds per wall-clock second.
+    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    pub speed: f64,
+    /// Random seed (default: the scenario's).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub faults: FaultArgs,
+}
+
+// ---------------------------------------------------------------------------
+// completions / generate
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell to generate completions for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GenerateArgs {
+    /// Directory holding `completions/` and `man/`.
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+}
+
+/// Parse `90s`, `5m`, `1h30m`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<f64>() {
+        if secs.is_finite() && secs >= 0.0 {
+            return Ok(Duration::from_secs_f64(secs));
+        }
+        return Err(format!("`{s}` is not a non-negative duration"));
+    }
+    humantime::parse_duration(s)
+        .map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. `90s`, `5m`, `1h30m`"))
+}

@@ -1,0 +1,37 @@
+//! Process exit codes, one table for every command (documented in the README).
+
+use std::process::ExitCode;
+
+/// What a command's outcome means to a shell or CI job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Success: nothing at or above the threshold / every role held its floor.
+    Ok,
+    /// Findings at or above `--fail-on`; or a rollout/audit completed but a
+    /// role fell below `--min-ready`.
+    Findings,
+    /// Usage, input, connection or permission error.
+    Usage,
+    /// A rollout stalled, was aborted, or timed out.
+    Stalled,
+    /// Interrupted by Ctrl-C (SIGINT).
+    Interrupted,
+}
+
+impl Exit {
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Ok => 0,
+            Exit::Findings => 1,
+            Exit::Usage => 2,
+            Exit::Stalled => 3,
+            Exit::Interrupted => 130,
+        }
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> Self {
+        ExitCode::from(e.code())
+    }
+}

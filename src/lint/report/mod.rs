@@ -1,0 +1,1 @@
+//! Printers over one list of findings: human, JSON, SARIF, GitHub.

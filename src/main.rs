@@ -1,0 +1,52 @@
+//! `infera`: parse, dispatch, map errors to exit codes — nothing else.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use infera::cli::{Cli, Command, RolloutCommand, SimCommand};
+use infera::exit::Exit;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(exit) => exit.into(),
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            Exit::Usage.into()
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<Exit> {
+    match cli.command {
+        Command::Lint(args) => infera::lint::run(&args),
+        Command::Rules(args) => infera::lint::rules_command(&args),
+        Command::Render(args) => infera::operator::render_command(&args),
+        Command::Rollout(RolloutCommand::Restart(args)) => {
+            runtime()?.block_on(infera::rollout::run(args, None))
+        }
+        Command::Rollout(RolloutCommand::SetImage(args)) => {
+            runtime()?.block_on(infera::rollout::run(args.rollout, Some(args.image)))
+        }
+        Command::Audit(args) => runtime()?.block_on(infera::audit::run(args)),
+        Command::Sim(SimCommand::Serve(args)) => runtime()?.block_on(infera::sim::serve(args)),
+        Command::Sim(SimCommand::Scenarios) => infera::sim::list_scenarios(),
+        Command::Demo(args) => runtime()?.block_on(infera::demo::run(args)),
+        Command::Rbac(args) => infera::cluster::rbac_command(&args),
+        Command::Completions(args) => {
+            use std::io::Write;
+            std::io::stdout().write_all(&infera::generate::completion(args.shell))?;
+            Ok(Exit::Ok)
+        }
+        Command::Generate(args) => {
+            infera::generate::write_all(&args.dir)?;
+            Ok(Exit::Ok)
+        }
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
