@@ -15,4 +15,5 @@ pub mod lint;
 pub mod manifest;
 pub mod operator;
 pub mod rollout;
+pub mod scheduling;
 pub mod sim;
