@@ -169,13 +169,22 @@ pub fn exit_for(outcome: &LintOutcome, fail_on: FailOn) -> Exit {
     }
 }
 
-/// `infera lint --cluster`.
-fn lint_cluster(_args: &LintArgs, _options: &LintOptions) -> anyhow::Result<LintOutcome> {
-    anyhow::bail!(
-        "`infera lint --cluster` is not available in this build yet (the cluster client has \
-         not landed); export the objects and lint the file instead: \
-         `kubectl get inferadeployments,deployments -o yaml > live.yaml && infera lint live.yaml`"
-    )
+/// `infera lint --cluster [-n NS | -A]`: list the analysed kinds from the
+/// cluster and lint them as live objects (no spans: findings point at
+/// `cluster`, line 0).
+fn lint_cluster(args: &LintArgs, options: &LintOptions) -> anyhow::Result<LintOutcome> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime for the cluster client")?;
+    runtime.block_on(async {
+        let connection = crate::cluster::connect(&args.cluster_args).await?;
+        let namespace = (!args.all_namespaces).then_some(connection.namespace.as_str());
+        let (objects, errors) = list_live_objects(&connection, namespace).await?;
+        let mut outcome = engine::lint_objects(&objects, "cluster", options);
+        outcome.input_errors.extend(errors);
+        Ok(outcome)
+    })
 }
 
 /// The kinds `infera lint --cluster` reads: (group, version, kind, plural).
@@ -198,15 +207,19 @@ const LIVE_KINDS: &[(&str, &str, &str, &str)] = &[
 /// Objects of one list page at most; the rest is fetched with continue tokens.
 const LIST_PAGE: u32 = 500;
 
-/// List the analysed kinds from a cluster, as wire-form JSON objects with
-/// `apiVersion`/`kind` set. Kinds the cluster does not serve (CRD not
-/// installed) are skipped; a list the caller may not make becomes an input
-/// error. Workloads owned by an InferaDeployment are left out: the
+/// List the analysed kinds from a cluster (`namespace` `None` = every
+/// namespace), as wire-form JSON objects with `apiVersion`/`kind` set.
+///
+/// Kinds the cluster does not serve (CRD not installed: 404) are skipped. A
+/// kind the caller may not list becomes an input error, and the other kinds
+/// are still linted. An unreachable server or rejected credentials end the
+/// command. Workloads owned by an InferaDeployment are left out: the
 /// InferaDeployment itself is linted, so they would only repeat its findings.
 pub async fn list_live_objects(
-    client: kube::Client,
+    connection: &crate::cluster::Connection,
     namespace: Option<&str>,
-) -> (Vec<serde_json::Value>, Vec<InputError>) {
+) -> Result<(Vec<serde_json::Value>, Vec<InputError>), crate::cluster::ClusterError> {
+    use crate::cluster::ClusterError;
     use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 
     let mut objects = Vec::new();
@@ -215,8 +228,8 @@ pub async fn list_live_objects(
         let resource =
             ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
         let api: Api<DynamicObject> = match namespace {
-            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
-            None => Api::all_with(client.clone(), &resource),
+            Some(ns) => Api::namespaced_with(connection.client.clone(), ns, &resource),
+            None => Api::all_with(connection.client.clone(), &resource),
         };
         let mut params = ListParams::default().limit(LIST_PAGE);
         loop {
@@ -224,19 +237,19 @@ pub async fn list_live_objects(
                 Ok(page) => page,
                 Err(kube::Error::Api(status)) if status.code == 404 => break,
                 Err(e) => {
-                    let scope = namespace.map_or_else(
-                        || "in any namespace".to_string(),
-                        |ns| format!("in namespace {ns}"),
-                    );
-                    errors.push(InputError {
-                        file: "cluster".to_string(),
-                        line: None,
-                        column: None,
-                        message: format!(
-                            "cannot list {plural} {scope}: {e}; check the context and that \
-                             your role may list {plural} (see `infera rbac`)"
-                        ),
-                    });
+                    let err =
+                        ClusterError::from_kube(&e, &connection.url, "list", plural, namespace);
+                    match err {
+                        ClusterError::Unreachable { .. } | ClusterError::Unauthorized { .. } => {
+                            return Err(err);
+                        }
+                        other => errors.push(InputError {
+                            file: "cluster".to_string(),
+                            line: None,
+                            column: None,
+                            message: format!("{other}; {plural} were not linted"),
+                        }),
+                    }
                     break;
                 }
             };
@@ -269,7 +282,7 @@ pub async fn list_live_objects(
             }
         }
     }
-    (objects, errors)
+    Ok((objects, errors))
 }
 
 // ---------------------------------------------------------------------------
