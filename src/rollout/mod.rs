@@ -1,5 +1,10 @@
 //! `infera rollout`: plan, drive, step events.
 
+pub mod record;
+pub mod target;
+pub mod tracker;
+pub mod trigger;
+
 use crate::cli::RolloutArgs;
 use crate::exit::Exit;
 
