@@ -1,5 +1,6 @@
 //! `infera rollout`: plan, drive, step events.
 
+pub mod plan;
 pub mod progress;
 pub mod record;
 pub mod target;

@@ -125,7 +125,10 @@ impl Progress {
     pub fn event(&self, leg: &str, text: &str, now: Instant) {
         let at = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ");
         let elapsed = human_duration(self.scaled(self.started, now));
-        self.line(&format!("{at}  +{elapsed:>8}{}  {leg:<10}  {text}", self.label()));
+        self.line(&format!(
+            "{at}  +{elapsed:>8}{}  {leg:<10}  {text}",
+            self.label()
+        ));
     }
 
     /// A step observed on leg `leg`; `step_elapsed` is since the previous step
@@ -245,6 +248,9 @@ mod tests {
     fn scaled_time() {
         let p = Progress::new(&[("decode".into(), 1)], 70.0, true, false);
         let t0 = Instant::now();
-        assert_eq!(p.scaled(t0, t0 + Duration::from_secs(2)), Duration::from_secs(140));
+        assert_eq!(
+            p.scaled(t0, t0 + Duration::from_secs(2)),
+            Duration::from_secs(140)
+        );
     }
 }
