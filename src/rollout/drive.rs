@@ -503,10 +503,10 @@ pub async fn execute(
         let mut stall_reported = false;
         loop {
             let now = Instant::now();
-            if let Some(tracker) = trackers.get(leg_index) {
-                if tracker.complete(leg.replicas as usize) {
-                    break;
-                }
+            if let Some(tracker) = trackers.get(leg_index)
+                && tracker.complete(leg.replicas as usize)
+            {
+                break;
             }
             // Stall: the surge pod Unschedulable for --stall-after.
             let unsched = trackers.get(leg_index).and_then(|t| {
@@ -531,65 +531,65 @@ pub async fn execute(
                 (_, _, Some(msg)) => Some((None, msg.clone())),
                 _ => None,
             };
-            if let Some((pod, message)) = stall {
-                if !stall_reported {
-                    stall_reported = true;
-                    let quoted = match &pod {
-                        Some(p) => failed_scheduling_event(&client, &ns, p)
-                            .await
-                            .unwrap_or(message.clone()),
-                        None => message.clone(),
-                    };
-                    progress.event(
-                        &leg.name,
-                        &format!(
-                            "STALLED: {} for {}: {quoted}",
-                            pod.as_deref()
-                                .map(|p| format!("surge pod {p} unschedulable"))
-                                .unwrap_or_else(|| "progress deadline exceeded".into()),
-                            human_duration(opts.stall_after),
-                        ),
-                        now,
-                    );
+            if let Some((pod, message)) = stall
+                && !stall_reported
+            {
+                stall_reported = true;
+                let quoted = match &pod {
+                    Some(p) => failed_scheduling_event(&client, &ns, p)
+                        .await
+                        .unwrap_or(message.clone()),
+                    None => message.clone(),
+                };
+                progress.event(
+                    &leg.name,
+                    &format!(
+                        "STALLED: {} for {}: {quoted}",
+                        pod.as_deref()
+                            .map(|p| format!("surge pod {p} unschedulable"))
+                            .unwrap_or_else(|| "progress deadline exceeded".into()),
+                        human_duration(opts.stall_after),
+                    ),
+                    now,
+                );
+                auditor.step(Step {
+                    service: leg.name.clone(),
+                    kind: "stalled".into(),
+                    pod: pod.clone(),
+                    node: None,
+                    at: now,
+                });
+                if opts.on_stall == OnStall::Abort {
+                    progress.event(&leg.name, "aborting: restoring the previous pod template on the target so the old pods keep serving", now);
+                    undo_leg(&ctx, &mut record, is_idep).await?;
                     auditor.step(Step {
                         service: leg.name.clone(),
-                        kind: "stalled".into(),
-                        pod: pod.clone(),
+                        kind: "aborted".into(),
+                        pod: None,
                         node: None,
-                        at: now,
+                        at: Instant::now(),
                     });
-                    if opts.on_stall == OnStall::Abort {
-                        progress.event(&leg.name, "aborting: restoring the previous pod template on the target so the old pods keep serving", now);
-                        undo_leg(&ctx, &mut record, is_idep).await?;
-                        auditor.step(Step {
-                            service: leg.name.clone(),
-                            kind: "aborted".into(),
-                            pod: None,
-                            node: None,
-                            at: Instant::now(),
-                        });
-                        wait_surge_gone(
-                            &mut events,
-                            &mut auditor,
-                            &mut trackers,
-                            leg_index,
-                            &mut deployments,
-                            &mut progress,
-                            &mut steps,
-                            &mut warned_watch,
-                            conn,
-                            to_wall(opts.step_timeout),
-                        )
-                        .await?;
-                        outcome = Outcome::Aborted;
-                        break 'legs;
-                    }
-                    progress.event(
-                        &leg.name,
-                        "waiting (--on-stall wait): the old pods keep serving; Ctrl-C to stop",
-                        now,
-                    );
+                    wait_surge_gone(
+                        &mut events,
+                        &mut auditor,
+                        &mut trackers,
+                        leg_index,
+                        &mut deployments,
+                        &mut progress,
+                        &mut steps,
+                        &mut warned_watch,
+                        conn,
+                        to_wall(opts.step_timeout),
+                    )
+                    .await?;
+                    outcome = Outcome::Aborted;
+                    break 'legs;
                 }
+                progress.event(
+                    &leg.name,
+                    "waiting (--on-stall wait): the old pods keep serving; Ctrl-C to stop",
+                    now,
+                );
             }
             if now.saturating_duration_since(last_progress) >= to_wall(opts.step_timeout)
                 && !(stall_reported && opts.on_stall == OnStall::Wait)
@@ -613,8 +613,8 @@ pub async fn execute(
                     if n > 0 { last_progress = Instant::now(); }
                 }
                 res = proxy_rx.recv() => {
-                    if let Some((leg_name, pod, result)) = res {
-                        if let Some(t) = trackers.iter_mut().find(|t| t.leg == leg_name) {
+                    if let Some((leg_name, pod, result)) = res
+                        && let Some(t) = trackers.iter_mut().find(|t| t.leg == leg_name) {
                             let ok = result.is_ok();
                             let detail = match result { Ok(()) => "200".to_string(), Err(e) => e };
                             if let Some(obs) = t.proxy_result(&pod, ok, detail) {
@@ -626,7 +626,6 @@ pub async fn execute(
                             }
                             if ok { proxy_next.remove(&pod); }
                         }
-                    }
                 }
                 _ = tick.tick() => {
                     let now = Instant::now();
@@ -697,6 +696,7 @@ pub async fn execute(
     })
 }
 
+#[allow(clippy::large_enum_variant)] // short-lived, one at a time
 enum Watched {
     Pod(Result<Event<Pod>, watcher::Error>),
     Deployment(Result<Event<Deployment>, watcher::Error>),
@@ -820,7 +820,7 @@ async fn failed_scheduling_event(client: &kube::Client, ns: &str, pod: &str) -> 
                 && e.reason.as_deref() == Some("FailedScheduling")
         })
         .filter_map(|e| e.message)
-        .last()
+        .next_back()
         .map(|m| format!("FailedScheduling: {m}"))
 }
 

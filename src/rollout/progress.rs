@@ -162,10 +162,10 @@ impl Progress {
         if let Some(l) = self.legs.get_mut(leg) {
             l.step = format!("{} {}", obs.kind.describe(), obs.pod);
             l.step_started = now;
-            if let Some(bar) = &l.bar {
-                if counts(obs.kind) {
-                    bar.inc(1);
-                }
+            if let Some(bar) = &l.bar
+                && counts(obs.kind)
+            {
+                bar.inc(1);
             }
         }
     }
@@ -201,10 +201,10 @@ impl Progress {
     /// Stop drawing; later output goes straight to the streams.
     pub fn finish(&mut self) {
         for l in self.legs.values() {
-            if let Some(bar) = &l.bar {
-                if !bar.is_finished() {
-                    bar.abandon();
-                }
+            if let Some(bar) = &l.bar
+                && !bar.is_finished()
+            {
+                bar.abandon();
             }
         }
         if let Some(m) = self.multi.take() {

@@ -275,12 +275,12 @@ impl LegTracker {
         };
         if facts.new {
             emit(StepKind::SurgeCreated, None, seen);
-            if let Some(message) = &facts.unschedulable {
-                if seen.unschedulable_message.as_deref() != Some(message.as_str()) {
-                    seen.unschedulable_message = Some(message.clone());
-                    seen.steps.remove(&StepKind::Unschedulable);
-                    emit(StepKind::Unschedulable, Some(message.clone()), seen);
-                }
+            if let Some(message) = &facts.unschedulable
+                && seen.unschedulable_message.as_deref() != Some(message.as_str())
+            {
+                seen.unschedulable_message = Some(message.clone());
+                seen.steps.remove(&StepKind::Unschedulable);
+                emit(StepKind::Unschedulable, Some(message.clone()), seen);
             }
             if facts.node.is_some() {
                 emit(StepKind::Scheduled, None, seen);

@@ -418,10 +418,10 @@ pub fn deployment_undo_patch(dep: &Value, original: &Original) -> Result<Value, 
             .ok_or(TriggerError::Missing("spec.template.spec"))?;
         let mut containers = containers_of(pod_spec);
         if let Some(main) = main_container_index(&containers).and_then(|i| containers.get_mut(i)) {
-            if original.image_changed {
-                if let Some(image) = &original.image {
-                    main["image"] = Value::String(image.clone());
-                }
+            if original.image_changed
+                && let Some(image) = &original.image
+            {
+                main["image"] = Value::String(image.clone());
             }
             if !original.env.is_empty() {
                 let mut env = main
@@ -467,10 +467,10 @@ pub fn pod_has_change(pod: &Value, change: &Change, inferadeployment: bool) -> b
     let Some(main) = main_container_index(containers).and_then(|i| containers.get(i)) else {
         return false;
     };
-    if let Some(image) = &change.image {
-        if main.get("image").and_then(Value::as_str) != Some(image.as_str()) {
-            return false;
-        }
+    if let Some(image) = &change.image
+        && main.get("image").and_then(Value::as_str) != Some(image.as_str())
+    {
+        return false;
     }
     change.env.iter().all(|setting| {
         main.get("env")
