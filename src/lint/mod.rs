@@ -27,11 +27,33 @@ use config::{CliOverrides, Effective};
 use engine::{InputError, LintOptions, LintOutcome, RuleMeta};
 use finding::Severity;
 
+/// The engine entry points the command layer calls (the contract of
+/// INTERFACES.md, "lint engine"). Passed in so the command layer can be
+/// wired and tested independently of the engine's implementation.
+#[derive(Clone, Copy)]
+pub struct EngineFns {
+    pub lint_paths: fn(&[PathBuf], &LintOptions) -> LintOutcome,
+    pub lint_objects: fn(&[serde_json::Value], &str, &LintOptions) -> LintOutcome,
+    pub rules: fn() -> &'static [RuleMeta],
+}
+
 /// `infera lint`.
-pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
+///
+/// Wiring (once `engine::lint_paths`, `engine::lint_objects` and
+/// `engine::rules` exist): `run_with(args, &EngineFns { lint_paths:
+/// engine::lint_paths, lint_objects: engine::lint_objects, rules:
+/// engine::rules })`.
+pub fn run(_args: &LintArgs) -> anyhow::Result<Exit> {
+    anyhow::bail!(
+        "infera lint is not wired to the lint engine in this build yet (engine::lint_paths has not landed)"
+    )
+}
+
+/// `infera lint` over the given engine.
+pub fn run_with(args: &LintArgs, engine: &EngineFns) -> anyhow::Result<Exit> {
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let loaded = config::load(args.config.as_deref(), &cwd)?;
-    let effective = config::resolve(engine::rules(), &loaded, &overrides(args))?;
+    let effective = config::resolve((engine.rules)(), &loaded, &overrides(args))?;
     let options = LintOptions {
         node_gpus: effective.node_gpus,
         nodes: effective.nodes.clone(),
@@ -39,14 +61,14 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
     };
 
     let outcome = if args.cluster {
-        lint_cluster(args, &options)?
+        lint_cluster(args, &options, engine)?
     } else {
         let paths = if args.paths.is_empty() {
             vec![PathBuf::from(".")]
         } else {
             args.paths.clone()
         };
-        engine::lint_paths(&paths, &options)
+        (engine.lint_paths)(&paths, &options)
     };
     let outcome = apply(outcome, &effective);
 
@@ -60,7 +82,7 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
         }
     }
 
-    match print(args.format, &outcome, &cwd) {
+    match print(args.format, &outcome, (engine.rules)(), &cwd) {
         Ok(()) => {}
         // `infera lint | head`: the reader went away, nothing left to say.
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
@@ -80,12 +102,17 @@ fn overrides(args: &LintArgs) -> CliOverrides {
 
 /// Print the outcome to stdout in `format`. Colour (human format only) when
 /// stdout is a terminal and `NO_COLOR` is not set.
-fn print(format: LintFormat, outcome: &LintOutcome, cwd: &Path) -> io::Result<()> {
+fn print(
+    format: LintFormat,
+    outcome: &LintOutcome,
+    rules: &[RuleMeta],
+    cwd: &Path,
+) -> io::Result<()> {
     let stdout = io::stdout();
     let choice = anstream::AutoStream::choice(&stdout);
     let color = choice != anstream::ColorChoice::Never;
     let mut out = io::BufWriter::new(anstream::AutoStream::new(stdout.lock(), choice));
-    write_report(&mut out, format, outcome, engine::rules(), Some(cwd), color)?;
+    write_report(&mut out, format, outcome, rules, Some(cwd), color)?;
     out.flush()
 }
 
@@ -172,7 +199,11 @@ pub fn exit_for(outcome: &LintOutcome, fail_on: FailOn) -> Exit {
 /// `infera lint --cluster [-n NS | -A]`: list the analysed kinds from the
 /// cluster and lint them as live objects (no spans: findings point at
 /// `cluster`, line 0).
-fn lint_cluster(args: &LintArgs, options: &LintOptions) -> anyhow::Result<LintOutcome> {
+fn lint_cluster(
+    args: &LintArgs,
+    options: &LintOptions,
+    engine: &EngineFns,
+) -> anyhow::Result<LintOutcome> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -181,7 +212,7 @@ fn lint_cluster(args: &LintArgs, options: &LintOptions) -> anyhow::Result<LintOu
         let connection = crate::cluster::connect(&args.cluster_args).await?;
         let namespace = (!args.all_namespaces).then_some(connection.namespace.as_str());
         let (objects, errors) = list_live_objects(&connection, namespace).await?;
-        let mut outcome = engine::lint_objects(&objects, "cluster", options);
+        let mut outcome = (engine.lint_objects)(&objects, "cluster", options);
         outcome.input_errors.extend(errors);
         Ok(outcome)
     })
@@ -290,13 +321,26 @@ pub async fn list_live_objects(
 // ---------------------------------------------------------------------------
 
 /// `infera rules [RULE] [--json]`.
-pub fn rules_command(args: &RulesArgs) -> anyhow::Result<Exit> {
+///
+/// Wiring (once `engine::rules` exists): `rules_command_with(args, engine::rules())`.
+pub fn rules_command(_args: &RulesArgs) -> anyhow::Result<Exit> {
+    anyhow::bail!(
+        "infera rules is not wired to the rule registry in this build yet (engine::rules has not landed)"
+    )
+}
+
+/// `infera rules` over the given registry.
+pub fn rules_command_with(args: &RulesArgs, registry: &'static [RuleMeta]) -> anyhow::Result<Exit> {
     let text = match &args.rule {
-        None => rules_listing(engine::rules(), args.json),
+        None => rules_listing(registry, args.json),
         Some(wanted) => {
-            let rule = engine::rule(wanted).ok_or_else(|| {
-                anyhow::anyhow!("unknown rule `{wanted}`; run `infera rules` to list the rules")
-            })?;
+            let wanted_trimmed = wanted.trim();
+            let rule = registry
+                .iter()
+                .find(|r| r.code.eq_ignore_ascii_case(wanted_trimmed) || r.name == wanted_trimmed)
+                .ok_or_else(|| {
+                    anyhow::anyhow!("unknown rule `{wanted}`; run `infera rules` to list the rules")
+                })?;
             rule_page(rule, args.json)
         }
     };
