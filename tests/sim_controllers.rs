@@ -1,0 +1,156 @@
+//! Controllers against the Store: a scenario reaches its steady state, a
+//! restart rolls as the strategy says, scheduling failures read like upstream.
+
+use std::time::Duration;
+
+use infera::sim::clock::SimClock;
+use infera::sim::controllers;
+use infera::sim::scenario::Scenario;
+use infera::sim::store::{Kind, Store};
+use serde_json::Value;
+
+fn pods(store: &Store, ns: &str) -> Vec<Value> {
+    store.list(Kind::Pod, Some(ns)).0
+}
+
+fn ready(p: &Value) -> bool {
+    p.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+}
+
+fn routable(p: &Value) -> bool {
+    p.pointer("/metadata/annotations/infera.amd.com~1worker-info")
+        .is_some()
+        && p.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
+        && p.pointer("/metadata/deletionTimestamp").is_none()
+}
+
+async fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !f() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn surge_no_readiness_steady_state_and_restart() {
+    let scenario = Scenario::load("surge-no-readiness").unwrap_or_else(|e| panic!("{e}"));
+    let store = Store::new();
+    scenario.apply(&store).unwrap_or_else(|e| panic!("{e}"));
+    let clock = SimClock::new(200.0);
+    let handle = controllers::start(store.clone(), clock.clone(), &scenario);
+    wait_for("a Ready, routable worker", Duration::from_secs(30), || {
+        let p = pods(&store, "llm");
+        p.len() == 1 && ready(&p[0]) && routable(&p[0])
+    })
+    .await;
+    let d = store
+        .get(Kind::Deployment, Some("llm"), "llama-worker")
+        .unwrap_or_default();
+    assert_eq!(
+        d.pointer("/status/availableReplicas")
+            .and_then(Value::as_i64),
+        Some(1)
+    );
+    assert_eq!(
+        d.pointer("/metadata/annotations/deployment.kubernetes.io~1revision")
+            .and_then(Value::as_str),
+        Some("1")
+    );
+
+    // kubectl rollout restart: a template annotation.
+    store
+        .mutate(Kind::Deployment, Some("llm"), "llama-worker", |v| {
+            v["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"] =
+                "now".into();
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut min_ready = usize::MAX;
+    let mut saw_zero_routable = false;
+    wait_for("the rollout to complete", Duration::from_secs(40), || {
+        let p = pods(&store, "llm");
+        let r = p
+            .iter()
+            .filter(|p| ready(p) && p.pointer("/metadata/deletionTimestamp").is_none())
+            .count();
+        min_ready = min_ready.min(p.iter().filter(|p| ready(p)).count());
+        if p.iter().filter(|p| routable(p)).count() == 0 {
+            saw_zero_routable = true;
+        }
+        let d = store
+            .get(Kind::Deployment, Some("llm"), "llama-worker")
+            .unwrap_or_default();
+        r == 1
+            && p.len() == 1
+            && d.pointer("/status/updatedReplicas").and_then(Value::as_i64) == Some(1)
+            && d.pointer("/metadata/annotations/deployment.kubernetes.io~1revision")
+                .and_then(Value::as_str)
+                == Some("2")
+            && routable(&p[0])
+    })
+    .await;
+    assert!(
+        min_ready >= 1,
+        "surge-first never drops below one Ready pod"
+    );
+    assert!(
+        saw_zero_routable,
+        "without a probe the replacement is Ready before it registers"
+    );
+    let rs = store.list(Kind::ReplicaSet, Some("llm")).0;
+    assert_eq!(rs.len(), 2, "old and new ReplicaSets kept for history");
+    handle.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unschedulable_pod_gets_upstream_failed_scheduling() {
+    let yaml = r#"
+name: pinned
+nodes:
+  - {name: gpu-node, count: 2, allocatable: {cpu: "128", memory: 2Ti, amd.com/gpu: "8"}}
+manifests:
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: holder, namespace: default}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: gpu-node-0}
+      containers: [{name: main, image: x, resources: {limits: {amd.com/gpu: "8"}}}]
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: surge, namespace: default}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: gpu-node-0}
+      containers: [{name: main, image: x, resources: {limits: {amd.com/gpu: "8"}}}]
+"#;
+    let scenario = Scenario::from_yaml("pinned.yaml", yaml).unwrap_or_else(|e| panic!("{e}"));
+    let store = Store::new();
+    scenario.apply(&store).unwrap_or_else(|e| panic!("{e}"));
+    let handle = controllers::start(store.clone(), SimClock::new(100.0), &scenario);
+    let want = "0/2 nodes are available: 1 Insufficient amd.com/gpu, 1 node(s) didn't match Pod's node affinity/selector.";
+    wait_for("a FailedScheduling event", Duration::from_secs(20), || {
+        store
+            .list(Kind::Event, Some("default"))
+            .0
+            .iter()
+            .any(|e| e["reason"] == "FailedScheduling" && e["message"] == want)
+    })
+    .await;
+    let surge = store
+        .get(Kind::Pod, Some("default"), "surge")
+        .unwrap_or_default();
+    let cond = surge
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    assert!(cond.iter().any(|c| c["type"] == "PodScheduled"
+        && c["status"] == "False"
+        && c["reason"] == "Unschedulable"));
+    assert_eq!(surge.pointer("/spec/nodeName"), None);
+    handle.shutdown();
+}
