@@ -487,4 +487,64 @@ mod tests {
         let json: serde_json::Value = serde_json::from_str(&rule_page(&RULES[0], true)).unwrap();
         assert_eq!(json["name"], "skip-probe-serving");
     }
+
+    fn fake_paths(paths: &[PathBuf], opts: &LintOptions) -> LintOutcome {
+        let mut outcome = outcome_with(sample_findings());
+        if paths.iter().any(|p| p.as_os_str() == "bad.yaml") {
+            outcome.input_errors.push(input_error());
+        }
+        assert_eq!(opts.node_gpus, 4, "--node-gpus reaches the engine");
+        outcome
+    }
+    fn fake_objects(_: &[serde_json::Value], _: &str, _: &LintOptions) -> LintOutcome {
+        LintOutcome::default()
+    }
+    fn fake_rules() -> &'static [RuleMeta] {
+        RULES
+    }
+    const FAKE: EngineFns = EngineFns {
+        lint_paths: fake_paths,
+        lint_objects: fake_objects,
+        rules: fake_rules,
+    };
+
+    fn lint_args(extra: &[&str]) -> LintArgs {
+        use clap::Parser;
+        let mut argv = vec!["infera", "lint", "--format", "json", "--node-gpus", "4"];
+        argv.extend_from_slice(extra);
+        match crate::cli::Cli::try_parse_from(argv).unwrap().command {
+            crate::cli::Command::Lint(args) => args,
+            _ => unreachable!("parsed a lint command"),
+        }
+    }
+
+    #[test]
+    fn run_with_maps_outcomes_to_exit_codes() {
+        assert_eq!(
+            run_with(&lint_args(&["a.yaml"]), &FAKE).unwrap(),
+            Exit::Findings
+        );
+        assert_eq!(
+            run_with(&lint_args(&["--fail-on", "never", "a.yaml"]), &FAKE).unwrap(),
+            Exit::Ok
+        );
+        assert_eq!(
+            run_with(&lint_args(&["--select", "IR005", "a.yaml"]), &FAKE).unwrap(),
+            Exit::Ok,
+            "only the warning is left"
+        );
+        assert_eq!(
+            run_with(
+                &lint_args(&["--fail-on", "never", "bad.yaml", "a.yaml"]),
+                &FAKE
+            )
+            .unwrap(),
+            Exit::Usage
+        );
+        let err = run_with(&lint_args(&["--ignore", "IR404", "a.yaml"]), &FAKE).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown rule `IR404` in --ignore"),
+            "{err}"
+        );
+    }
 }
