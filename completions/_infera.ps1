@@ -157,7 +157,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             break
         }
         'infera;audit' {
-            [CompletionResult]::new('--for', '--for', [CompletionResultType]::ParameterName, 'Audit for this long')
+            [CompletionResult]::new('--for', '--for', [CompletionResultType]::ParameterName, 'Audit for this long. Alone: the window is audited to its end (exit 0 or 1). With `--until-complete`: the longest to wait for completion; reaching it first is a timeout (exit 3)')
             [CompletionResult]::new('--role', '--role', [CompletionResultType]::ParameterName, 'For plain Deployments: a role and the label selector of its pods (repeatable), e.g. `--role decode=app=dec`')
             [CompletionResult]::new('--samples', '--samples', [CompletionResultType]::ParameterName, 'Stream every sample to FILE as CSV')
             [CompletionResult]::new('--sample-interval', '--sample-interval', [CompletionResultType]::ParameterName, 'Seconds between two readiness samples (the field check uses 10 s)')
@@ -168,7 +168,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The name of the kubeconfig context to use')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
-            [CompletionResult]::new('--until-complete', '--until-complete', [CompletionResultType]::ParameterName, 'Audit until the rollout in progress completes')
+            [CompletionResult]::new('--until-complete', '--until-complete', [CompletionResultType]::ParameterName, 'Audit until every Deployment of TARGET is complete as `kubectl rollout status` decides it (observedGeneration caught up, all replicas updated and available, no old replicas) and has stayed so for 20 s, longer than the operator''s reconcile period. A Deployment past its progress deadline ends the audit as stalled (exit 3)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')

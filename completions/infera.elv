@@ -143,7 +143,7 @@ set edit:completion:arg-completer[infera] = {|@words|
         &'infera;rollout;help;help'= {
         }
         &'infera;audit'= {
-            cand --for 'Audit for this long'
+            cand --for 'Audit for this long. Alone: the window is audited to its end (exit 0 or 1). With `--until-complete`: the longest to wait for completion; reaching it first is a timeout (exit 3)'
             cand --role 'For plain Deployments: a role and the label selector of its pods (repeatable), e.g. `--role decode=app=dec`'
             cand --samples 'Stream every sample to FILE as CSV'
             cand --sample-interval 'Seconds between two readiness samples (the field check uses 10 s)'
@@ -154,7 +154,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --context 'The name of the kubeconfig context to use'
             cand -n 'The namespace scope for this request (default: the context''s namespace)'
             cand --namespace 'The namespace scope for this request (default: the context''s namespace)'
-            cand --until-complete 'Audit until the rollout in progress completes'
+            cand --until-complete 'Audit until every Deployment of TARGET is complete as `kubectl rollout status` decides it (observedGeneration caught up, all replicas updated and available, no old replicas) and has stayed so for 20 s, longer than the operator''s reconcile period. A Deployment past its progress deadline ends the audit as stalled (exit 3)'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'

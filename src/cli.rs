@@ -253,14 +253,26 @@ pub struct SetImageArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(
+    group = clap::ArgGroup::new("mode").required(true).multiple(true).args(["duration", "until_complete"]),
+    after_help = "Exit status: 0 complete and every role kept at least --min-ready Ready and routable pods; \
+1 complete but a role fell below; 3 stalled or timed out; 2 usage, connection or permission error; \
+130 interrupted (the partial report is printed first)."
+)]
 pub struct AuditArgs {
-    /// `idep/NAME` or `deploy/NAME`.
+    /// `idep/NAME` (`inferadeployment/NAME`) or `deploy/NAME`.
     #[arg(value_name = "TARGET")]
     pub target: String,
-    /// Audit for this long.
-    #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration, conflicts_with = "until_complete")]
+    /// Audit for this long. Alone: the window is audited to its end (exit 0
+    /// or 1). With `--until-complete`: the longest to wait for completion;
+    /// reaching it first is a timeout (exit 3).
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Audit until the rollout in progress completes.
+    /// Audit until every Deployment of TARGET is complete as `kubectl
+    /// rollout status` decides it (observedGeneration caught up, all
+    /// replicas updated and available, no old replicas) and has stayed so
+    /// for 20 s, longer than the operator's reconcile period. A Deployment
+    /// past its progress deadline ends the audit as stalled (exit 3).
     #[arg(long)]
     pub until_complete: bool,
     /// For plain Deployments: a role and the label selector of its pods

@@ -1,5 +1,6 @@
 //! `infera lint`: rules over typed manifest views, reported by printers.
 
+pub mod config;
 pub mod engine;
 pub mod finding;
 pub mod report;

@@ -1,5 +1,9 @@
 //! `infera sim`: a simulated cluster speaking the real Kubernetes API.
 
+pub mod api;
+pub mod faults;
+pub mod store;
+
 use crate::cli::SimServeArgs;
 use crate::exit::Exit;
 

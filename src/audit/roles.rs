@@ -1,0 +1,261 @@
+//! Audit targets and their roles: `idep/NAME` (roles from the CR's worker
+//! services), `deploy/NAME` (the Deployment as one role, or `--role`).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::tracker::{DEPLOYMENT_LABEL, RoleSpec};
+
+/// What `infera audit` / `infera rollout` act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    InferaDeployment(String),
+    Deployment(String),
+}
+
+/// Errors in a target or `--role` argument (usage errors: exit 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    #[error("cannot read target `{0}`: use idep/NAME, inferadeployment/NAME or deploy/NAME")]
+    BadTarget(String),
+    #[error(
+        "cannot read --role `{0}`: use NAME=SELECTOR with SELECTOR as key=value[,key=value], e.g. decode=app=dec"
+    )]
+    BadRole(String),
+    #[error("{0}")]
+    Spec(String),
+}
+
+impl Target {
+    /// Parse `idep/NAME`, `inferadeployment(s)/NAME`, `deploy/NAME`,
+    /// `deployment(s)/NAME` (`deployment.apps/NAME` too).
+    pub fn parse(s: &str) -> Result<Target, TargetError> {
+        let bad = || TargetError::BadTarget(s.to_string());
+        let (kind, name) = s.split_once('/').ok_or_else(bad)?;
+        if name.is_empty() || name.contains('/') {
+            return Err(bad());
+        }
+        match kind.to_ascii_lowercase().as_str() {
+            "idep"
+            | "ideps"
+            | "inferadeployment"
+            | "inferadeployments"
+            | "inferadeployment.infera.amd.com"
+            | "inferadeployments.infera.amd.com" => Ok(Target::InferaDeployment(name.to_string())),
+            "deploy" | "deployment" | "deployments" | "deployment.apps" | "deployments.apps" => {
+                Ok(Target::Deployment(name.to_string()))
+            }
+            _ => Err(bad()),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            Target::InferaDeployment(n) | Target::Deployment(n) => n,
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::InferaDeployment(n) => write!(f, "idep/{n}"),
+            Target::Deployment(n) => write!(f, "deploy/{n}"),
+        }
+    }
+}
+
+/// Parse `key=value[,key=value…]` (also `key==value`).
+pub fn parse_selector(s: &str) -> Option<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once("==").or_else(|| pair.split_once('='))?;
+        let (k, v) = (k.trim(), v.trim());
+        if k.is_empty() || k.contains(['!', ' ']) || v.contains(['=', ' ', '!']) {
+            return None;
+        }
+        out.insert(k.to_string(), v.to_string());
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// `--role NAME=SELECTOR`, e.g. `decode=app=dec,tier=gpu`.
+pub fn parse_role_flag(s: &str) -> Result<RoleSpec, TargetError> {
+    let bad = || TargetError::BadRole(s.to_string());
+    let (name, selector) = s.split_once('=').ok_or_else(bad)?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(bad());
+    }
+    Ok(RoleSpec {
+        role: name.to_string(),
+        services: Vec::new(),
+        selector: parse_selector(selector).ok_or_else(bad)?,
+    })
+}
+
+/// The label selector string (`k=v,k2=v2`) of a map.
+pub fn selector_string(selector: &BTreeMap<String, String>) -> String {
+    selector
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The pairs every role's selector shares: the narrowest single watch that
+/// still sees every role's pods (`None` = watch the whole namespace).
+pub fn common_selector(roles: &[RoleSpec]) -> Option<String> {
+    let first = roles.first()?;
+    let common: BTreeMap<String, String> = first
+        .selector
+        .iter()
+        .filter(|(k, v)| roles.iter().all(|r| r.selector.get(*k) == Some(*v)))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    (!common.is_empty()).then(|| selector_string(&common))
+}
+
+/// Roles of an InferaDeployment: its worker services grouped by `role`
+/// (default `mixed`), in the order mixed, prefill, decode, then others.
+/// Servers (the router) are not audited.
+pub fn roles_from_inferadeployment(idep: &Value) -> Result<Vec<RoleSpec>, TargetError> {
+    let name = idep
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| TargetError::Spec("the InferaDeployment has no metadata.name".into()))?;
+    let services = idep
+        .pointer("/spec/services")
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            TargetError::Spec(format!(
+                "InferaDeployment {name} has no spec.services, so there is no worker to audit"
+            ))
+        })?;
+    let mut by_role: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (service, spec) in services {
+        let component = spec
+            .get("componentType")
+            .and_then(Value::as_str)
+            .unwrap_or("worker");
+        if !component.eq_ignore_ascii_case("worker") {
+            continue;
+        }
+        let role = spec
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or("mixed")
+            .to_ascii_lowercase();
+        by_role.entry(role).or_default().push(service.clone());
+    }
+    if by_role.is_empty() {
+        return Err(TargetError::Spec(format!(
+            "InferaDeployment {name} has no worker service (componentType: worker) to audit"
+        )));
+    }
+    let rank = |r: &str| match r {
+        "mixed" => 0,
+        "prefill" => 1,
+        "decode" => 2,
+        _ => 3,
+    };
+    let mut roles: Vec<RoleSpec> = by_role
+        .into_iter()
+        .map(|(role, services)| RoleSpec {
+            role,
+            services,
+            selector: BTreeMap::from([(DEPLOYMENT_LABEL.to_string(), name.to_string())]),
+        })
+        .collect();
+    roles.sort_by(|a, b| rank(&a.role).cmp(&rank(&b.role)).then(a.role.cmp(&b.role)));
+    Ok(roles)
+}
+
+/// The label selector (string form, for a watch) of a Deployment, and its
+/// `matchLabels` (for role matching). `matchExpressions` go into the string
+/// only.
+pub fn deployment_selector(
+    deploy: &k8s_openapi::api::apps::v1::Deployment,
+) -> (String, BTreeMap<String, String>) {
+    let sel = deploy.spec.as_ref().map(|s| &s.selector);
+    let labels = sel.and_then(|s| s.match_labels.clone()).unwrap_or_default();
+    let mut parts: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    for e in sel
+        .and_then(|s| s.match_expressions.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        let values = e.values.clone().unwrap_or_default().join(",");
+        match e.operator.as_str() {
+            "In" => parts.push(format!("{} in ({values})", e.key)),
+            "NotIn" => parts.push(format!("{} notin ({values})", e.key)),
+            "Exists" => parts.push(e.key.clone()),
+            "DoesNotExist" => parts.push(format!("!{}", e.key)),
+            _ => {}
+        }
+    }
+    (parts.join(","), labels)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets() {
+        assert_eq!(
+            Target::parse("idep/llm"),
+            Ok(Target::InferaDeployment("llm".into()))
+        );
+        assert_eq!(
+            Target::parse("inferadeployment/llm"),
+            Ok(Target::InferaDeployment("llm".into()))
+        );
+        assert_eq!(
+            Target::parse("deploy/w"),
+            Ok(Target::Deployment("w".into()))
+        );
+        assert!(Target::parse("pod/x").is_err());
+        assert!(Target::parse("idep/").is_err());
+        assert!(Target::parse("llm").is_err());
+    }
+
+    #[test]
+    fn role_flags() {
+        let r = parse_role_flag("decode=app=dec,tier=gpu").unwrap();
+        assert_eq!(r.role, "decode");
+        assert_eq!(r.selector.get("app").map(String::as_str), Some("dec"));
+        assert_eq!(r.selector.get("tier").map(String::as_str), Some("gpu"));
+        assert!(parse_role_flag("decode").is_err());
+        assert!(parse_role_flag("decode=").is_err());
+        assert!(parse_role_flag("=app=x").is_err());
+        let roles = vec![
+            parse_role_flag("a=app=x,team=t").unwrap(),
+            parse_role_flag("b=app=y,team=t").unwrap(),
+        ];
+        assert_eq!(common_selector(&roles).as_deref(), Some("team=t"));
+    }
+
+    #[test]
+    fn idep_roles_group_worker_services() {
+        let idep = serde_json::json!({
+            "metadata": {"name": "llm"},
+            "spec": {"services": {
+                "router": {"componentType": "server"},
+                "prefill": {"componentType": "worker", "role": "prefill"},
+                "decode-a": {"componentType": "worker", "role": "decode"},
+                "decode-b": {"componentType": "worker", "role": "decode"},
+                "solo": {"componentType": "worker"}
+            }}
+        });
+        let roles = roles_from_inferadeployment(&idep).unwrap();
+        let names: Vec<_> = roles.iter().map(|r| r.role.as_str()).collect();
+        assert_eq!(names, ["mixed", "prefill", "decode"]);
+        assert_eq!(roles[2].services, ["decode-a", "decode-b"]);
+        assert_eq!(
+            roles[0].selector.get(DEPLOYMENT_LABEL).map(String::as_str),
+            Some("llm")
+        );
+    }
+}

@@ -1,0 +1,400 @@
+//! Auditor arithmetic with synthetic watcher events and synthetic instants.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::watcher::Event;
+
+use super::*;
+
+fn role(name: &str, service: &str) -> RoleSpec {
+    RoleSpec {
+        role: name.to_string(),
+        services: vec![service.to_string()],
+        selector: BTreeMap::from([(DEPLOYMENT_LABEL.to_string(), "llm".to_string())]),
+    }
+}
+
+/// A pod of service `service`: `ready` sets the Ready condition,
+/// `registered` the worker-info annotation; `terminating` a deletionTimestamp.
+fn pod(name: &str, service: &str, ready: bool, registered: bool, terminating: bool) -> Pod {
+    let mut annotations = serde_json::Map::new();
+    if registered {
+        annotations.insert(WORKER_INFO_ANNOTATION.into(), r#"{"worker_id":"w"}"#.into());
+    }
+    let mut meta = serde_json::json!({
+        "name": name, "namespace": "prod",
+        "labels": {DEPLOYMENT_LABEL: "llm", SERVICE_LABEL: service},
+        "annotations": annotations,
+    });
+    if terminating {
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z".into();
+    }
+    serde_json::from_value(serde_json::json!({
+        "metadata": meta,
+        "status": {"phase": "Running", "conditions": [
+            {"type": "Ready", "status": if ready { "True" } else { "False" }}
+        ]}
+    }))
+    .unwrap()
+}
+
+fn secs(t0: Instant, s: f64) -> Instant {
+    t0 + Duration::from_secs_f64(s)
+}
+
+fn list(a: &mut Auditor, pods: &[Pod], now: Instant) {
+    a.apply(&Event::Init, now);
+    for p in pods {
+        a.apply(&Event::InitApply(p.clone()), now);
+    }
+    a.apply(&Event::InitDone, now);
+}
+
+fn decode_auditor() -> Auditor {
+    Auditor::new(
+        vec![role("decode", "decode")],
+        1,
+        Duration::from_secs(10),
+        1.0,
+    )
+}
+
+#[test]
+fn gap_shorter_than_the_sample_interval_is_caught_exactly() {
+    let t0 = Instant::now();
+    let mut a = decode_auditor();
+    list(&mut a, &[pod("old", "decode", true, true, false)], t0);
+    a.sample(t0);
+    // 12 s: the old pod goes; 15 s: the new one is Ready and registered.
+    a.apply(
+        &Event::Apply(pod("old", "decode", false, false, true)),
+        secs(t0, 12.0),
+    );
+    a.apply(
+        &Event::Apply(pod("new", "decode", true, true, false)),
+        secs(t0, 15.0),
+    );
+    a.sample(secs(t0, 10.0 + 10.0));
+    a.apply(
+        &Event::Delete(pod("old", "decode", false, false, true)),
+        secs(t0, 25.0),
+    );
+    a.sample(secs(t0, 30.0));
+    let r = a.finish(Outcome::Complete, secs(t0, 30.0));
+    let d = &r.roles[0];
+    assert_eq!(d.min_ready_sampled, Some(1));
+    assert_eq!(d.min_ready_exact, Some(0));
+    assert_eq!(d.min_routable_exact, Some(0));
+    assert_eq!(d.seconds_below_min_ready, 3.0);
+    assert_eq!(d.seconds_below_min_routable, 3.0);
+    assert_eq!(d.longest_gap_s, 3.0);
+    assert_eq!(r.samples, 3);
+    assert_eq!(r.duration_s, 30.0);
+    assert_eq!(r.exit(), crate::exit::Exit::Findings);
+    let sentence = r.sentence();
+    assert!(
+        sentence.starts_with("3 samples over 30s: decode fell to 0 Ready for 3s"),
+        "{sentence}"
+    );
+    assert!(sentence.contains("which no sample saw"), "{sentence}");
+}
+
+#[test]
+fn relist_after_a_dropped_watch_creates_no_gap() {
+    let t0 = Instant::now();
+    let mut a = decode_auditor();
+    let serving = pod("w-1", "decode", true, true, false);
+    list(&mut a, std::slice::from_ref(&serving), t0);
+    // The watch drops; the watcher re-lists. Between Init and InitDone the
+    // buffer is being filled: the counts must not pass through 0.
+    a.apply(&Event::Init, secs(t0, 5.0));
+    a.sample(secs(t0, 5.5));
+    a.apply(&Event::InitApply(serving.clone()), secs(t0, 6.0));
+    a.apply(&Event::InitDone, secs(t0, 6.0));
+    // A second re-list in which the pod was replaced while we were away.
+    a.apply(&Event::Init, secs(t0, 8.0));
+    a.apply(
+        &Event::InitApply(pod("w-2", "decode", true, true, false)),
+        secs(t0, 8.0),
+    );
+    a.apply(&Event::InitDone, secs(t0, 8.0));
+    assert_eq!(a.counts()[0].ready, 1);
+    let r = a.finish(Outcome::Complete, secs(t0, 10.0));
+    let d = &r.roles[0];
+    assert_eq!(d.min_ready_exact, Some(1));
+    assert_eq!(d.min_routable_exact, Some(1));
+    assert_eq!(d.seconds_below_min_ready, 0.0);
+    assert_eq!(d.longest_gap_s, 0.0);
+    assert_eq!(r.exit(), crate::exit::Exit::Ok);
+    assert_eq!(
+        r.sentence(),
+        "1 sample over 10s: never fewer than 1 Ready and 1 routable pod per role"
+    );
+}
+
+#[test]
+fn relist_drops_pods_deleted_while_the_watch_was_down() {
+    let t0 = Instant::now();
+    let mut a = decode_auditor();
+    list(
+        &mut a,
+        &[
+            pod("a", "decode", true, true, false),
+            pod("b", "decode", true, true, false),
+        ],
+        t0,
+    );
+    assert_eq!(a.counts()[0].ready, 2);
+    list(
+        &mut a,
+        &[pod("b", "decode", true, true, false)],
+        secs(t0, 4.0),
+    );
+    assert_eq!(a.counts()[0].ready, 1);
+    assert_eq!(a.lists(), 2);
+}
+
+#[test]
+fn ready_but_not_routable_is_a_silent_outage() {
+    let t0 = Instant::now();
+    let mut a = decode_auditor();
+    list(&mut a, &[pod("old", "decode", true, true, false)], t0);
+    a.sample(t0);
+    // surge-no-readiness: the new pod is Ready at once but registers only
+    // after loading weights; the old one is retired in between.
+    a.apply(
+        &Event::Apply(pod("new", "decode", true, false, false)),
+        secs(t0, 2.0),
+    );
+    a.apply(
+        &Event::Apply(pod("old", "decode", false, false, true)),
+        secs(t0, 4.0),
+    );
+    a.sample(secs(t0, 10.0));
+    a.apply(
+        &Event::Apply(pod("new", "decode", true, true, false)),
+        secs(t0, 144.0),
+    );
+    a.sample(secs(t0, 150.0));
+    let r = a.finish(Outcome::Complete, secs(t0, 150.0));
+    let d = &r.roles[0];
+    assert_eq!(d.min_ready_exact, Some(1));
+    assert_eq!(d.min_ready_sampled, Some(1));
+    assert_eq!(d.min_routable_exact, Some(0));
+    assert_eq!(d.min_routable_sampled, Some(0));
+    assert_eq!(d.seconds_below_min_ready, 0.0);
+    assert_eq!(d.seconds_below_min_routable, 140.0);
+    assert_eq!(d.longest_gap_s, 140.0);
+    assert_eq!(r.exit(), crate::exit::Exit::Findings);
+    assert!(r.sentence().contains("silent outage"), "{}", r.sentence());
+}
+
+#[test]
+fn time_below_min_sums_and_longest_gap_is_the_longest_interval() {
+    let t0 = Instant::now();
+    let mut a = Auditor::new(
+        vec![role("decode", "decode")],
+        2,
+        Duration::from_secs(10),
+        1.0,
+    );
+    let up = |n: &str| pod(n, "decode", true, true, false);
+    let down = |n: &str| pod(n, "decode", false, false, false);
+    list(&mut a, &[up("a"), up("b")], t0);
+    a.apply(&Event::Apply(down("a")), secs(t0, 10.0)); // below 2 from 10 s
+    a.apply(&Event::Apply(up("a")), secs(t0, 14.0)); // 4 s
+    a.apply(&Event::Apply(down("b")), secs(t0, 20.0));
+    a.apply(&Event::Apply(down("a")), secs(t0, 21.0)); // 0 Ready
+    a.apply(&Event::Apply(up("a")), secs(t0, 27.0));
+    a.apply(&Event::Apply(up("b")), secs(t0, 30.0)); // 10 s
+    a.apply(&Event::Apply(down("b")), secs(t0, 40.0)); // open until the end: 5 s
+    let r = a.finish(Outcome::Complete, secs(t0, 45.0));
+    let d = &r.roles[0];
+    assert_eq!(d.min_ready_exact, Some(0));
+    assert_eq!(d.seconds_below_min_ready, 19.0);
+    assert_eq!(d.seconds_below_min_routable, 19.0);
+    assert_eq!(d.longest_gap_s, 10.0);
+}
+
+#[test]
+fn time_scale_reports_simulated_seconds() {
+    let t0 = Instant::now();
+    let mut a = Auditor::new(
+        vec![role("decode", "decode")],
+        1,
+        Duration::from_secs(10),
+        70.0,
+    );
+    assert_eq!(
+        a.sample_wall_interval(),
+        Duration::from_secs_f64(10.0 / 70.0)
+    );
+    list(&mut a, &[pod("old", "decode", true, true, false)], t0);
+    a.apply(
+        &Event::Apply(pod("old", "decode", false, false, true)),
+        secs(t0, 1.0),
+    );
+    a.apply(
+        &Event::Apply(pod("new", "decode", true, true, false)),
+        secs(t0, 3.0),
+    );
+    let r = a.finish(Outcome::Complete, secs(t0, 4.0));
+    assert_eq!(r.roles[0].seconds_below_min_ready, 140.0);
+    assert_eq!(r.duration_s, 280.0);
+}
+
+#[test]
+fn roles_are_counted_separately_and_terminating_pods_do_not_count() {
+    let t0 = Instant::now();
+    let mut a = Auditor::new(
+        vec![role("prefill", "prefill"), role("decode", "decode")],
+        1,
+        Duration::from_secs(10),
+        1.0,
+    );
+    list(
+        &mut a,
+        &[
+            pod("p", "prefill", true, true, false),
+            pod("d", "decode", true, true, true),
+            pod("other", "router", true, true, false),
+        ],
+        t0,
+    );
+    let c = a.counts();
+    assert_eq!((c[0].ready, c[0].routable), (1, 1));
+    assert_eq!((c[1].ready, c[1].routable), (0, 0));
+}
+
+#[test]
+fn events_before_the_first_list_are_not_measured() {
+    let t0 = Instant::now();
+    let mut a = decode_auditor();
+    a.sample(t0);
+    let r = a.finish(Outcome::Interrupted, secs(t0, 1.0));
+    assert_eq!(r.samples, 0);
+    assert_eq!(r.roles[0].min_ready_exact, None);
+    assert_eq!(r.exit(), crate::exit::Exit::Interrupted);
+    assert!(r.sentence().contains("never arrived"));
+}
+
+#[test]
+fn report_json_has_exactly_the_issue_shape() {
+    let t0 = Instant::now();
+    let mut a = decode_auditor().with_target("idep/llm");
+    list(&mut a, &[pod("old", "decode", true, true, false)], t0);
+    a.sample(t0);
+    a.step(Step {
+        service: "decode".into(),
+        kind: "surge-created".into(),
+        pod: Some("new".into()),
+        node: Some("gpu-1".into()),
+        at: secs(t0, 2.0),
+    });
+    let r = a.finish(Outcome::Complete, secs(t0, 5.0));
+    let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    let keys = |v: &serde_json::Value| {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    assert_eq!(
+        keys(&v),
+        [
+            "duration_s",
+            "outcome",
+            "roles",
+            "sample_interval_s",
+            "samples",
+            "steps",
+            "target"
+        ]
+    );
+    assert_eq!(
+        keys(&v["roles"][0]),
+        [
+            "longest_gap_s",
+            "min_ready_exact",
+            "min_ready_sampled",
+            "min_routable_exact",
+            "role",
+            "seconds_below_min_ready",
+            "seconds_below_min_routable",
+            "services"
+        ]
+    );
+    assert_eq!(
+        keys(&v["steps"][0]),
+        ["at", "elapsed_s", "kind", "node", "pod", "service"]
+    );
+    assert_eq!(v["outcome"], "complete");
+    assert_eq!(v["steps"][0]["elapsed_s"], 2.0);
+    assert_eq!(v["target"], "idep/llm");
+}
+
+#[test]
+fn memory_stays_bounded_over_a_long_churny_audit() {
+    let t0 = Instant::now();
+    let mut a = decode_auditor().with_samples_csv(Box::new(std::io::sink()));
+    list(&mut a, &[pod("a", "decode", true, true, false)], t0);
+    // 24 h of a flapping pod every 5 s and a sample every 10 s.
+    for i in 0..(24 * 3600 / 5) {
+        let now = secs(t0, f64::from(i) * 5.0);
+        a.apply(
+            &Event::Apply(pod("b", "decode", i % 2 == 0, true, false)),
+            now,
+        );
+        if i % 2 == 0 {
+            a.sample(now);
+        }
+    }
+    let r = a.finish(Outcome::Complete, secs(t0, 86400.0));
+    assert_eq!(r.samples, 8640);
+    assert!(r.timeline.roles[0].1.len() <= 4097);
+    assert!(r.timeline.samples.len() <= 4096);
+    assert_eq!(r.roles[0].min_ready_exact, Some(1));
+}
+
+#[test]
+fn timeline_files_are_written() {
+    let t0 = Instant::now();
+    let mut a = decode_auditor().with_target("idep/llm");
+    list(&mut a, &[pod("old", "decode", true, true, false)], t0);
+    a.sample(t0);
+    a.apply(
+        &Event::Apply(pod("old", "decode", false, false, true)),
+        secs(t0, 12.0),
+    );
+    a.step(Step {
+        service: "decode".into(),
+        kind: "old-terminating".into(),
+        pod: Some("old".into()),
+        node: None,
+        at: secs(t0, 12.0),
+    });
+    a.apply(
+        &Event::Apply(pod("new", "decode", true, true, false)),
+        secs(t0, 15.0),
+    );
+    a.sample(secs(t0, 20.0));
+    let r = a.finish(Outcome::Complete, secs(t0, 20.0));
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("t.svg");
+    let csv = dir.path().join("t.csv");
+    r.write_timeline(&svg).unwrap();
+    r.write_timeline(&csv).unwrap();
+    let svg = std::fs::read_to_string(svg).unwrap();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
+    assert!(svg.contains("role decode"));
+    let csv = std::fs::read_to_string(csv).unwrap();
+    assert!(csv.starts_with("elapsed_s,role,ready,routable,event\n"));
+    assert!(csv.contains("12.000,decode,0,0,change"), "{csv}");
+    assert!(
+        csv.contains("12.000,,,,step:decode old-terminating"),
+        "{csv}"
+    );
+    assert!(r.write_timeline(&dir.path().join("t.png")).is_err());
+    assert!(r.table().contains("min Ready exact"));
+}
