@@ -154,3 +154,89 @@ manifests:
     assert_eq!(surge.pointer("/spec/nodeName"), None);
     handle.shutdown();
 }
+
+fn role_counts(store: &Store, role: &str) -> (usize, usize) {
+    let p: Vec<Value> = pods(store, "llm")
+        .into_iter()
+        .filter(|p| {
+            p.pointer("/metadata/labels/infera.amd.com~1service")
+                .and_then(Value::as_str)
+                == Some(role)
+        })
+        .collect();
+    (
+        p.iter().filter(|p| ready(p)).count(),
+        p.iter().filter(|p| routable(p)).count(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pd_1p1d_restart_is_surge_first_and_operator_reverts_hand_edits() {
+    let scenario = Scenario::load("pd-1p1d").unwrap_or_else(|e| panic!("{e}"));
+    let store = Store::new();
+    scenario.apply(&store).unwrap_or_else(|e| panic!("{e}"));
+    let handle = controllers::start(store.clone(), SimClock::new(200.0), &scenario);
+    wait_for(
+        "the InferaDeployment to be Ready",
+        Duration::from_secs(40),
+        || {
+            let idep = store
+                .get(Kind::InferaDeployment, Some("llm"), "llama")
+                .unwrap_or_default();
+            idep.pointer("/status/state").and_then(Value::as_str) == Some("Ready")
+                && role_counts(&store, "prefill") == (1, 1)
+                && role_counts(&store, "decode") == (1, 1)
+        },
+    )
+    .await;
+    // A hand edit of the operator's Deployment reverts.
+    store
+        .mutate(Kind::Deployment, Some("llm"), "llama-decode", |v| {
+            v["spec"]["paused"] = true.into();
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    wait_for(
+        "the operator to revert the edit",
+        Duration::from_secs(20),
+        || {
+            let d = store
+                .get(Kind::Deployment, Some("llm"), "llama-decode")
+                .unwrap_or_default();
+            d.pointer("/spec/paused").and_then(Value::as_bool) != Some(true)
+        },
+    )
+    .await;
+    // A restart through the InferaDeployment rolls surge-first.
+    store
+        .mutate(Kind::InferaDeployment, Some("llm"), "llama", |v| {
+            for svc in ["prefill", "decode"] {
+                v["spec"]["services"][svc]["podLabels"] = serde_json::json!({"restart": "1"});
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut min = (usize::MAX, usize::MAX);
+    let mut saw_two = false;
+    wait_for("the restart to complete", Duration::from_secs(50), || {
+        for role in ["prefill", "decode"] {
+            let (r, rt) = role_counts(&store, role);
+            min = (min.0.min(r), min.1.min(rt));
+        }
+        let all = pods(&store, "llm");
+        if all.len() > 3 {
+            saw_two = true;
+        }
+        let done = all
+            .iter()
+            .filter(|p| p.pointer("/metadata/labels/restart").is_some() && ready(p) && routable(p))
+            .count()
+            == 2;
+        done && all.len() == 3
+    })
+    .await;
+    assert!(saw_two, "a surge pod existed beside the old one");
+    assert!(
+        min.0 >= 1 && min.1 >= 1,
+        "every role kept a Ready and a routable pod: {min:?}"
+    );
+    handle.shutdown();
+}

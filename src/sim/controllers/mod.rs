@@ -10,9 +10,7 @@
 mod cache;
 pub mod deployment;
 pub mod kubelet;
-// The operator controller needs `crate::operator::render` (core); until it
-// lands in main, InferaDeployments are not reconciled.
-mod operator_stub;
+mod operator;
 mod scheduler;
 
 use std::cmp::Reverse;
