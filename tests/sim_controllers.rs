@@ -240,3 +240,86 @@ async fn pd_1p1d_restart_is_surge_first_and_operator_reverts_hand_edits() {
     );
     handle.shutdown();
 }
+
+async fn restart_idep(store: &Store, name: &str) {
+    store
+        .mutate(Kind::InferaDeployment, Some("llm"), name, |v| {
+            for svc in ["prefill", "decode"] {
+                v["spec"]["services"][svc]["podLabels"] = serde_json::json!({"restart": "1"});
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skip_probe_restart_has_a_gap_per_role() {
+    let scenario = Scenario::load("pd-1p1d-skip-probe").unwrap_or_else(|e| panic!("{e}"));
+    let store = Store::new();
+    scenario.apply(&store).unwrap_or_else(|e| panic!("{e}"));
+    let handle = controllers::start(store.clone(), SimClock::new(200.0), &scenario);
+    wait_for("steady state", Duration::from_secs(40), || {
+        role_counts(&store, "prefill") == (1, 1) && role_counts(&store, "decode") == (1, 1)
+    })
+    .await;
+    restart_idep(&store, "llama").await;
+    let mut min_routable = usize::MAX;
+    wait_for("the restart to complete", Duration::from_secs(50), || {
+        for role in ["prefill", "decode"] {
+            min_routable = min_routable.min(role_counts(&store, role).1);
+        }
+        let all = pods(&store, "llm");
+        all.len() == 3
+            && all
+                .iter()
+                .filter(|p| p.pointer("/metadata/labels/restart").is_some() && routable(p))
+                .count()
+                == 2
+    })
+    .await;
+    assert_eq!(
+        min_routable, 0,
+        "old-pod-first leaves a role with nothing routable"
+    );
+    handle.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_node_pinned_surge_stays_pending_then_deadline() {
+    let mut scenario = Scenario::load("whole-node-pinned").unwrap_or_else(|e| panic!("{e}"));
+    scenario.timings.weight_load = 20.0;
+    let store = Store::new();
+    scenario.apply(&store).unwrap_or_else(|e| panic!("{e}"));
+    let handle = controllers::start(store.clone(), SimClock::new(400.0), &scenario);
+    wait_for("steady state", Duration::from_secs(40), || {
+        role_counts(&store, "prefill") == (1, 1) && role_counts(&store, "decode") == (1, 1)
+    })
+    .await;
+    restart_idep(&store, "kimi").await;
+    let want = "0/2 nodes are available: 1 Insufficient amd.com/gpu, 1 node(s) didn't match Pod's node affinity/selector.";
+    wait_for("FailedScheduling", Duration::from_secs(20), || {
+        store
+            .list(Kind::Event, Some("llm"))
+            .0
+            .iter()
+            .any(|e| e["reason"] == "FailedScheduling" && e["message"] == want)
+    })
+    .await;
+    // The old pods keep serving; the rollout stalls until the 600 s deadline.
+    assert_eq!(role_counts(&store, "prefill"), (1, 1));
+    wait_for("ProgressDeadlineExceeded", Duration::from_secs(30), || {
+        let d = store
+            .get(Kind::Deployment, Some("llm"), "kimi-decode")
+            .unwrap_or_default();
+        d.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c["type"] == "Progressing"
+                        && c["status"] == "False"
+                        && c["reason"] == "ProgressDeadlineExceeded"
+                })
+            })
+    })
+    .await;
+    handle.shutdown();
+}
