@@ -323,3 +323,53 @@ async fn whole_node_pinned_surge_stays_pending_then_deadline() {
     .await;
     handle.shutdown();
 }
+
+/// Scale harness (not a timing assert): 1,000 nodes, 100 Deployments x 50
+/// replicas. Run with `cargo test --release --test sim_controllers -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "scale harness; prints numbers"]
+async fn scale_1000_nodes_5000_pods() {
+    let mut yaml = String::from(
+        "name: scale\nnodes:\n  - {name: n, count: 1000, allocatable: {cpu: '128', memory: 2Ti, amd.com/gpu: '8'}}\nmanifests:\n",
+    );
+    for i in 0..100 {
+        yaml.push_str(&format!(
+            "  - {{apiVersion: apps/v1, kind: Deployment, metadata: {{name: d{i}, namespace: default}}, spec: {{replicas: 50, selector: {{matchLabels: {{app: d{i}}}}}, template: {{metadata: {{labels: {{app: d{i}}}}}, spec: {{containers: [{{name: main, image: x, resources: {{limits: {{amd.com/gpu: '1'}}}}}}]}}}}}}}}\n"
+        ));
+    }
+    let scenario = Scenario::from_yaml("scale", &yaml).unwrap_or_else(|e| panic!("{e}"));
+    let store = Store::new();
+    scenario.apply(&store).unwrap_or_else(|e| panic!("{e}"));
+    let start = std::time::Instant::now();
+    let handle = controllers::start(store.clone(), SimClock::new(1000.0), &scenario);
+    let complete = |store: &Store| {
+        store.list(Kind::Deployment, None).0.iter().all(|d| {
+            d.pointer("/status/updatedReplicas").and_then(Value::as_i64) == Some(50)
+                && d.pointer("/status/availableReplicas")
+                    .and_then(Value::as_i64)
+                    == Some(50)
+                && d.pointer("/status/replicas").and_then(Value::as_i64) == Some(50)
+        })
+    };
+    wait_for("5000 pods available", Duration::from_secs(600), || {
+        complete(&store)
+    })
+    .await;
+    println!("initial: 5000 pods available after {:?}", start.elapsed());
+    let start = std::time::Instant::now();
+    for i in 0..100 {
+        let _ = store.mutate(Kind::Deployment, Some("default"), &format!("d{i}"), |v| {
+            v["spec"]["template"]["metadata"]["annotations"]["restartedAt"] = "1".into();
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_for("restart complete", Duration::from_secs(600), || {
+        complete(&store)
+    })
+    .await;
+    println!(
+        "rolling restart of 100 Deployments at speed 1000: {:?}",
+        start.elapsed()
+    );
+    handle.shutdown();
+}
