@@ -276,7 +276,7 @@ fn fixture_text(rel: &str) -> String {
 // ---------------------------------------------------------------------------
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn golden_human() {
     infera(&["lint", PD, PLAIN])
         .status(1)
@@ -289,7 +289,7 @@ fn golden_human() {
 }
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn golden_json() {
     let out = infera(&["lint", "--format", "json", PD, PLAIN])
         .status(1)
@@ -314,7 +314,7 @@ fn golden_json() {
 }
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn golden_sarif_is_schema_valid() {
     let out = infera(&["lint", "-o", "sarif", PD, PLAIN])
         .status(1)
@@ -337,7 +337,7 @@ fn golden_sarif_is_schema_valid() {
 }
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn golden_github() {
     let out = infera(&["lint", "--format", "github", PD, PLAIN])
         .status(1)
@@ -354,7 +354,7 @@ fn golden_github() {
 }
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn sarif_with_input_errors_is_valid_and_says_so() {
     let out = infera(&["lint", "-o", "sarif", BROKEN, PD]).status(2).run();
     let doc: serde_json::Value = serde_json::from_str(&out).expect("stdout is JSON");
@@ -374,7 +374,7 @@ fn sarif_with_input_errors_is_valid_and_says_so() {
 // ---------------------------------------------------------------------------
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn exit_codes_follow_fail_on() {
     // 1: errors at the default --fail-on error.
     infera(&["lint", PD]).status(1).stdout("IR001").run();
@@ -394,7 +394,7 @@ fn exit_codes_follow_fail_on() {
 }
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn bad_yaml_among_good_files_still_lints_the_others_and_exits_2() {
     let out = infera(&["lint", "--format", "json", BROKEN, PD])
         .status(2)
@@ -424,7 +424,7 @@ fn bad_yaml_among_good_files_still_lints_the_others_and_exits_2() {
 }
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn stdin_is_linted_as_dash() {
     infera(&["lint", "--format", "github", "-"])
         .stdin(&fixture_text(PD))
@@ -434,7 +434,7 @@ fn stdin_is_linted_as_dash() {
 }
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn select_and_ignore_take_codes_or_names() {
     infera(&["lint", "--select", "IR008", PD, PLAIN])
         .status(1)
@@ -460,7 +460,7 @@ fn select_and_ignore_take_codes_or_names() {
 }
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn unknown_rule_is_a_usage_error_naming_it() {
     infera(&["lint", "--select", "IR999", PD])
         .status(2)
@@ -473,7 +473,7 @@ fn unknown_rule_is_a_usage_error_naming_it() {
 }
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn missing_file_is_an_input_error() {
     infera(&["lint", "tests/golden/input/does-not-exist.yaml", PD])
         .status(2)
@@ -483,7 +483,7 @@ fn missing_file_is_an_input_error() {
 }
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn default_path_is_the_current_directory() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("pd.yaml"), fixture_text(PD)).expect("write");
@@ -500,7 +500,7 @@ fn default_path_is_the_current_directory() {
 // ---------------------------------------------------------------------------
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn colour_never_when_piped_or_no_color() {
     // Not a TTY (assert_cmd pipes stdout), NO_COLOR unset: plain.
     infera(&["lint", PD])
@@ -538,7 +538,7 @@ fn project_with_config(config: &str) -> tempfile::TempDir {
 }
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn config_found_upward_disables_rules() {
     let dir = project_with_config("disable: [IR001]\n");
     infera(&["lint", "../pd.yaml"])
@@ -549,7 +549,7 @@ fn config_found_upward_disables_rules() {
 }
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn config_changes_severity_and_flags_win() {
     let dir = project_with_config("severity:\n  skip-probe-serving: warning\n");
     let cwd = dir.path().join("recipes");
@@ -572,7 +572,7 @@ fn config_changes_severity_and_flags_win() {
 }
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn explicit_config_wins_over_discovery() {
     let dir = project_with_config("disable: [IR001]\n");
     let other = dir.path().join("strict.yaml");
@@ -590,7 +590,7 @@ fn explicit_config_wins_over_discovery() {
 }
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn bad_config_is_a_usage_error_with_file_and_line() {
     let dir = project_with_config("node-gpus: 8\nseverty: {IR001: error}\n");
     infera(&["lint", "pd.yaml"])
@@ -611,7 +611,7 @@ fn bad_config_is_a_usage_error_with_file_and_line() {
 // ---------------------------------------------------------------------------
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn rules_lists_every_rule() {
     let out = infera(&["rules"]).status(0).stdout("| code").run();
     for code in [
@@ -630,7 +630,7 @@ fn rules_lists_every_rule() {
 }
 
 #[test]
-#[ignore = "needs the core lint engine wired into lint::run (engine::lint_paths/rules not in main yet)"]
+
 fn rules_prints_one_page_by_code_or_name() {
     let by_code = infera(&["rules", "IR002"])
         .status(0)

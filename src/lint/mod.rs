@@ -38,14 +38,14 @@ pub struct EngineFns {
 }
 
 /// `infera lint`.
-///
-/// Wiring (once `engine::lint_paths`, `engine::lint_objects` and
-/// `engine::rules` exist): `run_with(args, &EngineFns { lint_paths:
-/// engine::lint_paths, lint_objects: engine::lint_objects, rules:
-/// engine::rules })`.
-pub fn run(_args: &LintArgs) -> anyhow::Result<Exit> {
-    anyhow::bail!(
-        "infera lint is not wired to the lint engine in this build yet (engine::lint_paths has not landed)"
+pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
+    run_with(
+        args,
+        &EngineFns {
+            lint_paths: engine::lint_paths,
+            lint_objects: engine::lint_objects,
+            rules: engine::rules,
+        },
     )
 }
 
@@ -321,12 +321,8 @@ pub async fn list_live_objects(
 // ---------------------------------------------------------------------------
 
 /// `infera rules [RULE] [--json]`.
-///
-/// Wiring (once `engine::rules` exists): `rules_command_with(args, engine::rules())`.
-pub fn rules_command(_args: &RulesArgs) -> anyhow::Result<Exit> {
-    anyhow::bail!(
-        "infera rules is not wired to the rule registry in this build yet (engine::rules has not landed)"
-    )
+pub fn rules_command(args: &RulesArgs) -> anyhow::Result<Exit> {
+    rules_command_with(args, engine::rules())
 }
 
 /// `infera rules` over the given registry.
