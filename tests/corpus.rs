@@ -245,3 +245,38 @@ spec:
     assert!(found.contains(&("IR007", "silent")), "{found:?}");
     assert!(!found.contains(&("IR008", "silent")), "{found:?}");
 }
+
+#[test]
+fn hostile_input_gets_an_error_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = format!("a: {}{}\n", "[".repeat(200), "]".repeat(200));
+    let mut bomb = String::from("a: &a [x,x,x,x,x,x,x,x,x,x]\n");
+    for i in 0..9u8 {
+        let (me, prev) = ((b'b' + i) as char, (b'a' + i) as char);
+        bomb.push_str(&format!(
+            "{me}: &{me} [{}]\n",
+            vec![format!("*{prev}"); 10].join(",")
+        ));
+    }
+    let cases: [(&str, Vec<u8>, &str); 4] = [
+        ("deep.yaml", deep.into_bytes(), "budget"),
+        ("bomb.yaml", bomb.into_bytes(), "alias"),
+        ("bin.yaml", vec![0xff, 0xfe, 0x00, 0x01], "binary"),
+        ("dup.yaml", b"a: 1\na: 2\n".to_vec(), "duplicate"),
+    ];
+    for (name, bytes, needle) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let out = lint_paths(
+            &[path, corpus("multinode-tp-aggregated.yaml")],
+            &LintOptions::default(),
+        );
+        assert_eq!(out.input_errors.len(), 1, "{name}: {:?}", out.input_errors);
+        let msg = out.input_errors[0].message.to_lowercase();
+        assert!(msg.contains(needle), "{name}: {msg}");
+        assert!(
+            out.findings.iter().any(|f| f.code == "IR012"),
+            "{name}: other file still linted"
+        );
+    }
+}

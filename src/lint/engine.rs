@@ -178,11 +178,17 @@ pub fn lint_paths(paths: &[std::path::PathBuf], opts: &LintOptions) -> LintOutco
             column: e.column,
             message: e.message,
         }));
-    let results: Vec<FileResult> = match manifest::with_parse_stack(|| {
-        files
-            .par_iter()
-            .map(|f| lint_file(f, opts, &capacity))
-            .collect::<Vec<_>>()
+    // Parser threads need a deep stack (see manifest::PARSE_STACK_BYTES).
+    let pool = rayon::ThreadPoolBuilder::new()
+        .stack_size(manifest::PARSE_STACK_BYTES)
+        .build();
+    let results: Vec<FileResult> = match pool.map(|pool| {
+        pool.install(|| {
+            files
+                .par_iter()
+                .map(|f| lint_file(f, opts, &capacity))
+                .collect::<Vec<_>>()
+        })
     }) {
         Ok(r) => r,
         Err(e) => {
@@ -341,10 +347,23 @@ pub fn lint_objects(
     let mut outcome = LintOutcome::default();
     let capacity = load_capacity(opts, &mut outcome.input_errors);
     let mut r = FileResult::default();
-    for v in objects {
-        r.documents += 1;
-        let node = Node::from_json(v);
-        lint_node(&node, source, opts, &capacity, &|_| (0, 0), &mut r);
+    let linted = manifest::with_parse_stack(|| {
+        let mut r = FileResult::default();
+        for v in objects {
+            r.documents += 1;
+            let node = Node::from_json(v);
+            lint_node(&node, source, opts, &capacity, &|_| (0, 0), &mut r);
+        }
+        r
+    });
+    match linted {
+        Ok(done) => r = done,
+        Err(e) => r.errors.push(InputError {
+            file: source.to_string(),
+            line: None,
+            column: None,
+            message: format!("cannot start the lint thread: {e}"),
+        }),
     }
     outcome.summary.files = 0;
     outcome.summary.documents = r.documents;
