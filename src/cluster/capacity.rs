@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
 use kube::api::ListParams;
@@ -16,72 +16,8 @@ use super::{ClusterError, Connection};
 /// `memory: 1Gi` → 1073741824000, `amd.com/gpu: 8` → 8000).
 pub type ResourceList = BTreeMap<String, i128>;
 
-/// Parse a Kubernetes quantity into milli-units, rounding sub-milli values
-/// up (as the scheduler does). `None` for a malformed quantity.
-pub fn parse_quantity(q: &str) -> Option<i128> {
-    let q = q.trim();
-    if q.is_empty() {
-        return None;
-    }
-    let split = q
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
-        .unwrap_or(q.len());
-    let (number, suffix) = q.split_at(split);
-    let (mantissa_exp10, mul_num): (i32, i128) = match suffix {
-        "" => (0, 1),
-        "n" => (-9, 1),
-        "u" => (-6, 1),
-        "m" => (-3, 1),
-        "k" => (3, 1),
-        "M" => (6, 1),
-        "G" => (9, 1),
-        "T" => (12, 1),
-        "P" => (15, 1),
-        "E" => (18, 1),
-        "Ki" => (0, 1 << 10),
-        "Mi" => (0, 1 << 20),
-        "Gi" => (0, 1 << 30),
-        "Ti" => (0, 1 << 40),
-        "Pi" => (0, 1 << 50),
-        "Ei" => (0, 1 << 60),
-        s if s.starts_with(['e', 'E']) => (s.get(1..)?.parse::<i32>().ok()?, 1),
-        _ => return None,
-    };
-    let negative = number.starts_with('-');
-    let digits = number.trim_start_matches(['+', '-']);
-    let (int_part, frac_part) = digits.split_once('.').unwrap_or((digits, ""));
-    if int_part.is_empty() && frac_part.is_empty() {
-        return None;
-    }
-    if !int_part
-        .chars()
-        .chain(frac_part.chars())
-        .all(|c| c.is_ascii_digit())
-    {
-        return None;
-    }
-    // value = int.frac × 10^exp × mul, in milli-units: × 10^3.
-    let all_digits: String = format!("{int_part}{frac_part}");
-    let mut value: i128 = all_digits.trim_start_matches('0').parse().unwrap_or(0);
-    let mut exp10 = mantissa_exp10 + 3 - frac_part.len() as i32;
-    value = value.checked_mul(mul_num)?;
-    while exp10 > 0 {
-        value = value.checked_mul(10)?;
-        exp10 -= 1;
-    }
-    let mut rounded_up = false;
-    while exp10 < 0 {
-        if value % 10 != 0 {
-            rounded_up = true;
-        }
-        value /= 10;
-        exp10 += 1;
-    }
-    if rounded_up {
-        value += 1;
-    }
-    Some(if negative { -value } else { value })
-}
+/// Parse a Kubernetes quantity into milli-units (the scheduler's parser).
+pub use crate::scheduling::parse_quantity_milli as parse_quantity;
 
 fn add_quantities(into: &mut ResourceList, from: Option<&BTreeMap<String, Quantity>>) {
     for (name, q) in from.into_iter().flatten() {
@@ -91,30 +27,8 @@ fn add_quantities(into: &mut ResourceList, from: Option<&BTreeMap<String, Quanti
     }
 }
 
-/// The requests the scheduler charges a pod: the sum over its containers,
-/// at least the largest init container's, plus the pod overhead.
-pub fn pod_requests(spec: &PodSpec) -> ResourceList {
-    let mut sum = ResourceList::new();
-    for c in &spec.containers {
-        add_quantities(
-            &mut sum,
-            c.resources.as_ref().and_then(|r| r.requests.as_ref()),
-        );
-    }
-    for init in spec.init_containers.iter().flatten() {
-        let mut one = ResourceList::new();
-        add_quantities(
-            &mut one,
-            init.resources.as_ref().and_then(|r| r.requests.as_ref()),
-        );
-        for (k, v) in one {
-            let e = sum.entry(k).or_insert(0);
-            *e = (*e).max(v);
-        }
-    }
-    add_quantities(&mut sum, spec.overhead.as_ref());
-    sum
-}
+/// The requests the scheduler charges a pod (containers, init containers, overhead).
+pub use crate::scheduling::pod_requests;
 
 fn pod_is_terminal(p: &Pod) -> bool {
     matches!(
@@ -132,6 +46,18 @@ pub struct NodeCapacity {
     /// allocatable − requested (may be negative if overcommitted).
     pub free: ResourceList,
     pub pods: usize,
+}
+
+/// The answer to "is there room for this pod right now?".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SurgeRoom {
+    /// Nodes the pod fits on now.
+    pub fits_on: Vec<String>,
+    /// Nodes it does not fit on, and why.
+    pub unfit: Vec<(String, Vec<crate::scheduling::UnfitReason>)>,
+    /// When it fits nowhere: the FailedScheduling message the scheduler
+    /// would write (`0/2 nodes are available: 2 Insufficient amd.com/gpu.`).
+    pub message: Option<String>,
 }
 
 /// Nodes and the non-terminal pods bound to them, fetched in two list
@@ -181,6 +107,32 @@ impl NodeInventory {
             .collect()
     }
 
+    /// Whether some node has room for `pod` right now, by the scheduler's
+    /// predicates (`crate::scheduling::fit_pod`: resources, selectors and
+    /// affinity, host ports, taints, anti-affinity, node readiness).
+    pub fn room_for(&self, pod: &Pod) -> SurgeRoom {
+        let all: Vec<&Pod> = self.pods.iter().collect();
+        let mut fits_on = Vec::new();
+        let mut unfit = Vec::new();
+        for node in &self.nodes {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            let on_node = self.pods_on(&name);
+            match crate::scheduling::fit_pod(pod, node, &on_node, &all) {
+                Ok(()) => fits_on.push(name),
+                Err(reasons) => unfit.push((name, reasons)),
+            }
+        }
+        let message = (fits_on.is_empty()).then(|| {
+            let counts = crate::scheduling::count_reasons(unfit.iter().map(|(_, r)| r.as_slice()));
+            crate::scheduling::failed_scheduling_message(self.nodes.len(), &counts)
+        });
+        SurgeRoom {
+            fits_on,
+            unfit,
+            message,
+        }
+    }
+
     /// Allocatable minus the requests of the pods bound there, per node.
     pub fn capacity(&self) -> Vec<NodeCapacity> {
         self.nodes
@@ -222,20 +174,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quantities_in_milli_units() {
-        assert_eq!(parse_quantity("500m"), Some(500));
-        assert_eq!(parse_quantity("2"), Some(2000));
-        assert_eq!(parse_quantity("1.5"), Some(1500));
-        assert_eq!(parse_quantity("1Gi"), Some(1_073_741_824_000));
-        assert_eq!(parse_quantity("1k"), Some(1_000_000));
-        assert_eq!(parse_quantity("1e3"), Some(1_000_000));
-        assert_eq!(parse_quantity("1n"), Some(1)); // rounded up
-        assert_eq!(parse_quantity("abc"), None);
-        assert_eq!(parse_quantity("1Xi"), None);
-        assert_eq!(parse_quantity(""), None);
-    }
-
-    #[test]
     fn free_is_allocatable_minus_bound_requests() {
         let node: Node = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "gpu-1"},
@@ -265,5 +203,22 @@ mod tests {
         assert_eq!(cap[0].free.get("amd.com/gpu"), Some(&2000));
         assert_eq!(cap[0].free.get("cpu"), Some(&56_000));
         assert_eq!(cap[0].pods, 2);
+
+        // Room for one more 2-GPU pod, not for a 4-GPU one.
+        let mut surge = pod("surge", "", "2", "Pending");
+        if let Some(spec) = surge.spec.as_mut() {
+            spec.node_name = None;
+        }
+        assert_eq!(inv.room_for(&surge).fits_on, ["gpu-1"]);
+        let mut big = pod("big", "", "4", "Pending");
+        if let Some(spec) = big.spec.as_mut() {
+            spec.node_name = None;
+        }
+        let room = inv.room_for(&big);
+        assert!(room.fits_on.is_empty());
+        assert_eq!(
+            room.message.as_deref(),
+            Some("0/1 nodes are available: 1 Insufficient amd.com/gpu.")
+        );
     }
 }

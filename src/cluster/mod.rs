@@ -20,7 +20,9 @@ use std::time::Duration;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
-pub use capacity::{NodeCapacity, NodeInventory, ResourceList, parse_quantity, pod_requests};
+pub use capacity::{
+    NodeCapacity, NodeInventory, ResourceList, SurgeRoom, parse_quantity, pod_requests,
+};
 pub use rbac::{rbac_command, rbac_objects};
 pub use status::{DeploymentProgress, deployment_progress};
 
