@@ -691,7 +691,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rollout__subcmd__restart)
-            opts="-y -n -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --help --version"
+            opts="-y -n -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -765,7 +765,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rollout__subcmd__set__subcmd__image)
-            opts="-y -n -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --help --version"
+            opts="-y -n -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -89,6 +89,7 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l dry-run -d 'Print the plan and stop'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l force -d 'Proceed even when the preflight predicts a stall or a gap'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s y -l yes -d 'Do not ask for confirmation'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l abort -d 'Undo the current leg of an interrupted rollout (restore the previous template on the target, so the old pods keep serving) and forget it'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l service -d 'Service of the InferaDeployment to roll (repeatable; default: every worker service)' -r
@@ -112,6 +113,7 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l dry-run -d 'Print the plan and stop'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l force -d 'Proceed even when the preflight predicts a stall or a gap'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s y -l yes -d 'Do not ask for confirmation'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l abort -d 'Undo the current leg of an interrupted rollout (restore the previous template on the target, so the old pods keep serving) and forget it'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from help" -f -a "restart" -d 'Restart the worker pods of TARGET, one service at a time'

@@ -237,6 +237,10 @@ pub struct RolloutArgs {
     /// What to do on a stall.
     #[arg(long, value_enum, default_value_t = OnStall::Abort)]
     pub on_stall: OnStall,
+    /// Undo the current leg of an interrupted rollout (restore the previous
+    /// template on the target, so the old pods keep serving) and forget it.
+    #[arg(long)]
+    pub abort: bool,
     #[command(flatten)]
     pub audit: AuditKnobs,
     #[command(flatten)]

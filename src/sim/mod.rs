@@ -1,7 +1,10 @@
 //! `infera sim`: a simulated cluster speaking the real Kubernetes API.
 
 pub mod api;
+pub mod clock;
+pub mod controllers;
 pub mod faults;
+pub mod scenario;
 pub mod store;
 
 use crate::cli::SimServeArgs;

@@ -222,6 +222,15 @@ impl StoreEvent {
     }
 }
 
+/// Where a watch starts: the replayed events, the live receiver, and the
+/// store version the receiver starts after.
+#[derive(Debug)]
+pub struct WatchStart {
+    pub events: Vec<StoreEvent>,
+    pub receiver: broadcast::Receiver<StoreEvent>,
+    pub resource_version: u64,
+}
+
 /// A stored object plus its serialized form, computed on first use.
 #[derive(Debug)]
 pub struct StoredObject {
@@ -944,7 +953,20 @@ impl Store {
         ns: Option<&str>,
         rv: u64,
     ) -> Result<(Vec<StoreEvent>, broadcast::Receiver<StoreEvent>), StoreError> {
+        self.watch_start(kind, ns, rv)
+            .map(|start| (start.events, start.receiver))
+    }
+
+    /// `watch_from`, also telling the version the receiver starts after
+    /// (every event it yields is newer), for bookmarks.
+    pub fn watch_start(
+        &self,
+        kind: Kind,
+        ns: Option<&str>,
+        rv: u64,
+    ) -> Result<WatchStart, StoreError> {
         let state = self.read();
+        let current = state.resource_version;
         let ns = ns.filter(|_| kind.namespaced());
         let in_scope =
             |e: &StoreEvent| e.kind == kind && ns.is_none_or(|ns| e.namespace() == Some(ns));
@@ -968,7 +990,11 @@ impl Store {
                         .unwrap_or(0),
                 })
                 .collect();
-            return Ok((events, receiver));
+            return Ok(WatchStart {
+                events,
+                receiver,
+                resource_version: current,
+            });
         }
         if rv < state.history_floor {
             return Err(StoreError::Gone);
@@ -982,7 +1008,11 @@ impl Store {
             .filter(|e| in_scope(e))
             .cloned()
             .collect();
-        Ok((events, receiver))
+        Ok(WatchStart {
+            events,
+            receiver,
+            resource_version: current,
+        })
     }
 
     /// The oldest version a watch can still resume from.

@@ -1,0 +1,255 @@
+//! Parsed trees → typed views: k8s-openapi `Deployment`, the operator's
+//! `InferaDeployment`, a minimal `LeaderWorkerSet`.
+//!
+//! A field that holds a template placeholder where the schema wants a number
+//! (`replicas: ${REPLICAS}`) is set aside (nulled and remembered, for IR011)
+//! instead of failing the object; any other type error (`replicas: "three"`)
+//! fails the object with the path of the field.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use serde::de::DeserializeOwned;
+
+use super::node::{Node, Path, Seg, Value};
+use crate::operator::{InferaDeployment, IntOrText, LeaderWorkerSet};
+
+#[derive(Debug, Clone)]
+pub enum TypedObject {
+    InferaDeployment(Box<InferaDeployment>),
+    Deployment(Box<Deployment>),
+    LeaderWorkerSet(Box<LeaderWorkerSet>),
+}
+
+impl TypedObject {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TypedObject::InferaDeployment(_) => "InferaDeployment",
+            TypedObject::Deployment(_) => "Deployment",
+            TypedObject::LeaderWorkerSet(_) => "LeaderWorkerSet",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum ConvertOutcome {
+    /// A kind infera does not analyse.
+    Other,
+    Typed {
+        object: TypedObject,
+        /// Fields holding a placeholder where a number was expected (removed
+        /// from the typed view), with their raw text.
+        set_aside: Vec<(Path, String)>,
+    },
+    /// The object does not match its schema.
+    Invalid { path: Path, message: String },
+}
+
+/// True when text holds a template placeholder: `<…>`, `${…}` or `{{…}}`.
+pub fn has_placeholder(s: &str) -> bool {
+    if s.find("${").is_some_and(|i| s[i..].contains('}')) {
+        return true;
+    }
+    if s.find("{{").is_some_and(|i| s[i..].contains("}}")) {
+        return true;
+    }
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'<' {
+            let mut j = i + 1;
+            while j < b.len()
+                && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'-' | b'.' | b' '))
+            {
+                j += 1;
+            }
+            if j > i + 1 && j < b.len() && b[j] == b'>' {
+                return true;
+            }
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    false
+}
+
+/// Fields set aside during conversion, with their raw text.
+pub type SetAside = Vec<(Path, String)>;
+
+const MAX_SET_ASIDE: usize = 64;
+
+fn typed_with_set_aside<T: DeserializeOwned>(node: &Node) -> Result<(T, SetAside), (Path, String)> {
+    let mut json = node.to_json();
+    let mut set_aside = Vec::new();
+    loop {
+        match serde_path_to_error::deserialize::<_, T>(&json) {
+            Ok(t) => return Ok((t, set_aside)),
+            Err(err) => {
+                let path: Path = err
+                    .path()
+                    .iter()
+                    .filter_map(|s| match s {
+                        serde_path_to_error::Segment::Seq { index } => Some(Seg::Index(*index)),
+                        serde_path_to_error::Segment::Map { key } => Some(Seg::Key(key.clone())),
+                        _ => None,
+                    })
+                    .collect();
+                let message = err.inner().to_string();
+                let target = json_at_mut(&mut json, &path);
+                match target {
+                    Some(v)
+                        if v.as_str().is_some_and(has_placeholder)
+                            && set_aside.len() < MAX_SET_ASIDE =>
+                    {
+                        let raw = v.as_str().unwrap_or_default().to_string();
+                        *v = serde_json::Value::Null;
+                        set_aside.push((path, raw));
+                    }
+                    _ => return Err((path, message)),
+                }
+            }
+        }
+    }
+}
+
+fn json_at_mut<'a>(
+    v: &'a mut serde_json::Value,
+    path: &[Seg],
+) -> Option<&'a mut serde_json::Value> {
+    let mut cur = v;
+    for seg in path {
+        cur = match seg {
+            Seg::Key(k) => cur.get_mut(k.as_str())?,
+            Seg::Index(i) => cur.get_mut(*i)?,
+        };
+    }
+    Some(cur)
+}
+
+/// Convert one object tree to its typed view.
+pub fn convert(node: &Node) -> ConvertOutcome {
+    let kind = node.get("kind").and_then(Node::as_str).unwrap_or("");
+    let api_version = node.get("apiVersion").and_then(Node::as_str).unwrap_or("");
+    let group = api_version.split('/').next().unwrap_or("");
+    let result = match (kind, group) {
+        ("InferaDeployment", "infera.amd.com") => typed_with_set_aside::<InferaDeployment>(node)
+            .and_then(|(t, s)| {
+                validate_idep(&t).map(|()| (TypedObject::InferaDeployment(Box::new(t)), s))
+            }),
+        ("Deployment", "apps") => typed_with_set_aside::<Deployment>(node)
+            .map(|(t, s)| (TypedObject::Deployment(Box::new(t)), s)),
+        ("LeaderWorkerSet", "leaderworkerset.x-k8s.io") => {
+            typed_with_set_aside::<LeaderWorkerSet>(node)
+                .map(|(t, s)| (TypedObject::LeaderWorkerSet(Box::new(t)), s))
+        }
+        _ => return ConvertOutcome::Other,
+    };
+    match result {
+        Ok((object, set_aside)) => ConvertOutcome::Typed { object, set_aside },
+        Err((path, message)) => ConvertOutcome::Invalid { path, message },
+    }
+}
+
+/// The CRD's integer fields accept placeholders here (IR011 reports them),
+/// but not other text.
+fn validate_idep(idep: &InferaDeployment) -> Result<(), (Path, String)> {
+    for (name, svc) in &idep.spec.services {
+        let base = || {
+            vec![
+                Seg::Key("spec".into()),
+                Seg::Key("services".into()),
+                Seg::Key(name.clone()),
+            ]
+        };
+        let fields: [(&str, Option<&IntOrText>); 3] = [
+            ("replicas", svc.replicas.as_ref()),
+            ("numberOfNodes", svc.number_of_nodes.as_ref()),
+            ("port", svc.port.as_ref()),
+        ];
+        for (field, v) in fields {
+            check_int(v, base(), field)?;
+        }
+        if let Some(res) = &svc.resources {
+            let mut p = base();
+            p.push(Seg::Key("resources".into()));
+            check_int(res.gpu.as_ref(), p, "gpu")?;
+        }
+    }
+    Ok(())
+}
+
+fn check_int(v: Option<&IntOrText>, mut path: Path, field: &str) -> Result<(), (Path, String)> {
+    if let Some(IntOrText::Text(t)) = v
+        && !has_placeholder(t)
+        && t.trim().parse::<i64>().is_err()
+    {
+        path.push(Seg::Key(field.to_string()));
+        return Err((
+            path,
+            format!("invalid type: string {t:?}, expected an integer"),
+        ));
+    }
+    Ok(())
+}
+
+/// True when a node is a string holding a placeholder.
+pub fn node_is_placeholder(n: &Node) -> bool {
+    matches!(&n.value, Value::Str(s) if has_placeholder(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Node {
+        serde_saphyr::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn placeholders() {
+        for s in [
+            "<NODE>",
+            "${X}",
+            "{{ .Values.x }}",
+            "a-<MODEL_DIR>/x",
+            "<PREFILL NODE>",
+        ] {
+            assert!(has_placeholder(s), "{s}");
+        }
+        for s in ["a < b", "x>y", "$X", "plain", "<>", "{}"] {
+            assert!(!has_placeholder(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn type_error_has_path_and_placeholder_is_set_aside() {
+        let bad = parse(
+            "apiVersion: apps/v1\nkind: Deployment\nspec:\n  replicas: three\n  selector: {}\n  template: {}\n",
+        );
+        match convert(&bad) {
+            ConvertOutcome::Invalid { path, message } => {
+                assert_eq!(
+                    path,
+                    vec![Seg::Key("spec".into()), Seg::Key("replicas".into())]
+                );
+                assert!(message.contains("three"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let tmpl = parse(
+            "apiVersion: apps/v1\nkind: Deployment\nspec:\n  replicas: ${N}\n  selector: {}\n  template: {}\n",
+        );
+        match convert(&tmpl) {
+            ConvertOutcome::Typed { set_aside, .. } => {
+                assert_eq!(set_aside.len(), 1);
+                assert_eq!(set_aside[0].1, "${N}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let idep = parse(
+            "apiVersion: infera.amd.com/v1alpha1\nkind: InferaDeployment\nspec:\n  services:\n    w: {componentType: worker, replicas: three}\n",
+        );
+        assert!(matches!(convert(&idep), ConvertOutcome::Invalid { .. }));
+        let other = parse("apiVersion: v1\nkind: ConfigMap\n");
+        assert!(matches!(convert(&other), ConvertOutcome::Other));
+    }
+}
