@@ -31,6 +31,17 @@ pub struct InputError {
     pub message: String,
 }
 
+impl From<crate::manifest::ManifestError> for InputError {
+    fn from(e: crate::manifest::ManifestError) -> Self {
+        InputError {
+            file: e.file,
+            line: e.line,
+            column: e.column,
+            message: e.message,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LintSummary {
     pub files: usize,
@@ -118,7 +129,7 @@ fn load_capacity(opts: &LintOptions, errors: &mut Vec<InputError>) -> Capacity {
             for item in items {
                 match item {
                     Ok((_, v)) => collect_nodes(&v, &mut nodes),
-                    Err(e) => errors.push(InputError { file: e.file, line: e.line, column: e.column, message: e.message }),
+                    Err(e) => errors.push(InputError::from(e)),
                 }
             }
             cap.inventory = Some(nodes);
@@ -172,12 +183,7 @@ pub fn lint_paths(paths: &[std::path::PathBuf], opts: &LintOptions) -> LintOutco
     let (files, errors) = manifest::expand_paths(paths);
     outcome
         .input_errors
-        .extend(errors.into_iter().map(|e| InputError {
-            file: e.file,
-            line: e.line,
-            column: e.column,
-            message: e.message,
-        }));
+        .extend(errors.into_iter().map(InputError::from));
     // Parser threads need a deep stack (see manifest::PARSE_STACK_BYTES).
     let pool = rayon::ThreadPoolBuilder::new()
         .stack_size(manifest::PARSE_STACK_BYTES)
@@ -231,12 +237,7 @@ fn lint_file(path: &FsPath, opts: &LintOptions, capacity: &Capacity) -> FileResu
     let bytes = match manifest::read_source(path) {
         Ok(b) => b,
         Err(e) => {
-            r.errors.push(InputError {
-                file: e.file,
-                line: e.line,
-                column: e.column,
-                message: e.message,
-            });
+            r.errors.push(InputError::from(e));
             return r;
         }
     };
@@ -246,12 +247,7 @@ fn lint_file(path: &FsPath, opts: &LintOptions, capacity: &Capacity) -> FileResu
             Ok(Some(doc)) => doc,
             Ok(None) => continue,
             Err(e) => {
-                r.errors.push(InputError {
-                    file: e.file,
-                    line: e.line,
-                    column: e.column,
-                    message: e.message,
-                });
+                r.errors.push(InputError::from(e));
                 continue;
             }
         };
