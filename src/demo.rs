@@ -13,6 +13,7 @@ use crate::cli::{DemoArgs, OnStall, PauseBetween};
 use crate::exit::Exit;
 use crate::rollout::target::{Target, TargetKind};
 use crate::rollout::{Options, Request, execute, progress};
+use crate::sim::controllers::kubelet::is_infera_worker;
 use crate::sim::scenario::Scenario;
 use crate::sim::store::{Kind, Store};
 use crate::sim::{RunningSim, SimOptions};
@@ -56,9 +57,22 @@ pub fn demo_target(scenario: &Scenario) -> Option<(Target, String)> {
     })
 }
 
-/// Every Deployment in `ns` has all its replicas available (the scenario has
-/// reached its steady state and the operator has rendered its workers).
+/// Every Deployment in `ns` has all its replicas available and every infera
+/// worker pod has registered (the scenario has reached its steady state: the
+/// operator has rendered its workers and they serve). Without a probe a
+/// worker is Ready minutes before it registers, so availability alone is not
+/// enough.
 pub fn steady(store: &Store, ns: &str) -> bool {
+    let (pods, _) = store.list(Kind::Pod, Some(ns));
+    let loading = pods.iter().any(|p| {
+        p.pointer("/metadata/deletionTimestamp").is_none()
+            && is_infera_worker(p)
+            && p.pointer("/metadata/annotations/infera.amd.com~1worker-info")
+                .is_none()
+    });
+    if loading {
+        return false;
+    }
     let (deployments, _) = store.list(Kind::Deployment, Some(ns));
     let idep_count = store.list(Kind::InferaDeployment, Some(ns)).0.len();
     if deployments.is_empty() || (idep_count > 0 && deployments.len() < 2) {

@@ -661,7 +661,11 @@ pub async fn execute(
         });
         progress.event(
             &leg.name,
-            "leg complete: every replacement Ready, every old pod gone",
+            if trackers.get(leg_index).is_some_and(LegTracker::registers) {
+                "leg complete: every replacement Ready and routable, every old pod gone"
+            } else {
+                "leg complete: every replacement Ready, every old pod gone"
+            },
             now,
         );
         progress.leg_done(&leg.name, "done");

@@ -180,6 +180,9 @@ pub struct LegTracker {
     pods: BTreeMap<String, PodFacts>,
     seen: BTreeMap<String, Seen>,
     relist: Option<BTreeMap<String, PodFacts>>,
+    /// Some pod of the leg was seen registered (routable): this fleet's
+    /// workers register, so a replacement is not done until it has too.
+    registers: bool,
 }
 
 impl LegTracker {
@@ -199,6 +202,7 @@ impl LegTracker {
             pods: BTreeMap::new(),
             seen: BTreeMap::new(),
             relist: None,
+            registers: false,
         }
     }
 
@@ -306,6 +310,7 @@ impl LegTracker {
         } else if facts.terminating {
             emit(StepKind::OldTerminating, None, seen);
         }
+        self.registers |= facts.registered;
         self.pods.insert(facts.name.clone(), facts);
         out
     }
@@ -415,10 +420,27 @@ impl LegTracker {
             .find_map(|p| p.unschedulable.as_deref().map(|m| (p.name.as_str(), m)))
     }
 
-    /// Whether the leg is done: `desired` replacements Ready and every old
-    /// pod gone from the API.
+    /// Replacements that are routable (registered, Running, not terminating).
+    pub fn new_routable(&self) -> usize {
+        self.pods.values().filter(|p| p.new && p.routable()).count()
+    }
+
+    /// Whether workers of this leg were seen registering (see `complete`).
+    pub fn registers(&self) -> bool {
+        self.registers
+    }
+
+    /// Whether the leg is done: `desired` replacements Ready, every old pod
+    /// gone from the API, and — when this leg's workers register (some pod
+    /// was seen with `infera.amd.com/worker-info`) — `desired` replacements
+    /// routable too. A replacement that is Ready but not yet registered (no
+    /// probe, or a `/health` probe) still serves nothing; moving on to the
+    /// next leg or declaring success then would hide a gap.
     pub fn complete(&self, desired: usize) -> bool {
-        self.relist.is_none() && self.old_remaining() == 0 && self.new_ready() >= desired
+        self.relist.is_none()
+            && self.old_remaining() == 0
+            && self.new_ready() >= desired
+            && (!self.registers || self.new_routable() >= desired)
     }
 }
 
@@ -514,6 +536,32 @@ mod tests {
             kinds(t.apply(&Event::Delete(pod("old", false, term)))),
             vec![OldGone]
         );
+        assert!(t.complete(1));
+    }
+
+    #[test]
+    fn registering_fleet_is_not_complete_until_replacement_routable() {
+        let mut t = tracker();
+        let mut registered_old = running(true);
+        registered_old["metadata"] = json!({"annotations": {WORKER_INFO_ANNOTATION: "{}"}, "deletionTimestamp": "2026-12-02T18:50:00Z"});
+        t.apply(&Event::Apply(pod("old", false, registered_old.clone())));
+        assert!(t.registers());
+        t.apply(&Event::Delete(pod("old", false, registered_old)));
+        // Ready (no probe: Ready at Running) but not registered yet.
+        t.apply(&Event::Apply(pod("new", true, running(true))));
+        assert_eq!(t.new_ready(), 1);
+        assert!(!t.complete(1), "Ready but not routable is not done");
+        let mut reg = running(true);
+        reg["metadata"] = json!({"annotations": {WORKER_INFO_ANNOTATION: "{}"}});
+        t.apply(&Event::Apply(pod("new", true, reg)));
+        assert!(t.complete(1));
+    }
+
+    #[test]
+    fn fleet_that_never_registers_completes_on_ready() {
+        let mut t = tracker();
+        t.apply(&Event::Apply(pod("new", true, running(true))));
+        assert!(!t.registers());
         assert!(t.complete(1));
     }
 

@@ -188,6 +188,9 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response<Body> {
         Route::NotFound => ApiStatus::path_not_found().into_response(),
         Route::Resource(rp) => {
             if let Some(err) = shared.injector.error() {
+                shared
+                    .store
+                    .record_request(&format!("injected {}", err.code));
                 let reason = match err.code {
                     429 => "TooManyRequests",
                     503 => "ServiceUnavailable",

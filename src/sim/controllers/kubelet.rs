@@ -148,6 +148,12 @@ fn worker_readiness_port(c: &Value) -> u16 {
         .unwrap_or(DEFAULT_READINESS_PORT)
 }
 
+/// Whether the simulated kubelet runs `pod` as an infera worker (its main
+/// container starts `infera.engine.*`), which registers once loaded.
+pub fn is_infera_worker(pod: &Value) -> bool {
+    engine_of(pod).is_some()
+}
+
 fn engine_of(pod: &Value) -> Option<Engine> {
     let main = main_container(pod);
     let toks = tokens(&main);

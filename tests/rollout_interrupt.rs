@@ -1,0 +1,186 @@
+//! Ctrl-C during `infera rollout` (the real binary, SIGINT sent by the
+//! test) at each step of a surge: exit 130, every role keeps a Ready pod,
+//! and running the same command again resumes and completes.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use infera::sim::scenario::Scenario;
+use infera::sim::store::{Kind, Store};
+use infera::sim::{RunningSim, SimOptions};
+use serde_json::Value;
+
+/// Slow enough that each step is a separate moment in wall time.
+const SPEED: f64 = 60.0;
+
+fn infera_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_infera")
+}
+
+fn ready_per_service(store: &Store, ns: &str) -> Vec<(String, usize)> {
+    ["prefill", "decode"]
+        .iter()
+        .map(|service| {
+            let n = store
+                .list(Kind::Pod, Some(ns))
+                .0
+                .iter()
+                .filter(|p| {
+                    p.pointer("/metadata/labels/infera.amd.com~1service")
+                        .and_then(Value::as_str)
+                        == Some(service)
+                        && p.pointer("/metadata/deletionTimestamp").is_none()
+                        && p.pointer("/status/conditions")
+                            .and_then(Value::as_array)
+                            .is_some_and(|cs| {
+                                cs.iter()
+                                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                            })
+                })
+                .count();
+            (service.to_string(), n)
+        })
+        .collect()
+}
+
+fn spawn_rollout(kubeconfig: &std::path::Path) -> Child {
+    Command::new(infera_bin())
+        .args(["rollout", "restart", "idep/llama", "--yes", "--kubeconfig"])
+        .arg(kubeconfig)
+        .env_remove("KUBECONFIG")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn infera")
+}
+
+/// Forward the child's stdout and stderr lines into one channel.
+fn lines(child: &mut Child) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    if let Some(out) = child.stdout.take() {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+    }
+    if let Some(err) = child.stderr.take() {
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+    }
+    rx
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> i32 {
+    let start = Instant::now();
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status.code().unwrap_or(-1);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("infera did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+async fn interrupt_at(step: &str) {
+    let scenario = Scenario::load("pd-1p1d").unwrap_or_else(|e| panic!("{e}"));
+    let sim = RunningSim::start(SimOptions::new(scenario, SPEED))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(infera::demo::wait_steady(sim.store(), "llm", Duration::from_secs(60)).await);
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let store = sim.store().clone();
+
+    let (code, seen, ready_after) = tokio::task::spawn_blocking({
+        let kubeconfig = kubeconfig.clone();
+        let step = step.to_string();
+        move || {
+            let mut child = spawn_rollout(&kubeconfig);
+            let rx = lines(&mut child);
+            let mut seen = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(60);
+            loop {
+                let line = rx
+                    .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                    .unwrap_or_else(|_| panic!("no `{step}` line; saw:\n{}", seen.join("\n")));
+                let hit = line.split_whitespace().any(|w| w == step);
+                seen.push(line);
+                if hit {
+                    break;
+                }
+            }
+            let pid = child.id().to_string();
+            let killed = Command::new("kill").args(["-INT", &pid]).status();
+            assert!(killed.is_ok_and(|s| s.success()), "kill -INT {pid}");
+            let code = wait_exit(&mut child, Duration::from_secs(30));
+            while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+                seen.push(line);
+            }
+            let ready_after = ready_per_service(&store, "llm");
+            (code, seen, ready_after)
+        }
+    })
+    .await
+    .unwrap();
+    let log = seen.join("\n");
+    assert_eq!(code, 130, "interrupted at {step}:\n{log}");
+    assert!(log.contains("INTERRUPTED"), "{log}");
+    for (service, n) in &ready_after {
+        assert!(
+            *n >= 1,
+            "{service} has no Ready pod after Ctrl-C at {step}:\n{log}"
+        );
+    }
+
+    // The same command again resumes the interrupted rollout and completes.
+    let (code, log) = tokio::task::spawn_blocking(move || {
+        let mut child = spawn_rollout(&kubeconfig);
+        let rx = lines(&mut child);
+        let code = wait_exit(&mut child, Duration::from_secs(90));
+        let mut seen = Vec::new();
+        while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            seen.push(line);
+        }
+        (code, seen.join("\n"))
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "resume after Ctrl-C at {step}:\n{log}");
+    assert!(log.contains("resum"), "the rerun resumed:\n{log}");
+    assert!(log.contains("never fewer than 1 Ready"), "{log}");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_at_surge_created() {
+    interrupt_at("surge-created").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_while_weights_load() {
+    interrupt_at("weights-loading").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_at_ready() {
+    interrupt_at("ready").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_while_old_pod_terminates() {
+    interrupt_at("old-terminating").await;
+}

@@ -1,0 +1,462 @@
+//! `infera rollout` and `infera audit` against `infera sim` over real HTTP:
+//! the kube client, a kubeconfig, the simulator's API server — the
+//! production path. Each test starts its own simulated cluster.
+
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use infera::audit::{Outcome, Report};
+use infera::cli::{AuditArgs, Cli, Command, OnStall, PauseBetween};
+use infera::cluster::{Connection, connect_with};
+use infera::exit::Exit;
+use infera::rollout::target::Target;
+use infera::rollout::{Options, Request, RolloutOutcome, execute};
+use infera::sim::faults::FaultConfig;
+use infera::sim::scenario::Scenario;
+use infera::sim::store::{Kind, Store};
+use infera::sim::{RunningSim, SimOptions};
+use serde_json::Value;
+
+/// Fast enough that a 140 s weight load takes under a second of wall time.
+const SPEED: f64 = 200.0;
+
+async fn start(scenario: &str, faults: FaultConfig) -> RunningSim {
+    let scenario = Scenario::load(scenario).unwrap_or_else(|e| panic!("{e}"));
+    let mut options = SimOptions::new(scenario, SPEED);
+    options.faults = faults;
+    let sim = RunningSim::start(options)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ns = sim.namespace();
+    assert!(
+        infera::demo::wait_steady(sim.store(), &ns, Duration::from_secs(60)).await,
+        "scenario {} never reached its steady state",
+        sim.scenario().name
+    );
+    sim
+}
+
+async fn connect(sim: &RunningSim) -> Connection {
+    let config = sim.client_config().await.unwrap_or_else(|e| panic!("{e}"));
+    connect_with(config, Some("infera-sim".into()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn options() -> Options {
+    Options {
+        dry_run: false,
+        force: true,
+        yes: true,
+        abort: false,
+        pause_between: PauseBetween::Never,
+        step_timeout: Duration::from_secs(30 * 60),
+        stall_after: Duration::from_secs(5 * 60),
+        on_stall: OnStall::Abort,
+        sample_interval: Duration::from_secs(10),
+        min_ready: 1,
+        time_scale: SPEED,
+        simulated: true,
+        bars: false,
+        command_line: "infera rollout restart".into(),
+    }
+}
+
+fn restart(target: &str) -> Request {
+    Request {
+        target: target.parse::<Target>().unwrap_or_else(|e| panic!("{e}")),
+        services: Vec::new(),
+        order: Vec::new(),
+        command: "restart",
+        image: None,
+        env: Vec::new(),
+        surge: false,
+    }
+}
+
+async fn roll(sim: &RunningSim, target: &str, opts: Options) -> RolloutOutcome {
+    let conn = connect(sim).await;
+    execute(&conn, restart(target), opts, std::future::pending())
+        .await
+        .unwrap_or_else(|e| panic!("rollout of {target} failed: {e}"))
+}
+
+fn report(outcome: &RolloutOutcome) -> &Report {
+    outcome.report.as_ref().expect("a report")
+}
+
+/// (min Ready exact, min routable exact, min Ready sampled) of `role`.
+fn minima(report: &Report, role: &str) -> (Option<u32>, Option<u32>, Option<u32>) {
+    let r = report
+        .roles
+        .iter()
+        .find(|r| r.role == role)
+        .unwrap_or_else(|| panic!("no role {role} in {}", report.to_json()));
+    (r.min_ready_exact, r.min_routable_exact, r.min_ready_sampled)
+}
+
+fn is_ready(p: &Value) -> bool {
+    p.pointer("/metadata/deletionTimestamp").is_none()
+        && p.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            })
+}
+
+/// Ready, non-terminating pods of `service` in the simulator right now.
+fn ready_pods(store: &Store, ns: &str, service: &str) -> Vec<Value> {
+    store
+        .list(Kind::Pod, Some(ns))
+        .0
+        .into_iter()
+        .filter(|p| {
+            p.pointer("/metadata/labels/infera.amd.com~1service")
+                .and_then(Value::as_str)
+                == Some(service)
+        })
+        .filter(is_ready)
+        .collect()
+}
+
+fn pod_names(store: &Store, ns: &str, service: &str) -> Vec<String> {
+    store
+        .list(Kind::Pod, Some(ns))
+        .0
+        .iter()
+        .filter(|p| {
+            p.pointer("/metadata/labels/infera.amd.com~1service")
+                .and_then(Value::as_str)
+                == Some(service)
+        })
+        .filter_map(|p| p.pointer("/metadata/name").and_then(Value::as_str))
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pd_1p1d_rolls_surge_first_and_never_drops_a_role() {
+    let sim = start("pd-1p1d", FaultConfig::default()).await;
+    let before_prefill = pod_names(sim.store(), "llm", "prefill");
+    let outcome = roll(&sim, "idep/llama", options()).await;
+    let report = report(&outcome);
+    assert_eq!(report.outcome, Outcome::Complete, "{}", report.to_json());
+    assert_eq!(outcome.exit, Exit::Ok);
+    for role in ["prefill", "decode"] {
+        assert_eq!(
+            minima(report, role),
+            (Some(1), Some(1), Some(1)),
+            "{role}: {}",
+            report.to_json()
+        );
+    }
+    // Every pod was replaced, by a surge pod (created before the old one went).
+    let after_prefill = pod_names(sim.store(), "llm", "prefill");
+    assert!(after_prefill.iter().all(|p| !before_prefill.contains(p)));
+    for leg in ["prefill", "decode"] {
+        let kinds: Vec<&str> = outcome
+            .steps
+            .iter()
+            .filter(|(l, _)| l == leg)
+            .map(|(_, o)| o.kind.as_str())
+            .collect();
+        let pos = |k: &str| {
+            kinds
+                .iter()
+                .position(|x| *x == k)
+                .unwrap_or_else(|| panic!("{leg}: no {k} in {kinds:?}"))
+        };
+        assert!(pos("surge-created") < pos("ready"), "{kinds:?}");
+        assert!(pos("ready") < pos("old-terminating"), "{kinds:?}");
+        assert!(pos("routable") < pos("old-gone"), "{kinds:?}");
+        assert!(kinds.contains(&"ready-via-proxy"), "{kinds:?}");
+    }
+    // The in-flight record is gone once the rollout completes.
+    let idep = sim
+        .store()
+        .get(Kind::InferaDeployment, Some("llm"), "llama")
+        .unwrap_or_default();
+    let annotations = idep
+        .pointer("/metadata/annotations")
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        annotations
+            .as_object()
+            .is_none_or(|a| a.keys().all(|k| !k.contains("rollout"))),
+        "{annotations}"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skip_probe_gap_is_reported_with_exit_1() {
+    let sim = start("pd-1p1d-skip-probe", FaultConfig::default()).await;
+    let outcome = roll(&sim, "idep/llama", options()).await;
+    let report = report(&outcome);
+    assert_eq!(report.outcome, Outcome::Complete, "{}", report.to_json());
+    assert_eq!(outcome.exit, Exit::Findings);
+    let weight_load = sim.scenario().timings.weight_load;
+    for role in ["prefill", "decode"] {
+        let (ready, routable, _) = minima(report, role);
+        assert_eq!(ready, Some(0), "{role}: old-pod-first leaves no Ready pod");
+        assert_eq!(routable, Some(0));
+        let r = report.roles.iter().find(|r| r.role == role).unwrap();
+        // Nothing routable from the old pod's deletion until the replacement
+        // has loaded its weights and registered: about the weight-load time.
+        assert!(
+            r.longest_gap_s >= weight_load * 0.8 && r.longest_gap_s <= weight_load * 2.0,
+            "{role}: longest gap {}s, weight load {weight_load}s",
+            r.longest_gap_s
+        );
+        assert!(r.seconds_below_min_ready > 0.0);
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_node_pinned_stall_is_detected_and_abort_keeps_old_pods() {
+    let sim = start("whole-node-pinned", FaultConfig::default()).await;
+    let ns = sim.namespace();
+    let idep = sim
+        .store()
+        .list(Kind::InferaDeployment, Some(&ns))
+        .0
+        .first()
+        .and_then(|i| i.pointer("/metadata/name").and_then(Value::as_str))
+        .map(str::to_string)
+        .expect("an InferaDeployment");
+    let before: Vec<String> = ["prefill", "decode"]
+        .iter()
+        .flat_map(|s| pod_names(sim.store(), &ns, s))
+        .collect();
+    let outcome = roll(&sim, &format!("idep/{idep}"), options()).await;
+    let report = report(&outcome);
+    assert_eq!(report.outcome, Outcome::Aborted, "{}", report.to_json());
+    assert_eq!(outcome.exit, Exit::Stalled);
+    let stalled = report
+        .steps
+        .iter()
+        .find(|s| s.kind == "stalled")
+        .expect("a stalled step");
+    assert!(stalled.pod.is_some(), "the stall names the surge pod");
+    let unsched = outcome
+        .steps
+        .iter()
+        .find(|(_, o)| o.kind.as_str() == "unschedulable")
+        .and_then(|(_, o)| o.detail.clone())
+        .unwrap_or_default();
+    assert!(
+        unsched.contains("Insufficient amd.com/gpu"),
+        "FailedScheduling reason quoted: {unsched}"
+    );
+    // The old pods still serve and the surge pod is gone.
+    let after: Vec<String> = ["prefill", "decode"]
+        .iter()
+        .flat_map(|s| pod_names(sim.store(), &ns, s))
+        .collect();
+    assert_eq!(before, after, "exactly the old pods remain");
+    for service in ["prefill", "decode"] {
+        assert_eq!(ready_pods(sim.store(), &ns, service).len(), 1, "{service}");
+    }
+    for role in ["prefill", "decode"] {
+        let (ready, routable, _) = minima(report, role);
+        assert_eq!((ready, routable), (Some(1), Some(1)), "{role}");
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn surge_without_readiness_is_a_silent_outage() {
+    let sim = start("surge-no-readiness", FaultConfig::default()).await;
+    let outcome = roll(&sim, "deploy/llama-worker", options()).await;
+    let report = report(&outcome);
+    assert_eq!(report.outcome, Outcome::Complete, "{}", report.to_json());
+    assert_eq!(outcome.exit, Exit::Findings);
+    let role = &report.roles[0];
+    assert_eq!(role.min_ready_exact, Some(1), "{}", report.to_json());
+    assert_eq!(role.min_routable_exact, Some(0), "{}", report.to_json());
+    assert!(
+        report.sentence().contains("silent outage"),
+        "{}",
+        report.sentence()
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preflight_stops_a_predicted_stall_without_force() {
+    let sim = start("whole-node-pinned", FaultConfig::default()).await;
+    let ns = sim.namespace();
+    let idep = sim.store().list(Kind::InferaDeployment, Some(&ns)).0[0]
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let before = sim.store().resource_version();
+    let mut opts = options();
+    opts.force = false;
+    let outcome = roll(&sim, &format!("idep/{idep}"), opts).await;
+    assert_eq!(outcome.exit, Exit::Stalled);
+    assert!(outcome.report.is_none() || outcome.steps.is_empty());
+    let live = sim
+        .store()
+        .get(Kind::InferaDeployment, Some(&ns), &idep)
+        .unwrap_or_default();
+    let labels = live.to_string();
+    assert!(
+        !labels.contains("restarted-at"),
+        "nothing was changed: {labels}"
+    );
+    let _ = before;
+    sim.shutdown().await;
+}
+
+/// The same rollout as `pd_1p1d_rolls_surge_first…`, through a flaky API:
+/// watches dropped, bursts of 5xx/429, the API server restarted, history
+/// compacted (410 on resume). The exact minima match the fault-free run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_do_not_change_the_exact_minima() {
+    let faults = FaultConfig {
+        drop_watches_every: Some(Duration::from_millis(250)),
+        error_rate: Some(0.1),
+        compact_every: Some(Duration::from_millis(700)),
+        restart_api_every: Some(Duration::from_millis(1500)),
+        ..FaultConfig::default()
+    };
+    let sim = start("pd-1p1d", faults).await;
+    let outcome = roll(&sim, "idep/llama", options()).await;
+    let report = report(&outcome);
+    assert_eq!(report.outcome, Outcome::Complete, "{}", report.to_json());
+    assert_eq!(outcome.exit, Exit::Ok);
+    for role in ["prefill", "decode"] {
+        let (ready, routable, _) = minima(report, role);
+        assert_eq!((ready, routable), (Some(1), Some(1)), "{role}");
+    }
+    // The faults did happen: errors were injected and the pod watch was
+    // started again and again.
+    let counts = sim.store().request_counts();
+    let injected: u64 = counts
+        .iter()
+        .filter(|(k, _)| k.starts_with("injected"))
+        .map(|(_, v)| v)
+        .sum();
+    assert!(injected > 0, "{counts:?}");
+    assert!(
+        counts.get("watch pods").copied().unwrap_or(0) > 3,
+        "{counts:?}"
+    );
+    sim.shutdown().await;
+}
+
+fn audit_args(argv: &[&str]) -> AuditArgs {
+    let mut full = vec!["infera", "audit"];
+    full.extend_from_slice(argv);
+    match Cli::try_parse_from(full)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .command
+    {
+        Command::Audit(a) => a,
+        _ => unreachable!(),
+    }
+}
+
+/// `infera audit --until-complete` of a rollout the operator drives after a
+/// change to the CR (as after `kubectl apply`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_until_complete_of_an_operator_driven_rollout() {
+    let sim = start("pd-1p1d", FaultConfig::default()).await;
+    let conn = connect(&sim).await;
+    let args = audit_args(&["idep/llama", "--until-complete", "--for", "1h"]);
+    // As after `kubectl apply`: the CR changes, then the audit starts.
+    sim.store()
+        .mutate(Kind::InferaDeployment, Some("llm"), "llama", |v| {
+            for s in ["prefill", "decode"] {
+                v["spec"]["services"][s]["podLabels"]["infera.amd.com/restarted-at"] =
+                    "20261203T000000Z".into();
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let report = infera::audit::audit_target(&conn, &args, SPEED, std::future::pending())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(report.outcome, Outcome::Complete, "{}", report.to_json());
+    assert!(report.samples >= 10, "{}", report.to_json());
+    for role in ["prefill", "decode"] {
+        let (ready, routable, sampled) = minima(&report, role);
+        assert_eq!(
+            (ready, routable, sampled),
+            (Some(1), Some(1), Some(1)),
+            "{role}"
+        );
+    }
+    // Both Deployments were seen rolling and finishing.
+    assert!(
+        report.steps.len() >= 2,
+        "rolling/complete markers: {}",
+        report.to_json()
+    );
+    sim.shutdown().await;
+}
+
+/// A 3 s (simulated) gap between two 10 s samples: the samples never see
+/// it, the exact event-driven minimum does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gap_shorter_than_the_sample_interval_is_caught_exactly() {
+    let yaml = r#"
+name: short-gap
+seed: 3
+nodes: [{name: n, count: 1, allocatable: {cpu: "8", memory: 16Gi}}]
+timings: {imagePull: 1, restartBackoff: 3}
+manifests:
+  - apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: web, namespace: app}
+    spec:
+      replicas: 1
+      selector: {matchLabels: {app: web}}
+      template:
+        metadata: {labels: {app: web}}
+        spec: {containers: [{name: web, image: nginx}]}
+podFaults:
+  - {at: 45, crash: {namespace: app, podPrefix: web}}
+"#;
+    let scenario = Scenario::from_yaml("short-gap", yaml).unwrap_or_else(|e| panic!("{e}"));
+    // Slow enough that scheduling jitter (milliseconds) is far below a second.
+    let speed = 20.0;
+    let sim = RunningSim::start(SimOptions::new(scenario, speed))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(infera::demo::wait_steady(sim.store(), "app", Duration::from_secs(30)).await);
+    // Start the audit at 20 s of scenario time: samples at 20, 30, 40, 50 …;
+    // the crash at 45 leaves the pod NotReady for about 3 s (45–48).
+    while sim.clock().elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let conn = connect(&sim).await;
+    let args = audit_args(&[
+        "deploy/web",
+        "--role",
+        "web=app=web",
+        "--for",
+        "50s",
+        "--sample-interval",
+        "10s",
+    ]);
+    let started = Instant::now();
+    let report = infera::audit::audit_target(&conn, &args, speed, std::future::pending())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let role = &report.roles[0];
+    assert_eq!(role.min_ready_sampled, Some(1), "{}", report.to_json());
+    assert_eq!(role.min_ready_exact, Some(0), "{}", report.to_json());
+    assert!(
+        role.seconds_below_min_ready > 1.0 && role.seconds_below_min_ready < 8.0,
+        "{}",
+        report.to_json()
+    );
+    assert_eq!(report.exit(), Exit::Findings);
+    sim.shutdown().await;
+}
