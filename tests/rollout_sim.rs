@@ -158,8 +158,8 @@ async fn pd_1p1d_rolls_surge_first_and_never_drops_a_role() {
         let kinds: Vec<&str> = outcome
             .steps
             .iter()
-            .filter(|(l, _)| l == leg)
-            .map(|(_, o)| o.kind.as_str())
+            .filter(|(l, _, _)| l == leg)
+            .map(|(_, o, _)| o.kind.as_str())
             .collect();
         let pos = |k: &str| {
             kinds
@@ -197,6 +197,14 @@ async fn skip_probe_gap_is_reported_with_exit_1() {
     let report = report(&outcome);
     assert_eq!(report.outcome, Outcome::Complete, "{}", report.to_json());
     assert_eq!(outcome.exit, Exit::Findings);
+    // The preflight lints the live objects: IR001 on each leg, once (the
+    // operator's Deployments are not linted a second time).
+    let plan = outcome.plan.as_ref().expect("a plan");
+    for leg in &plan.legs {
+        let codes: Vec<&str> = leg.findings.iter().map(|f| f.code.as_str()).collect();
+        assert_eq!(codes, ["IR001"], "leg {}", leg.leg);
+    }
+    assert!(plan.other_findings.is_empty(), "{:?}", plan.other_findings);
     let weight_load = sim.scenario().timings.weight_load;
     for role in ["prefill", "decode"] {
         let (ready, routable, _) = minima(report, role);
@@ -244,8 +252,8 @@ async fn whole_node_pinned_stall_is_detected_and_abort_keeps_old_pods() {
     let unsched = outcome
         .steps
         .iter()
-        .find(|(_, o)| o.kind.as_str() == "unschedulable")
-        .and_then(|(_, o)| o.detail.clone())
+        .find(|(_, o, _)| o.kind.as_str() == "unschedulable")
+        .and_then(|(_, o, _)| o.detail.clone())
         .unwrap_or_default();
     assert!(
         unsched.contains("Insufficient amd.com/gpu"),

@@ -334,7 +334,43 @@ fn collect_placeholders(node: &Node, out: &mut Vec<(manifest::Path, String)>) {
     });
 }
 
-/// Lint live objects (wire-form JSON, no source spans).
+/// (namespace, name) of the InferaDeployments among live objects.
+fn live_inferadeployments(objects: &[serde_json::Value]) -> Vec<(String, String)> {
+    objects
+        .iter()
+        .filter(|v| v.get("kind").and_then(|k| k.as_str()) == Some("InferaDeployment"))
+        .map(|v| {
+            let at = |p: &str| {
+                v.pointer(p)
+                    .and_then(|x| x.as_str())
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            (at("/metadata/namespace"), at("/metadata/name"))
+        })
+        .collect()
+}
+
+/// A Deployment or LeaderWorkerSet the infera operator manages for one of
+/// `owners` (labels `app.kubernetes.io/managed-by=infera-operator` and
+/// `infera.amd.com/deployment=<owner>` in the owner's namespace).
+fn rendered_by_linted_owner(v: &serde_json::Value, owners: &[(String, String)]) -> bool {
+    let labels = v.pointer("/metadata/labels");
+    let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(|x| x.as_str());
+    if label("app.kubernetes.io/managed-by") != Some("infera-operator") {
+        return false;
+    }
+    let ns = v
+        .pointer("/metadata/namespace")
+        .and_then(|x| x.as_str())
+        .unwrap_or_default();
+    label("infera.amd.com/deployment")
+        .is_some_and(|owner| owners.iter().any(|(n, o)| n == ns && o == owner))
+}
+
+/// Lint live objects (wire-form JSON, no source spans). Deployments and
+/// LeaderWorkerSets the operator renders from an InferaDeployment in the same
+/// list are skipped: their findings are the CR's.
 pub fn lint_objects(
     objects: &[serde_json::Value],
     source: &str,
@@ -345,8 +381,15 @@ pub fn lint_objects(
     let mut r = FileResult::default();
     let linted = manifest::with_parse_stack(|| {
         let mut r = FileResult::default();
+        let owners = live_inferadeployments(objects);
         for v in objects {
             r.documents += 1;
+            if rendered_by_linted_owner(v, &owners) {
+                // The operator renders it from an InferaDeployment linted
+                // here: one root cause, one finding (on the CR).
+                r.skipped += 1;
+                continue;
+            }
             let node = Node::from_json(v);
             lint_node(&node, source, opts, &capacity, &|_| (0, 0), &mut r);
         }

@@ -91,8 +91,8 @@ pub struct RolloutOutcome {
     pub exit: Exit,
     pub plan: Option<Plan>,
     pub report: Option<Report>,
-    /// Every step observed, in order.
-    pub steps: Vec<(String, Observation)>,
+    /// Every step observed, in order, with the instant this process saw it.
+    pub steps: Vec<(String, Observation, Instant)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -409,7 +409,7 @@ pub async fn execute(
         .map(|l| LegTracker::new(l.name.clone(), l.selector.clone(), change.clone(), is_idep))
         .collect();
     let mut deployments: HashMap<String, Deployment> = HashMap::new();
-    let mut steps: Vec<(String, Observation)> = Vec::new();
+    let mut steps: Vec<(String, Observation, Instant)> = Vec::new();
     let (proxy_tx, mut proxy_rx) =
         tokio::sync::mpsc::unbounded_channel::<(String, String, Result<(), String>)>();
     let mut proxy_next: HashMap<String, Instant> = HashMap::new();
@@ -621,7 +621,7 @@ pub async fn execute(
                                 let now = Instant::now();
                                 progress.step(&leg_name, &obs, now);
                                 auditor.step(Step { service: leg_name.clone(), kind: obs.kind.as_str().into(), pod: Some(obs.pod.clone()), node: obs.node.clone(), at: now });
-                                steps.push((leg_name.clone(), obs));
+                                steps.push((leg_name.clone(), obs, now));
                                 last_progress = now;
                             }
                             if ok { proxy_next.remove(&pod); }
@@ -715,7 +715,7 @@ fn handle_watched(
     trackers: &mut [LegTracker],
     deployments: &mut HashMap<String, Deployment>,
     progress: &mut Progress,
-    steps: &mut Vec<(String, Observation)>,
+    steps: &mut Vec<(String, Observation, Instant)>,
     current: Option<usize>,
     warned: &mut bool,
     conn: &Connection,
@@ -741,7 +741,7 @@ fn handle_watched(
                         node: obs.node.clone(),
                         at: now,
                     });
-                    steps.push((t.leg.clone(), obs));
+                    steps.push((t.leg.clone(), obs, now));
                 }
             }
             Ok(produced)
@@ -856,7 +856,7 @@ async fn wait_surge_gone(
     leg_index: usize,
     deployments: &mut HashMap<String, Deployment>,
     progress: &mut Progress,
-    steps: &mut Vec<(String, Observation)>,
+    steps: &mut Vec<(String, Observation, Instant)>,
     warned: &mut bool,
     conn: &Connection,
     bound: Duration,

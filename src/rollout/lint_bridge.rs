@@ -4,12 +4,19 @@
 use serde_json::Value;
 
 use super::plan::PlanFinding;
-/// Lint live objects (no spans) and keep what the plan shows.
-/// (The engine's `lint_objects` is not in main yet: no findings until it is.)
+use crate::lint::engine::{LintOptions, lint_objects};
+
+/// Lint live objects (no spans) with every rule and keep what the plan
+/// shows. Capacity rules assume 8 GPUs a node; the plan's own capacity
+/// column reads the live nodes.
 pub fn lint(objects: &[Value]) -> Vec<(PlanFinding, Option<String>)> {
-    let _ = objects;
-    let findings: Vec<crate::lint::finding::Finding> = Vec::new();
-    findings
+    let options = LintOptions {
+        node_gpus: 8,
+        nodes: None,
+        enabled: Vec::new(),
+    };
+    lint_objects(objects, "cluster", &options)
+        .findings
         .into_iter()
         .map(|f| {
             (
