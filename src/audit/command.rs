@@ -281,7 +281,9 @@ async fn wait_complete(
             Some(name.as_str()),
         ),
     };
-    let mut deploy_stream = watcher(deployments, config).default_backoff().boxed();
+    let mut deploy_stream = watcher(deployments, config)
+        .backoff(crate::cluster::watch_backoff())
+        .boxed();
     let mut idep_stream = match target {
         Target::InferaDeployment(name) => {
             let api: Api<DynamicObject> = Api::namespaced_with(
@@ -293,7 +295,7 @@ async fn wait_complete(
                 api,
                 watcher::Config::default().fields(&format!("metadata.name={name}")),
             )
-            .default_backoff()
+            .backoff(crate::cluster::watch_backoff())
             .boxed()
         }
         Target::Deployment(_) => futures::stream::pending().boxed(),

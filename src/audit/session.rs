@@ -175,7 +175,9 @@ async fn watch_loop(
         config = config.labels(sel);
     }
     let period = lock(&auditor).sample_wall_interval();
-    let mut stream = watcher(api, config).default_backoff().boxed();
+    let mut stream = watcher(api, config)
+        .backoff(crate::cluster::watch_backoff())
+        .boxed();
     let mut ticker: Option<tokio::time::Interval> = None;
     loop {
         let tick = async {

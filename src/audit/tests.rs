@@ -16,8 +16,9 @@ fn role(name: &str, service: &str) -> RoleSpec {
     }
 }
 
-/// A pod of service `service`: `ready` sets the Ready condition,
-/// `registered` the worker-info annotation; `terminating` a deletionTimestamp.
+/// An infera worker pod of service `service`: `ready` sets the Ready
+/// condition, `registered` the worker-info annotation; `terminating` a
+/// deletionTimestamp.
 fn pod(name: &str, service: &str, ready: bool, registered: bool, terminating: bool) -> Pod {
     let mut annotations = serde_json::Map::new();
     if registered {
@@ -33,6 +34,8 @@ fn pod(name: &str, service: &str, ready: bool, registered: bool, terminating: bo
     }
     serde_json::from_value(serde_json::json!({
         "metadata": meta,
+        "spec": {"containers": [{"name": "infera", "image": "rocm/infera:1",
+            "command": ["python3", "-m", "infera.engine.sglang"]}]},
         "status": {"phase": "Running", "conditions": [
             {"type": "Ready", "status": if ready { "True" } else { "False" }}
         ]}
@@ -189,6 +192,28 @@ fn ready_but_not_routable_is_a_silent_outage() {
     assert_eq!(d.longest_gap_s, 140.0);
     assert_eq!(r.exit(), crate::exit::Exit::Findings);
     assert!(r.sentence().contains("silent outage"), "{}", r.sentence());
+}
+
+#[test]
+fn a_pod_that_is_not_an_infera_worker_serves_when_ready() {
+    let t0 = Instant::now();
+    let mut a = decode_auditor();
+    let mut web = pod("web", "decode", true, false, false);
+    if let Some(spec) = web.spec.as_mut() {
+        spec.containers[0].command = Some(vec!["nginx".into()]);
+    }
+    list(&mut a, &[web], t0);
+    a.sample(t0);
+    let r = a.finish(Outcome::Complete, secs(t0, 30.0));
+    let d = &r.roles[0];
+    assert_eq!(d.min_ready_exact, Some(1));
+    assert_eq!(
+        d.min_routable_exact,
+        Some(1),
+        "no registration exists for it"
+    );
+    assert_eq!(d.seconds_below_min_routable, 0.0);
+    assert_eq!(r.exit(), crate::exit::Exit::Ok);
 }
 
 #[test]

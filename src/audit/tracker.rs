@@ -1,6 +1,10 @@
 //! The [`Auditor`]: exact, event-driven Ready/routable counts per role, plus
 //! the periodic samples the field check takes.
 //!
+//! Routable follows the router (operator-semantics §5) for infera workers;
+//! a pod that runs no infera worker has no registration and counts as
+//! routable exactly when it is Ready ([`pod_is_serving`]).
+//!
 //! Everything here is synchronous and takes `now: Instant` explicitly, so the
 //! arithmetic is tested with synthetic watcher events and synthetic instants
 //! (no sleeping, no timing-dependent asserts). The watch loop that feeds it
@@ -123,6 +127,38 @@ pub fn pod_is_routable(pod: &Pod) -> bool {
         .and_then(|s| s.phase.as_deref())
         .is_some_and(|p| p == "Running");
     annotated && running
+}
+
+/// Whether `pod` runs an infera worker, which registers with the router
+/// (operator-semantics §5): a container whose command or args start
+/// `infera.engine.*`, or the worker-info annotation already present.
+pub fn pod_is_infera_worker(pod: &Pod) -> bool {
+    let annotated = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(WORKER_INFO_ANNOTATION));
+    annotated
+        || pod.spec.as_ref().is_some_and(|spec| {
+            spec.containers.iter().any(|c| {
+                c.command
+                    .iter()
+                    .flatten()
+                    .chain(c.args.iter().flatten())
+                    .any(|part| part.contains("infera.engine."))
+            })
+        })
+}
+
+/// Whether `pod` serves traffic as the router sees it: an infera worker
+/// when it is routable ([`pod_is_routable`]); any other pod (no
+/// registration exists for it) when it is Ready.
+pub fn pod_is_serving(pod: &Pod) -> bool {
+    if pod_is_infera_worker(pod) {
+        pod_is_routable(pod)
+    } else {
+        pod.metadata.deletion_timestamp.is_none() && pod_is_ready(pod)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -390,7 +426,7 @@ impl Auditor {
         Some(PodState {
             role,
             ready: pod_is_ready(pod),
-            routable: pod_is_routable(pod),
+            routable: pod_is_serving(pod),
         })
     }
 

@@ -435,6 +435,41 @@ fn display_url(uri: &hyper::Uri) -> String {
     format!("{scheme}://{authority}{}", uri.path().trim_end_matches('/'))
 }
 
+/// The backoff of every watch `infera` runs: 100 ms doubling to at most 5 s,
+/// reset by any successful event. `kube`'s default (800 ms to 30 s) suits
+/// controllers sharing an API server; a rollout under watch is blind while
+/// it waits, so it retries sooner. The re-list after the wait keeps the
+/// numbers exact either way.
+#[derive(Debug, Clone)]
+pub struct WatchBackoff {
+    next: Duration,
+}
+
+const WATCH_BACKOFF_MIN: Duration = Duration::from_millis(100);
+const WATCH_BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+pub fn watch_backoff() -> WatchBackoff {
+    WatchBackoff {
+        next: WATCH_BACKOFF_MIN,
+    }
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let now = self.next;
+        self.next = (self.next * 2).min(WATCH_BACKOFF_MAX);
+        Some(now)
+    }
+}
+
+impl kube::runtime::utils::Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.next = WATCH_BACKOFF_MIN;
+    }
+}
+
 /// How long `connect` waits for the API server to answer `/version`.
 const CONNECT_PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -571,5 +606,20 @@ mod tests {
         );
         assert!(!err.contains("sekrit"), "{err}");
         assert!(!err.contains('\n'));
+    }
+}
+
+#[cfg(test)]
+mod watch_backoff_tests {
+    use super::*;
+    use kube::runtime::utils::Backoff;
+
+    #[test]
+    fn doubles_to_the_cap_and_resets() {
+        let mut b = watch_backoff();
+        let first: Vec<u64> = b.by_ref().take(8).map(|d| d.as_millis() as u64).collect();
+        assert_eq!(first, [100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+        b.reset();
+        assert_eq!(b.next(), Some(Duration::from_millis(100)));
     }
 }

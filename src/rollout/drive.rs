@@ -311,6 +311,7 @@ pub async fn execute(
             )));
         }
         println!("Resuming the interrupted rollout: {}", rec.describe());
+
         change = rec.change.clone();
         let order = rec.legs.clone();
         legs.retain(|l| rec.legs.contains(&l.name));
@@ -344,6 +345,13 @@ pub async fn execute(
             report: None,
             steps: Vec::new(),
         });
+    }
+    let mut pause_pods = opts.pause_between == PauseBetween::Pods && !opts.yes;
+    if pause_pods && !std::io::stdin().is_terminal() {
+        println!(
+            "--pause-between pods: no terminal to confirm on; rolling without pausing (use --yes to silence this)"
+        );
+        pause_pods = false;
     }
     let blocking = !plan.blocking().is_empty();
     if blocking && !opts.force && resumed.is_none() {
@@ -385,10 +393,10 @@ pub async fn execute(
     let pods_api: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let deps_api: Api<Deployment> = Api::namespaced(client.clone(), &ns);
     let pod_stream = watcher::watcher(pods_api, watcher::Config::default().labels(&selector))
-        .default_backoff()
+        .backoff(crate::cluster::watch_backoff())
         .map(Watched::Pod);
     let dep_stream = watcher::watcher(deps_api, watcher::Config::default())
-        .default_backoff()
+        .backoff(crate::cluster::watch_backoff())
         .map(Watched::Deployment);
     let mut events = futures::stream::select(pod_stream.boxed(), dep_stream.boxed());
 
@@ -416,7 +424,6 @@ pub async fn execute(
     let to_wall =
         |d: Duration| Duration::from_secs_f64(d.as_secs_f64() / opts.time_scale.max(1e-9));
     let sample_every = auditor.sample_wall_interval();
-    let mut next_sample = Instant::now() + sample_every;
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(interrupt);
@@ -444,9 +451,12 @@ pub async fn execute(
         }
     }
 
+    // Sample 1 is the state at the first complete list; then every period
+    // (as `infera audit` and the field check count them).
+    let synced_at = Instant::now();
+    auditor.sample(synced_at);
+    let mut next_sample = synced_at + sample_every;
     let mut outcome = Outcome::Complete;
-    let started = Instant::now();
-    let _ = started;
     'legs: for (leg_index, leg) in legs.iter().enumerate() {
         if record.done.contains(&leg.name) {
             continue;
@@ -488,6 +498,12 @@ pub async fn execute(
             );
         } else {
             progress.event(&leg.name, "resuming: trigger already applied", now);
+            if !is_idep && live.pointer("/spec/paused").and_then(Value::as_bool) == Some(true) {
+                // Stopped between pods (`--pause-between pods`): go on.
+                ctx.patch_with(|_| Ok(serde_json::json!({"spec": {"paused": false}})))
+                    .await?;
+                progress.event(&leg.name, "unpaused (it was stopped between pods)", now);
+            }
         }
         auditor.step(Step {
             service: leg.name.clone(),
@@ -498,6 +514,8 @@ pub async fn execute(
         });
         progress.activity(&leg.name, "waiting for the replacement pod", now);
 
+        let mut paused = false;
+        let mut paused_for = 0usize;
         let mut last_progress = Instant::now();
         let mut unschedulable_since: Option<(String, Instant)> = None;
         let mut stall_reported = false;
@@ -507,6 +525,51 @@ pub async fn execute(
                 && tracker.complete(leg.replicas as usize)
             {
                 break;
+            }
+            // --pause-between pods (plain Deployment): hold the Deployment
+            // (`spec.paused`) as soon as a replacement exists, so the
+            // controller neither retires an old pod nor starts the next
+            // replacement; once it is Ready, ask, then let it go on.
+            let (created, replaced) = trackers
+                .get(leg_index)
+                .map(|t| (t.new_live(), t.new_ready().min(leg.replicas as usize)))
+                .unwrap_or((0, 0));
+            if pause_pods && !paused && created > replaced && created > paused_for {
+                ctx.patch_with(|_| Ok(serde_json::json!({"spec": {"paused": true}})))
+                    .await?;
+                paused = true;
+                paused_for = created;
+                progress.event(
+                    &leg.name,
+                    &format!(
+                        "paused (spec.paused=true) while replacement {created} of {} comes up",
+                        leg.replicas
+                    ),
+                    now,
+                );
+            }
+            if pause_pods && paused && replaced >= paused_for {
+                if replaced < leg.replicas as usize
+                    && !progress.suspend(|| {
+                        confirm(&format!(
+                            "{replaced} of {} pods replaced. Go on with the next pod?",
+                            leg.replicas
+                        ))
+                    })
+                {
+                    progress.event(
+                        &leg.name,
+                        "stopped between pods: the Deployment stays paused and its Ready pods keep serving; rerun the same command to go on, or add --abort to roll back",
+                        Instant::now(),
+                    );
+                    outcome = Outcome::Interrupted;
+                    break 'legs;
+                }
+                ctx.patch_with(|_| Ok(serde_json::json!({"spec": {"paused": false}})))
+                    .await?;
+                paused = false;
+                progress.event(&leg.name, "unpaused (spec.paused=false)", Instant::now());
+                last_progress = Instant::now();
             }
             // Stall: the surge pod Unschedulable for --stall-after.
             let unsched = trackers.get(leg_index).and_then(|t| {

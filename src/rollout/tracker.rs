@@ -420,6 +420,14 @@ impl LegTracker {
             .find_map(|p| p.unschedulable.as_deref().map(|m| (p.name.as_str(), m)))
     }
 
+    /// Replacements that exist and are not terminating.
+    pub fn new_live(&self) -> usize {
+        self.pods
+            .values()
+            .filter(|p| p.new && !p.terminating)
+            .count()
+    }
+
     /// Replacements that are routable (registered, Running, not terminating).
     pub fn new_routable(&self) -> usize {
         self.pods.values().filter(|p| p.new && p.routable()).count()

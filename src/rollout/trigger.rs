@@ -438,6 +438,11 @@ pub fn deployment_undo_patch(dep: &Value, original: &Original) -> Result<Value, 
     // The strategy stays as --surge set it: putting back old-pod-first while
     // the abort is rolling back would take the serving pod down first.
     spec_patch.insert("template".into(), Value::Object(template_patch));
+    // A rollout stopped between pods (`--pause-between pods`) left the
+    // Deployment paused: the rollback must be able to proceed.
+    if dep.pointer("/spec/paused").and_then(Value::as_bool) == Some(true) {
+        spec_patch.insert("paused".into(), Value::Bool(false));
+    }
     Ok(with_rv(dep, json!({ "spec": spec_patch })))
 }
 
