@@ -468,3 +468,55 @@ podFaults:
     assert_eq!(report.exit(), Exit::Findings);
     sim.shutdown().await;
 }
+
+/// `infera lint --cluster` (the real binary) reads the live objects through
+/// the API: the skip-probe InferaDeployment raises IR001 for both workers,
+/// once each (its Deployments are the operator's and are not linted again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lint_cluster_reads_live_objects() {
+    let sim = start("pd-1p1d-skip-probe", FaultConfig::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_infera"))
+        .args(["lint", "--cluster", "-o", "json", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .env_remove("KUBECONFIG")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let mut found: Vec<(String, String)> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap_or_default().to_string(),
+                f["object"]["service"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect();
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            ("IR001".to_string(), "decode".to_string()),
+            ("IR001".to_string(), "prefill".to_string())
+        ],
+        "{stdout}"
+    );
+    sim.shutdown().await;
+}
