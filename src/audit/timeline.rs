@@ -183,19 +183,32 @@ impl Timeline {
                     }),
                 )
                 .map_err(|e| draw_err(&e))?;
+            // Every step is a grey line; only the milestones get a label,
+            // staggered downwards when they would overlap the previous one.
+            let span = self.secs(self.duration).max(1e-9);
+            let mut last_label: Option<(f64, usize)> = None;
             for (at, label) in &self.steps {
                 let x = self.secs(*at);
                 chart
                     .draw_series(std::iter::once(PathElement::new(
                         vec![(x, 0.0), (x, f64::from(top))],
-                        BLACK.mix(0.25),
+                        BLACK.mix(0.15),
                     )))
                     .map_err(|e| draw_err(&e))?;
+                if !is_milestone(label) {
+                    continue;
+                }
+                let level = match last_label {
+                    Some((lx, level)) if (x - lx) / span < 0.12 => (level + 1) % 4,
+                    _ => 0,
+                };
+                last_label = Some((x, level));
+                let y = f64::from(top) * (0.93 - 0.08 * level as f64);
                 chart
                     .draw_series(std::iter::once(Text::new(
                         label.clone(),
-                        (x, f64::from(top) - 0.15),
-                        ("sans-serif", 10).into_font(),
+                        (x, y),
+                        ("sans-serif", 11).into_font(),
                     )))
                     .map_err(|e| draw_err(&e))?;
             }
@@ -209,6 +222,22 @@ impl Timeline {
         }
         root.present().map_err(|e| draw_err(&e))
     }
+}
+
+/// Step kinds worth a label on the chart (the rest are unlabelled lines).
+fn is_milestone(label: &str) -> bool {
+    let kind = label.rsplit(' ').next().unwrap_or(label);
+    matches!(
+        kind,
+        "trigger"
+            | "ready"
+            | "old-gone"
+            | "leg-complete"
+            | "stalled"
+            | "aborted"
+            | "rolling"
+            | "complete"
+    )
 }
 
 fn csv_field(s: &str) -> String {
