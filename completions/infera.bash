@@ -937,7 +937,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__sim__subcmd__serve)
-            opts="-h -V --scenario --port --tls --token --kubeconfig-out --speed --seed --drop-watches-every --error-rate --conflict-rate --compact-every --latency --restart-api-every --help --version"
+            opts="-h -V --scenario --port --plain-http --token --kubeconfig-out --speed --seed --drop-watches-every --error-rate --conflict-rate --compact-every --latency --restart-api-every --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -184,7 +184,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --compact-every 'Compact the watch history every this long, forcing 410 Gone on resume'
             cand --latency 'Add this latency to every request'
             cand --restart-api-every 'Restart the API server listener every this long (state is kept)'
-            cand --tls 'Serve HTTPS with a generated self-signed CA'
+            cand --plain-http 'Serve plain HTTP instead of HTTPS with a generated CA. kubectl does not send a bearer token over plain HTTP, so only `kube`-based clients and curl can authenticate then'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'

@@ -149,7 +149,7 @@ complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subco
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l compact-every -d 'Compact the watch history every this long, forcing 410 Gone on resume' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l latency -d 'Add this latency to every request' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l restart-api-every -d 'Restart the API server listener every this long (state is kept)' -r
-complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l tls -d 'Serve HTTPS with a generated self-signed CA'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l plain-http -d 'Serve plain HTTP instead of HTTPS with a generated CA. kubectl does not send a bearer token over plain HTTP, so only `kube`-based clients and curl can authenticate then'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from scenarios" -s h -l help -d 'Print help'

@@ -361,9 +361,11 @@ pub struct SimServeArgs {
     /// Port on 127.0.0.1 (0 picks a free one).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
-    /// Serve HTTPS with a generated self-signed CA.
+    /// Serve plain HTTP instead of HTTPS with a generated CA. kubectl does
+    /// not send a bearer token over plain HTTP, so only `kube`-based clients
+    /// and curl can authenticate then.
     #[arg(long)]
-    pub tls: bool,
+    pub plain_http: bool,
     /// Bearer token clients must present (default: a random one).
     #[arg(
         long,

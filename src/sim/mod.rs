@@ -232,7 +232,7 @@ pub async fn serve(args: SimServeArgs) -> anyhow::Result<Exit> {
     let mut options = SimOptions::new(scenario, args.speed);
     options.seed = args.seed;
     options.port = args.port;
-    options.tls = args.tls;
+    options.tls = !args.plain_http;
     options.token = args.token.clone();
     options.faults = FaultConfig::from(&args.faults);
     let sim = match RunningSim::start(options).await {
