@@ -93,7 +93,10 @@ fn scenario(replicas: u64) -> Scenario {
 }
 
 async fn latency_run(replicas: u64, speed: f64) {
-    let sim = RunningSim::start(SimOptions::new(scenario(replicas), speed))
+    // HTTPS: kubectl sends no bearer token over plain HTTP.
+    let mut options = SimOptions::new(scenario(replicas), speed);
+    options.tls = true;
+    let sim = RunningSim::start(options)
         .await
         .expect("start the simulator");
     assert!(
@@ -224,35 +227,28 @@ async fn latency_run(replicas: u64, speed: f64) {
             }
         }
     }
-    // kubectl prints "N of M updated replicas are available" as each new
-    // pod turns available; match the N-th line to the N-th new Ready pod.
+    // kubectl rollout status prints a line only when the Deployment status
+    // it watches changes; after a surge pod turns Ready the next change is
+    // its reaction (the next replacement counted, or old replicas pending
+    // termination). Latency = first line after the Ready write.
     let mut kubectl_ms = Vec::new();
-    for service in ["decode", "prefill"] {
-        let mut ready: Vec<Instant> = outcome
-            .steps
-            .iter()
-            .filter(|(leg, o, _)| leg == service && o.kind == StepKind::Ready)
-            .filter_map(|(_, o, _)| ready_at.get(&o.pod).copied())
-            .collect();
-        ready.sort();
+    {
         let lines = kubectl_lines.lock().unwrap();
-        let mut seen = 0usize;
-        for (svc, line, at) in lines.iter().filter(|(s, _, _)| s == service) {
-            let _ = svc;
-            let available = line
-                .split(" of ")
-                .next()
-                .and_then(|l| l.rsplit(' ').next())
-                .and_then(|n| n.parse::<usize>().ok())
-                .filter(|_| line.contains("updated replicas are available"));
-            let n = match (available, line.contains("successfully rolled out")) {
-                (Some(n), _) => n,
-                (None, true) => ready.len(),
-                _ => continue,
-            };
-            while seen < n && seen < ready.len() {
-                kubectl_ms.push(at.saturating_duration_since(ready[seen]).as_secs_f64() * 1e3);
-                seen += 1;
+        for service in ["decode", "prefill"] {
+            let ready = outcome
+                .steps
+                .iter()
+                .filter(|(leg, o, _)| leg == service && o.kind == StepKind::Ready)
+                .filter_map(|(_, o, _)| ready_at.get(&o.pod).copied());
+            for r in ready {
+                let next = lines
+                    .iter()
+                    .filter(|(s, _, at)| s == service && *at >= r)
+                    .map(|(_, _, at)| *at)
+                    .min();
+                if let Some(at) = next.filter(|at| at.duration_since(r) < Duration::from_secs(60)) {
+                    kubectl_ms.push(at.duration_since(r).as_secs_f64() * 1e3);
+                }
             }
         }
     }

@@ -253,6 +253,10 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 #[derive(Clone)]
 pub struct Connection {
     pub client: Client,
+    /// The same credentials without `kube`'s retry of 429/503/504: for
+    /// polls such as the pod-proxy `/ready` probe, where a 503 (port not
+    /// open yet) is the answer, not a fault to retry 15 times.
+    pub probe_client: Client,
     /// `-n`, else the context's namespace, else `default`.
     pub namespace: String,
     /// The API server URL (no credentials), for error messages.
@@ -487,10 +491,14 @@ pub async fn connect_with(
 ) -> Result<Connection, ClusterError> {
     let url = display_url(&config.cluster_url);
     let namespace = config.default_namespace.clone();
-    let client = Client::try_from(config).map_err(|e| ClusterError::Client {
+    let mut probe_config = config.clone();
+    probe_config.default_retry = false;
+    let client_err = |e: kube::Error| ClusterError::Client {
         url: url.clone(),
         message: one_line(&e.to_string()),
-    })?;
+    };
+    let client = Client::try_from(config).map_err(client_err)?;
+    let probe_client = Client::try_from(probe_config).map_err(client_err)?;
     match tokio::time::timeout(CONNECT_PROBE_TIMEOUT, client.apiserver_version()).await {
         Err(_) => {
             return Err(ClusterError::Unreachable {
@@ -507,6 +515,7 @@ pub async fn connect_with(
     }
     Ok(Connection {
         client,
+        probe_client,
         namespace,
         url,
         context,

@@ -703,7 +703,7 @@ pub async fn execute(
                             let due = proxy_next.get(&pod).is_none_or(|d| now >= *d);
                             if due {
                                 proxy_next.insert(pod.clone(), now + Duration::from_millis(500).max(to_wall(Duration::from_secs(5))).min(Duration::from_secs(5)));
-                                spawn_proxy_probe(client.clone(), ns.clone(), leg.name.clone(), pod, leg.readiness_port, proxy_tx.clone());
+                                spawn_proxy_probe(conn.probe_client.clone(), ns.clone(), leg.name.clone(), pod, leg.readiness_port, proxy_tx.clone());
                             }
                         }
                     }
