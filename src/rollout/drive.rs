@@ -29,7 +29,7 @@ use super::plan::{
 use super::progress::{Progress, human_duration};
 use super::record::{InFlight, LegRecord, combine};
 use super::target::{Target, TargetKind};
-use super::tracker::{LegTracker, Observation};
+use super::tracker::{LegTracker, Observation, StepKind};
 use super::trigger::{
     self, Change, Original, deployment_patch, deployment_undo_patch, idep_patch, idep_undo_patch,
 };
@@ -424,6 +424,11 @@ pub async fn execute(
     let to_wall =
         |d: Duration| Duration::from_secs_f64(d.as_secs_f64() / opts.time_scale.max(1e-9));
     let sample_every = auditor.sample_wall_interval();
+    // How often a running replacement's /ready is asked through the proxy
+    // until it answers: every 5 s (reported), at most twice a wall second.
+    let proxy_poll = Duration::from_millis(500)
+        .max(to_wall(Duration::from_secs(5)))
+        .min(Duration::from_secs(5));
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(interrupt);
@@ -672,8 +677,19 @@ pub async fn execute(
                 }
                 ev = events.next() => {
                     let Some(w) = ev else { break 'legs };
+                    let before = steps.len();
                     let n = handle_watched(w, &mut auditor, &mut trackers, &mut deployments, &mut progress, &mut steps, Some(leg_index), &mut warned_watch, conn)?;
                     if n > 0 { last_progress = Instant::now(); }
+                    // A replacement just turned Ready or registered: ask its
+                    // /ready through the proxy now rather than at the next poll.
+                    for (_, obs, at) in &steps[before..] {
+                        if matches!(obs.kind, StepKind::Ready | StepKind::Routable)
+                            && trackers.get(leg_index).is_some_and(|t| !t.has_seen(&obs.pod, StepKind::ReadyViaProxy))
+                        {
+                            proxy_next.insert(obs.pod.clone(), *at + proxy_poll);
+                            spawn_proxy_probe(conn.probe_client.clone(), ns.clone(), leg.name.clone(), obs.pod.clone(), leg.readiness_port, proxy_tx.clone());
+                        }
+                    }
                 }
                 res = proxy_rx.recv() => {
                     if let Some((leg_name, pod, result)) = res
@@ -702,7 +718,7 @@ pub async fn execute(
                         for pod in t.awaiting_proxy() {
                             let due = proxy_next.get(&pod).is_none_or(|d| now >= *d);
                             if due {
-                                proxy_next.insert(pod.clone(), now + Duration::from_millis(500).max(to_wall(Duration::from_secs(5))).min(Duration::from_secs(5)));
+                                proxy_next.insert(pod.clone(), now + proxy_poll);
                                 spawn_proxy_probe(conn.probe_client.clone(), ns.clone(), leg.name.clone(), pod, leg.readiness_port, proxy_tx.clone());
                             }
                         }
