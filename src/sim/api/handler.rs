@@ -2,7 +2,7 @@
 //! delete, deletecollection, and the `status`, `scale` and `proxy`
 //! subresources.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,10 +13,12 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::Shared;
 use super::discovery;
+use super::openapi;
 use super::patch::{self, PatchType};
 use super::selectors::{FieldSelector, LabelSelector, Selectors};
 use super::status::ApiStatus;
 use super::tables::{self, IncludeObject};
+use super::validation;
 use crate::sim::store::{EventType, Kind, StoreError, StoreEvent};
 
 /// Largest request body accepted (upstream's limit is 3 MiB for objects).
@@ -95,6 +97,8 @@ enum Route {
     GroupList,
     Group(String),
     ResourceList(String, String),
+    OpenApiRoot,
+    OpenApi(String),
     Resource(ResourcePath),
     NotFound,
 }
@@ -104,6 +108,8 @@ fn route(path: &str) -> Route {
     match segments.as_slice() {
         ["healthz" | "livez" | "readyz", ..] => Route::Health,
         ["version"] => Route::Version,
+        ["openapi", "v3"] => Route::OpenApiRoot,
+        ["openapi", "v3", rest @ ..] => Route::OpenApi(rest.join("/")),
         ["api"] => Route::CoreVersions,
         ["api", "v1"] => Route::ResourceList(String::new(), "v1".into()),
         ["apis"] => Route::GroupList,
@@ -183,6 +189,11 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response<Body> {
         },
         Route::ResourceList(g, v) => match discovery::resource_list(&g, &v) {
             Some(doc) => ok_json(&doc),
+            None => ApiStatus::path_not_found().into_response(),
+        },
+        Route::OpenApiRoot => ok_json(&openapi::root()),
+        Route::OpenApi(path) => match openapi::document(&path) {
+            Some(doc) => ok_json(doc),
             None => ApiStatus::path_not_found().into_response(),
         },
         Route::NotFound => ApiStatus::path_not_found().into_response(),
@@ -331,14 +342,20 @@ async fn resource(
     }
 }
 
-fn selectors(query: &Query) -> Result<Selectors, ApiStatus> {
+fn selectors(query: &Query, kind: Kind) -> Result<Selectors, ApiStatus> {
     let labels = match query.get("labelSelector") {
         Some(s) => LabelSelector::parse(s)
             .map_err(|e| ApiStatus::bad_request(format!("unable to parse requirement: {e}")))?,
         None => LabelSelector::default(),
     };
     let fields = match query.get("fieldSelector") {
-        Some(s) => FieldSelector::parse(s).map_err(ApiStatus::bad_request)?,
+        Some(s) => {
+            let fields = FieldSelector::parse(s).map_err(ApiStatus::bad_request)?;
+            fields
+                .check_supported(kind)
+                .map_err(ApiStatus::bad_request)?;
+            fields
+        }
         None => FieldSelector::default(),
     };
     Ok(Selectors { labels, fields })
@@ -351,7 +368,7 @@ fn list(
     table: bool,
 ) -> Result<Response<Body>, ApiStatus> {
     let kind = rp.kind;
-    let sel = selectors(query)?;
+    let sel = selectors(query, rp.kind)?;
     let (items, rv) = shared.store.list_stored(kind, rp.namespace.as_deref());
     let items: Vec<_> = if sel.is_empty() {
         items
@@ -447,6 +464,15 @@ fn reconcile_identity(rp: &ResourcePath, obj: &mut Value) -> Result<(), ApiStatu
     Ok(())
 }
 
+/// `422 Invalid` when `obj` breaks a validation rule (`old`: the object it
+/// replaces).
+fn validate(kind: Kind, name: &str, obj: &Value, old: Option<&Value>) -> Result<(), ApiStatus> {
+    match validation::message(&validation::errors(kind, obj, old)) {
+        Some(why) => Err(ApiStatus::invalid(kind, name, &why)),
+        None => Ok(()),
+    }
+}
+
 fn dry_run(query: &Query) -> bool {
     query.get("dryRun").is_some_and(|v| v == "All")
 }
@@ -489,6 +515,7 @@ fn create(
             }
         }
     }
+    validate(kind, &name, &obj, None)?;
     if dry_run(query) {
         let mut preview = obj;
         crate::sim::api::defaults::apply(kind, &mut preview);
@@ -569,6 +596,10 @@ fn update(
         && let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut)
     {
         meta.remove("namespace");
+    }
+    if rp.subresource.is_none() {
+        let current = shared.store.get(kind, rp.namespace.as_deref(), name);
+        validate(kind, name, &obj, current.as_ref())?;
     }
     if dry_run(query) {
         return Ok(ok_json(&obj));
@@ -696,6 +727,7 @@ fn patch_object(
                     })?;
                 reconcile_identity(rp, &mut obj)?;
                 check_namespace(shared, kind, ns)?;
+                validate(kind, name, &obj, None)?;
                 if dry {
                     return Ok(created_json(&obj));
                 }
@@ -754,6 +786,9 @@ fn patch_object(
         }
         if let Some(meta) = patched.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), Value::from(current_rv.clone()));
+        }
+        if rp.subresource.is_none() {
+            validate(kind, name, &patched, Some(&current))?;
         }
         if dry {
             return Ok(ok_json(&patched));
@@ -948,7 +983,7 @@ fn delete_collection(
     body: &[u8],
 ) -> Result<Response<Body>, ApiStatus> {
     let kind = rp.kind;
-    let sel = selectors(query)?;
+    let sel = selectors(query, rp.kind)?;
     let opts = delete_options(query, body)?;
     let (items, rv) = shared.store.list_stored(kind, rp.namespace.as_deref());
     let mut deleted = Vec::new();
@@ -1065,7 +1100,7 @@ fn watch_stream(
     query: &Query,
     table: bool,
 ) -> Result<Response<Body>, ApiStatus> {
-    let sel = selectors(query)?;
+    let sel = selectors(query, rp.kind)?;
     let rv_param = query
         .get("resourceVersion")
         .map(String::as_str)
@@ -1134,54 +1169,37 @@ fn event_line(event_type: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
-/// Which selector-filtered event a watcher sees for a change: an object
-/// entering the selection is ADDED, one leaving it is DELETED (as upstream's
-/// watch cache does).
-struct Visibility {
-    visible: HashSet<(String, String)>,
-}
-
-impl Visibility {
-    fn translate(&mut self, sel: &Selectors, e: &StoreEvent) -> Option<&'static str> {
-        if sel.is_empty() {
-            return Some(e.event.wire());
-        }
-        let key = (
-            e.namespace().unwrap_or_default().to_string(),
-            e.object
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-        );
-        let now = sel.matches(&e.object);
-        let was = self.visible.contains(&key);
-        match e.event {
-            EventType::Added if now => {
-                self.visible.insert(key);
-                Some("ADDED")
+/// What a selector watch sees of a change, as upstream's watch cache
+/// (`cacheWatcher.convertToWatchEvent`) decides it from the object before
+/// and after: entering the selection is ADDED, staying in it MODIFIED,
+/// leaving it DELETED (carrying the last matching state at the change's
+/// version), never in it nothing.
+fn visible_event(sel: &Selectors, e: &StoreEvent) -> Option<(&'static str, Arc<Value>)> {
+    if sel.is_empty() {
+        return Some((e.event.wire(), Arc::clone(&e.object)));
+    }
+    let now = e.event != EventType::Deleted && sel.matches(&e.object);
+    let before = match e.event {
+        // A deletion's own object is its last state.
+        EventType::Deleted => e.prev_object.as_ref().or(Some(&e.object)),
+        _ => e.prev_object.as_ref(),
+    };
+    let was = before.is_some_and(|p| sel.matches(p));
+    match (was, now) {
+        (false, true) => Some(("ADDED", Arc::clone(&e.object))),
+        (true, true) => Some(("MODIFIED", Arc::clone(&e.object))),
+        (true, false) if e.event == EventType::Deleted => Some(("DELETED", Arc::clone(&e.object))),
+        (true, false) => {
+            let mut last = before.map(|p| (**p).clone()).unwrap_or_default();
+            if let Some(meta) = last.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.insert(
+                    "resourceVersion".into(),
+                    Value::from(e.resource_version.to_string()),
+                );
             }
-            EventType::Added => None,
-            EventType::Modified => match (was, now) {
-                (true, true) => Some("MODIFIED"),
-                (true, false) => {
-                    self.visible.remove(&key);
-                    Some("DELETED")
-                }
-                (false, true) => {
-                    self.visible.insert(key);
-                    Some("ADDED")
-                }
-                (false, false) => None,
-            },
-            EventType::Deleted => {
-                if self.visible.remove(&key) || now {
-                    Some("DELETED")
-                } else {
-                    None
-                }
-            }
+            Some(("DELETED", Arc::new(last)))
         }
+        (false, false) => None,
     }
 }
 
@@ -1200,9 +1218,6 @@ async fn run_watch(
     tx: mpsc::Sender<Result<Bytes, std::convert::Infallible>>,
 ) {
     let mut drop_signal = shared.watch_epoch.subscribe();
-    let mut vis = Visibility {
-        visible: HashSet::new(),
-    };
     let mut last_rv = start.resource_version;
     let render = |obj: &Value, rv: u64| -> Value {
         if req.table {
@@ -1212,8 +1227,8 @@ async fn run_watch(
         }
     };
     for e in &start.events {
-        if let Some(t) = vis.translate(&req.selectors, e) {
-            let line = event_line(t, &render(&e.object, e.resource_version));
+        if let Some((t, obj)) = visible_event(&req.selectors, e) {
+            let line = event_line(t, &render(obj.as_ref(), e.resource_version));
             if tx.send(Ok(line)).await.is_err() {
                 return;
             }
@@ -1244,8 +1259,8 @@ async fn run_watch(
                     {
                         continue;
                     }
-                    if let Some(t) = vis.translate(&req.selectors, &e) {
-                        let line = event_line(t, &render(&e.object, e.resource_version));
+                    if let Some((t, obj)) = visible_event(&req.selectors, &e) {
+                        let line = event_line(t, &render(obj.as_ref(), e.resource_version));
                         if tx.send(Ok(line)).await.is_err() {
                             return;
                         }

@@ -8,10 +8,12 @@
 pub mod defaults;
 pub mod discovery;
 mod handler;
+pub mod openapi;
 pub mod patch;
 pub mod selectors;
 pub mod status;
 pub mod tables;
+pub mod validation;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -322,8 +322,11 @@ impl Manager {
             return;
         };
         set_condition(&mut status, new);
-        d["status"] = status.clone();
-        self.write_status(Kind::Deployment, d, status);
+        // Compare against the stored status, not the one just edited (which
+        // would make the write a no-op and lose the condition).
+        let stored = d.clone();
+        self.write_status(Kind::Deployment, &stored, status.clone());
+        d["status"] = status;
     }
 
     /// Split owned ReplicaSets into (new, old) and sync revision annotations,
