@@ -134,6 +134,45 @@ async fn typed_reads_and_selectors() {
         3
     );
 
+    // Chunked lists: `limit` and `continue`.
+    let full = names(&live);
+    let mut paged = Vec::new();
+    let mut lp = ListParams::default().limit(1);
+    loop {
+        let page = all.list(&lp).await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(page.items.len() <= 1);
+        paged.extend(page.items.iter().map(ResourceExt::name_any));
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => {
+                assert_eq!(
+                    page.metadata.remaining_item_count,
+                    Some(i64::try_from(full.len() - paged.len()).unwrap_or_default())
+                );
+                lp = lp.continue_token(&token);
+            }
+            None => break,
+        }
+    }
+    paged.sort();
+    assert_eq!(paged, full);
+    // A continue token from before a compaction has expired.
+    let first = all
+        .list(&ListParams::default().limit(1))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let token = first.metadata.continue_.unwrap_or_default();
+    let scratch: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    scratch
+        .create(&PostParams::default(), &deployment("bump", 0, &[]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    sim.store().compact();
+    let err = api_error(
+        all.list(&ListParams::default().limit(1).continue_token(&token))
+            .await,
+    );
+    assert_eq!((err.code, err.reason.as_str()), (410, "Expired"));
+
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "llm");
     let list = deployments
         .list(&ListParams::default())
@@ -1144,5 +1183,39 @@ async fn wrong_token_is_401() {
     let pods: Api<Pod> = Api::namespaced(client, "llm");
     let err = api_error(pods.list(&ListParams::default()).await);
     assert_eq!((err.code, err.reason.as_str()), (401, "Unauthorized"));
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_the_generated_ca() {
+    let scenario = Scenario::load("pd-1p1d").unwrap_or_else(|e| panic!("{e}"));
+    let mut options = SimOptions::new(scenario, 200.0);
+    options.tls = true;
+    let sim = RunningSim::start(options)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(sim.url().starts_with("https://"));
+    let config = sim.client_config().await.unwrap_or_else(|e| panic!("{e}"));
+    let client = Client::try_from(config).unwrap_or_else(|e| panic!("{e}"));
+    let nodes: Api<Node> = Api::all(client.clone());
+    let list = nodes
+        .list(&ListParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(list.items.len(), 3);
+    let version = client
+        .apiserver_version()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (version.major.as_str(), version.minor.as_str()),
+        ("1", "33")
+    );
+    // A client that does not trust the simulator's CA is refused.
+    let mut untrusting = sim.client_config().await.unwrap_or_else(|e| panic!("{e}"));
+    untrusting.root_cert = None;
+    let client = Client::try_from(untrusting).unwrap_or_else(|e| panic!("{e}"));
+    let nodes: Api<Node> = Api::all(client);
+    assert!(nodes.list(&ListParams::default()).await.is_err());
     sim.shutdown().await;
 }

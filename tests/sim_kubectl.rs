@@ -248,6 +248,15 @@ async fn apply_get_rollout_restart_and_scale() {
         assert!(row[6].starts_with("gpu-node-"), "node: {table}");
     }
 
+    // Chunked: one pod per request, every pod listed once.
+    let out = c.kubectl(&["get", "pods", "-A", "--chunk-size=1"]).await;
+    assert_eq!(
+        rows(out.expect_ok("chunked get")).len(),
+        5,
+        "{}",
+        out.stdout
+    );
+
     let out = c.kubectl(&["get", "nodes"]).await;
     let nodes = rows(out.expect_ok("get nodes"));
     assert_eq!(nodes.len(), 3, "{}", out.stdout);
