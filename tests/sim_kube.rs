@@ -700,6 +700,64 @@ async fn create_replace_and_status_errors() {
     assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
     assert!(err.message.contains("spec.replicas"), "{}", err.message);
 
+    // 400: a field of the wrong type; an unknown field with Strict.
+    let mut wrong_type =
+        serde_json::to_value(deployment("typed", 1, &[])).unwrap_or_else(|e| panic!("{e}"));
+    wrong_type["spec"]["replicas"] = json!("three");
+    let raw: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &kube::api::ApiResource::erase::<Deployment>(&()),
+    );
+    let as_dynamic = |v: Value| -> kube::api::DynamicObject {
+        serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let err = api_error(
+        raw.create(&PostParams::default(), &as_dynamic(wrong_type))
+            .await,
+    );
+    assert_eq!((err.code, err.reason.as_str()), (400, "BadRequest"));
+    assert!(
+        err.message.starts_with(
+            "Deployment in version \"v1\" cannot be handled as a Deployment: spec.replicas"
+        ),
+        "{}",
+        err.message
+    );
+    let mut unknown =
+        serde_json::to_value(deployment("unknown", 1, &[])).unwrap_or_else(|e| panic!("{e}"));
+    unknown["spec"]["replicass"] = json!(1);
+    let err = api_error(
+        client
+            .request::<Value>(
+                http::Request::post(
+                    "/apis/apps/v1/namespaces/default/deployments?fieldValidation=Strict",
+                )
+                .header("content-type", "application/json")
+                .body(serde_json::to_vec(&unknown).unwrap_or_default())
+                .unwrap_or_else(|e| panic!("{e}")),
+            )
+            .await,
+    );
+    assert_eq!((err.code, err.reason.as_str()), (400, "BadRequest"));
+    assert!(
+        err.message
+            .ends_with(r#"strict decoding error: unknown field "spec.replicass""#),
+        "{}",
+        err.message
+    );
+    // Without Strict (the default is Warn) it is stored without the field.
+    let stored = raw
+        .create(&PostParams::default(), &as_dynamic(unknown))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        stored.data.pointer("/spec/replicass").is_none(),
+        "{:?}",
+        stored.data
+    );
+    assert_eq!(stored.data.pointer("/spec/replicas"), Some(&json!(1)));
+
     // dry run: nothing stored.
     let preview = api
         .create(

@@ -339,6 +339,25 @@ async fn apply_get_rollout_restart_and_scale() {
     let table = out.expect_ok("get deploy");
     assert_eq!(rows(table)[0][1], "3/3", "{table}");
 
+    // kubectl's default strict validation: the server refuses unknown
+    // fields; --validate=warn gets a warning; false ignores them.
+    let typo = web_deployment("nginx:1.27")
+        .replace("name: web\n", "name: typo\n")
+        .replace("replicas: 2", "replicass: 2");
+    let typo = c.write("typo.yaml", &typo);
+    let typo = typo.to_string_lossy().into_owned();
+    let out = c.kubectl(&["apply", "-f", &typo]).await;
+    let err = out.expect_err("apply with an unknown field");
+    assert!(err.contains(r#"unknown field "spec.replicass""#), "{err}");
+    let out = c.kubectl(&["apply", "--validate=warn", "-f", &typo]).await;
+    out.expect_ok("apply --validate=warn");
+    assert!(
+        out.stderr
+            .contains(r#"Warning: unknown field "spec.replicass""#),
+        "{}",
+        out.stderr
+    );
+
     // Server-side apply is accepted too.
     let out = c
         .kubectl(&[

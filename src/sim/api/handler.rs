@@ -541,6 +541,61 @@ fn validate(kind: Kind, name: &str, obj: &Value, old: Option<&Value>) -> Result<
     }
 }
 
+/// The decoding step: a field of the wrong type is `400`; fields the kind
+/// does not have (and `current` did not already have) are `400` under
+/// `fieldValidation=Strict` and returned as warnings under `Warn`; `obj`
+/// loses them.
+fn decode(
+    kind: Kind,
+    obj: &mut Value,
+    current: Option<&Value>,
+    query: &Query,
+    prefix: bool,
+) -> Result<Vec<String>, ApiStatus> {
+    let mode = validation::FieldValidation::parse(query.get("fieldValidation").map(String::as_str))
+        .map_err(ApiStatus::bad_request)?;
+    let mut unknown = validation::decode(kind, obj).map_err(ApiStatus::bad_request)?;
+    if let Some(current) = current {
+        let before = validation::decode(kind, current).unwrap_or_default();
+        unknown.retain(|f| !before.contains(f));
+    }
+    if mode != validation::FieldValidation::Strict {
+        validation::prune(kind, obj);
+    }
+    match mode {
+        _ if unknown.is_empty() => Ok(Vec::new()),
+        validation::FieldValidation::Ignore => Ok(Vec::new()),
+        validation::FieldValidation::Warn => Ok(unknown
+            .iter()
+            .map(|f| format!("unknown field {f:?}"))
+            .collect()),
+        validation::FieldValidation::Strict => {
+            let strict = validation::strict_message(&unknown);
+            Err(ApiStatus::bad_request(if prefix {
+                format!(
+                    "{} in version {:?} cannot be handled as a {}: {strict}",
+                    kind.kind(),
+                    kind.version(),
+                    kind.kind()
+                )
+            } else {
+                strict
+            }))
+        }
+    }
+}
+
+/// Add one `Warning: 299 - "..."` header per warning (kubectl prints them).
+fn with_warnings(mut resp: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for w in warnings {
+        let quoted = format!("299 - {}", serde_json::Value::from(w.as_str()));
+        if let Ok(v) = HeaderValue::from_str(&quoted) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    resp
+}
+
 fn dry_run(query: &Query) -> bool {
     query.get("dryRun").is_some_and(|v| v == "All")
 }
@@ -554,6 +609,7 @@ fn create(
     let kind = rp.kind;
     let mut obj = parse_json(body)?;
     reconcile_identity(rp, &mut obj)?;
+    let warnings = decode(kind, &mut obj, None, query, true)?;
     let name = obj
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -587,10 +643,10 @@ fn create(
     if dry_run(query) {
         let mut preview = obj;
         crate::sim::api::defaults::apply(kind, &mut preview);
-        return Ok(created_json(&preview));
+        return Ok(with_warnings(created_json(&preview), &warnings));
     }
     match shared.store.create(kind, obj) {
-        Ok(created) => Ok(created_json(&created)),
+        Ok(created) => Ok(with_warnings(created_json(&created), &warnings)),
         Err(e) => Err(ApiStatus::from_store(&e, kind, &name)),
     }
 }
@@ -665,12 +721,13 @@ fn update(
     {
         meta.remove("namespace");
     }
+    let current = shared.store.get(kind, rp.namespace.as_deref(), name);
+    let warnings = decode(kind, &mut obj, current.as_ref(), query, true)?;
     if rp.subresource.is_none() {
-        let current = shared.store.get(kind, rp.namespace.as_deref(), name);
         validate(kind, name, &obj, current.as_ref())?;
     }
     if dry_run(query) {
-        return Ok(ok_json(&obj));
+        return Ok(with_warnings(ok_json(&obj), &warnings));
     }
     let result = if rp.subresource.as_deref() == Some("status") {
         shared.store.update_status(kind, obj)
@@ -678,7 +735,7 @@ fn update(
         shared.store.update(kind, obj)
     };
     result
-        .map(|v| ok_json(&v))
+        .map(|v| with_warnings(ok_json(&v), &warnings))
         .map_err(|e| ApiStatus::from_store(&e, kind, name))
 }
 
@@ -795,14 +852,15 @@ fn patch_object(
                     })?;
                 reconcile_identity(rp, &mut obj)?;
                 check_namespace(shared, kind, ns)?;
+                let warnings = decode(kind, &mut obj, None, query, false)?;
                 validate(kind, name, &obj, None)?;
                 if dry {
-                    return Ok(created_json(&obj));
+                    return Ok(with_warnings(created_json(&obj), &warnings));
                 }
                 return shared
                     .store
                     .create(kind, obj)
-                    .map(|v| created_json(&v))
+                    .map(|v| with_warnings(created_json(&v), &warnings))
                     .map_err(|e| ApiStatus::from_store(&e, kind, name));
             }
             None => return Err(ApiStatus::not_found(kind, name)),
@@ -855,11 +913,12 @@ fn patch_object(
         if let Some(meta) = patched.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), Value::from(current_rv.clone()));
         }
+        let warnings = decode(kind, &mut patched, Some(&current), query, false)?;
         if rp.subresource.is_none() {
             validate(kind, name, &patched, Some(&current))?;
         }
         if dry {
-            return Ok(ok_json(&patched));
+            return Ok(with_warnings(ok_json(&patched), &warnings));
         }
         let result = if rp.subresource.as_deref() == Some("status") {
             shared.store.update_status(kind, patched)
@@ -867,7 +926,7 @@ fn patch_object(
             shared.store.update(kind, patched)
         };
         match result {
-            Ok(v) => return Ok(ok_json(&v)),
+            Ok(v) => return Ok(with_warnings(ok_json(&v), &warnings)),
             Err(StoreError::Conflict) => continue,
             Err(e) => return Err(ApiStatus::from_store(&e, kind, name)),
         }

@@ -21,9 +21,11 @@
 //!   for a refused connection.
 //! * OpenAPI v3 lists paths and operations but no schemas (`kubectl explain`
 //!   fails); OpenAPI v2 is not served ([`openapi`]).
-//! * Only a few validation rules ([`validation`]); `fieldValidation` is
-//!   ignored; server-side apply has no field ownership (no `managedFields`,
-//!   no conflicts).
+//! * Only a few validation rules ([`validation`]); unknown fields
+//!   (`fieldValidation`) and type errors are detected for the built-in
+//!   kinds only, not for custom resources (whose schemas are not modelled);
+//!   server-side apply has no field ownership (no `managedFields`, no
+//!   conflicts).
 //! * Deletion: `Foreground` propagation deletes the owner at once and its
 //!   dependents in the background; `Orphan` strips owner references
 //!   synchronously. No finalizers are added by the server.

@@ -13,8 +13,8 @@
 //! strategic merge patch from its compiled-in types, as it does for any
 //! kind its OpenAPI lookup cannot resolve, and `kubectl explain` has nothing
 //! to show); OpenAPI v2 (`/openapi/v2`, protobuf) is not served, kubectl
-//! falls back from it silently; `fieldValidation` is accepted and not
-//! enforced (unknown fields are kept, as with `Ignore`).
+//! falls back from it silently. `fieldValidation` itself is honoured for
+//! the built-in kinds ([`super::validation::decode`]).
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
