@@ -458,8 +458,8 @@ spec:
     let out = c
         .eventually(
             "a replacement pod",
-            &["get", "pods", "-l", "app=slow", "--no-headers"],
-            |o| o.ok() && rows(&format!("H\n{}", o.stdout)).len() == 1,
+            &["get", "pods", "-l", "app=slow"],
+            |o| o.ok() && rows(&o.stdout).len() == 1,
         )
         .await;
     assert!(!out.stdout.contains(&pod), "{}", out.stdout);
