@@ -211,6 +211,11 @@ pub struct StoreEvent {
     pub kind: Kind,
     pub event: EventType,
     pub object: Arc<Value>,
+    /// The object as it was before this change (`None` for a creation and
+    /// for the synthetic `Added` events of a watch from "now"): selector
+    /// watches need it to tell entering, staying in and leaving the
+    /// selection apart, as upstream's watch cache does.
+    pub prev_object: Option<Arc<Value>>,
     pub resource_version: u64,
 }
 
@@ -620,6 +625,7 @@ impl Store {
             kind,
             event: EventType::Added,
             object: stored.value_arc(),
+            prev_object: None,
             resource_version: rv,
         };
         state.map(kind).insert(key, stored);
@@ -711,6 +717,7 @@ impl Store {
             kind,
             event: event_type,
             object: stored.value_arc(),
+            prev_object: Some(old.value_arc()),
             resource_version: rv,
         };
         state.record(&self.inner.events, event);
@@ -888,7 +895,6 @@ impl Store {
         old: &Arc<StoredObject>,
         mut new: Value,
     ) -> Result<Value, StoreError> {
-        let _ = old;
         let rv = state.next_rv();
         metadata_mut(&mut new)?.insert("resourceVersion".into(), Value::from(rv.to_string()));
         let stored = StoredObject::new(new);
@@ -898,6 +904,7 @@ impl Store {
             kind,
             event: EventType::Modified,
             object: stored.value_arc(),
+            prev_object: Some(old.value_arc()),
             resource_version: rv,
         };
         state.record(&self.inner.events, event);
@@ -921,6 +928,7 @@ impl Store {
             kind,
             event: EventType::Deleted,
             object: Arc::new(value.clone()),
+            prev_object: Some(old.value_arc()),
             resource_version: rv,
         };
         state.record(tx, event);
@@ -982,6 +990,7 @@ impl Store {
                     kind,
                     event: EventType::Added,
                     object: o.value_arc(),
+                    prev_object: None,
                     resource_version: o
                         .value()
                         .pointer("/metadata/resourceVersion")

@@ -1,8 +1,10 @@
-//! Request routing and the verbs: get, list, watch, create, update, patch,
-//! delete, deletecollection, and the `status`, `scale` and `proxy`
-//! subresources.
+//! Request routing and the verbs: get, list (with `limit`/`continue`),
+//! watch, create, update, patch, delete, deletecollection, and the
+//! `status`, `scale` and `proxy` subresources; discovery and OpenAPI v3.
+//! Field selectors accept only the field labels upstream registers per kind;
+//! create, update and patch run [`super::validation`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,10 +15,12 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::Shared;
 use super::discovery;
+use super::openapi;
 use super::patch::{self, PatchType};
 use super::selectors::{FieldSelector, LabelSelector, Selectors};
 use super::status::ApiStatus;
 use super::tables::{self, IncludeObject};
+use super::validation;
 use crate::sim::store::{EventType, Kind, StoreError, StoreEvent};
 
 /// Largest request body accepted (upstream's limit is 3 MiB for objects).
@@ -95,6 +99,8 @@ enum Route {
     GroupList,
     Group(String),
     ResourceList(String, String),
+    OpenApiRoot,
+    OpenApi(String),
     Resource(ResourcePath),
     NotFound,
 }
@@ -104,6 +110,8 @@ fn route(path: &str) -> Route {
     match segments.as_slice() {
         ["healthz" | "livez" | "readyz", ..] => Route::Health,
         ["version"] => Route::Version,
+        ["openapi", "v3"] => Route::OpenApiRoot,
+        ["openapi", "v3", rest @ ..] => Route::OpenApi(rest.join("/")),
         ["api"] => Route::CoreVersions,
         ["api", "v1"] => Route::ResourceList(String::new(), "v1".into()),
         ["apis"] => Route::GroupList,
@@ -183,6 +191,11 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response<Body> {
         },
         Route::ResourceList(g, v) => match discovery::resource_list(&g, &v) {
             Some(doc) => ok_json(&doc),
+            None => ApiStatus::path_not_found().into_response(),
+        },
+        Route::OpenApiRoot => ok_json(&openapi::root()),
+        Route::OpenApi(path) => match openapi::document(&path) {
+            Some(doc) => ok_json(doc),
             None => ApiStatus::path_not_found().into_response(),
         },
         Route::NotFound => ApiStatus::path_not_found().into_response(),
@@ -334,17 +347,73 @@ async fn resource(
     }
 }
 
-fn selectors(query: &Query) -> Result<Selectors, ApiStatus> {
+fn selectors(query: &Query, kind: Kind) -> Result<Selectors, ApiStatus> {
     let labels = match query.get("labelSelector") {
         Some(s) => LabelSelector::parse(s)
             .map_err(|e| ApiStatus::bad_request(format!("unable to parse requirement: {e}")))?,
         None => LabelSelector::default(),
     };
     let fields = match query.get("fieldSelector") {
-        Some(s) => FieldSelector::parse(s).map_err(ApiStatus::bad_request)?,
+        Some(s) => {
+            let fields = FieldSelector::parse(s).map_err(ApiStatus::bad_request)?;
+            fields
+                .check_supported(kind)
+                .map_err(ApiStatus::bad_request)?;
+            fields
+        }
         None => FieldSelector::default(),
     };
     Ok(Selectors { labels, fields })
+}
+
+/// `limit` and `continue` (upstream's chunked lists). The token carries the
+/// first page's version and the last key served; a later page is read from
+/// the current state after that key (upstream reads the first page's etcd
+/// snapshot: a documented simplification) and reports the first page's
+/// version, so a watch from it misses nothing. A token older than the watch
+/// history (compacted) is `410 Expired`, as upstream.
+fn page<T>(
+    shared: &Shared,
+    query: &Query,
+    items: Vec<T>,
+    rv: u64,
+    key_of: impl Fn(&T) -> String,
+) -> Result<(Vec<T>, u64, Option<String>, usize), ApiStatus> {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut rv = rv;
+    let mut items = items;
+    if let Some(token) = query.get("continue").filter(|t| !t.is_empty()) {
+        let decoded: Value = b64
+            .decode(token)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .ok_or_else(|| ApiStatus::bad_request("continue key is not valid: invalid token"))?;
+        let start = decoded
+            .get("start")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        rv = decoded.get("rv").and_then(Value::as_u64).unwrap_or(rv);
+        if rv < shared.store.history_floor() {
+            return Err(ApiStatus::gone(
+                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+            ));
+        }
+        items.retain(|o| key_of(o) > start);
+    }
+    let limit = query
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|l| *l > 0);
+    let Some(limit) = limit.filter(|l| items.len() > *l) else {
+        return Ok((items, rv, None, 0));
+    };
+    let rest = items.split_off(limit);
+    let last = items.last().map(&key_of).unwrap_or_default();
+    let token = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": last});
+    let token = b64.encode(serde_json::to_vec(&token).unwrap_or_default());
+    Ok((items, rv, Some(token), rest.len()))
 }
 
 fn list(
@@ -354,7 +423,7 @@ fn list(
     table: bool,
 ) -> Result<Response<Body>, ApiStatus> {
     let kind = rp.kind;
-    let sel = selectors(query)?;
+    let sel = selectors(query, rp.kind)?;
     let (items, rv) = shared.store.list_stored(kind, rp.namespace.as_deref());
     let items: Vec<_> = if sel.is_empty() {
         items
@@ -364,18 +433,34 @@ fn list(
             .filter(|o| sel.matches(o.value()))
             .collect()
     };
+    let (items, rv, token, remaining) = page(shared, query, items, rv, |o| {
+        let ns = o
+            .value()
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let name = o
+            .value()
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        // NUL sorts before any name character: the store's (namespace, name) order.
+        format!("{ns}\u{0}{name}")
+    })?;
+    let mut list_meta = json!({"resourceVersion": rv.to_string()});
+    if let Some(token) = token {
+        list_meta["continue"] = json!(token);
+        list_meta["remainingItemCount"] = json!(remaining);
+    }
     if table {
         let include = IncludeObject::parse(query.get("includeObject").map(String::as_str));
-        return Ok(ok_json(&tables::table(
-            kind,
-            items.iter().map(|o| o.value()),
-            rv,
-            include,
-        )));
+        let mut doc = tables::table(kind, items.iter().map(|o| o.value()), rv, include);
+        doc["metadata"] = list_meta;
+        return Ok(ok_json(&doc));
     }
     // Assemble the list from each object's cached encoding: no re-serialization.
     let head = format!(
-        "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{{\"resourceVersion\":\"{rv}\"}},\"items\":[",
+        "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{list_meta},\"items\":[",
         kind.kind(),
         kind.api_version()
     );
@@ -450,6 +535,70 @@ fn reconcile_identity(rp: &ResourcePath, obj: &mut Value) -> Result<(), ApiStatu
     Ok(())
 }
 
+/// `422 Invalid` when `obj` breaks a validation rule (`old`: the object it
+/// replaces).
+fn validate(kind: Kind, name: &str, obj: &Value, old: Option<&Value>) -> Result<(), ApiStatus> {
+    match validation::message(&validation::errors(kind, obj, old)) {
+        Some(why) => Err(ApiStatus::invalid(kind, name, &why)),
+        None => Ok(()),
+    }
+}
+
+/// The decoding step: a field of the wrong type is `400`; fields the kind
+/// does not have (and `current` did not already have) are `400` under
+/// `fieldValidation=Strict` and returned as warnings under `Warn`; `obj`
+/// loses them.
+fn decode(
+    kind: Kind,
+    obj: &mut Value,
+    current: Option<&Value>,
+    query: &Query,
+    prefix: bool,
+) -> Result<Vec<String>, ApiStatus> {
+    let mode = validation::FieldValidation::parse(query.get("fieldValidation").map(String::as_str))
+        .map_err(ApiStatus::bad_request)?;
+    let mut unknown = validation::decode(kind, obj).map_err(ApiStatus::bad_request)?;
+    if let Some(current) = current {
+        let before = validation::decode(kind, current).unwrap_or_default();
+        unknown.retain(|f| !before.contains(f));
+    }
+    if mode != validation::FieldValidation::Strict {
+        validation::prune(kind, obj);
+    }
+    match mode {
+        _ if unknown.is_empty() => Ok(Vec::new()),
+        validation::FieldValidation::Ignore => Ok(Vec::new()),
+        validation::FieldValidation::Warn => Ok(unknown
+            .iter()
+            .map(|f| format!("unknown field {f:?}"))
+            .collect()),
+        validation::FieldValidation::Strict => {
+            let strict = validation::strict_message(&unknown);
+            Err(ApiStatus::bad_request(if prefix {
+                format!(
+                    "{} in version {:?} cannot be handled as a {}: {strict}",
+                    kind.kind(),
+                    kind.version(),
+                    kind.kind()
+                )
+            } else {
+                strict
+            }))
+        }
+    }
+}
+
+/// Add one `Warning: 299 - "..."` header per warning (kubectl prints them).
+fn with_warnings(mut resp: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for w in warnings {
+        let quoted = format!("299 - {}", serde_json::Value::from(w.as_str()));
+        if let Ok(v) = HeaderValue::from_str(&quoted) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    resp
+}
+
 fn dry_run(query: &Query) -> bool {
     query.get("dryRun").is_some_and(|v| v == "All")
 }
@@ -463,6 +612,7 @@ fn create(
     let kind = rp.kind;
     let mut obj = parse_json(body)?;
     reconcile_identity(rp, &mut obj)?;
+    let warnings = decode(kind, &mut obj, None, query, true)?;
     let name = obj
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -492,13 +642,14 @@ fn create(
             }
         }
     }
+    validate(kind, &name, &obj, None)?;
     if dry_run(query) {
         let mut preview = obj;
         crate::sim::api::defaults::apply(kind, &mut preview);
-        return Ok(created_json(&preview));
+        return Ok(with_warnings(created_json(&preview), &warnings));
     }
     match shared.store.create(kind, obj) {
-        Ok(created) => Ok(created_json(&created)),
+        Ok(created) => Ok(with_warnings(created_json(&created), &warnings)),
         Err(e) => Err(ApiStatus::from_store(&e, kind, &name)),
     }
 }
@@ -573,8 +724,13 @@ fn update(
     {
         meta.remove("namespace");
     }
+    let current = shared.store.get(kind, rp.namespace.as_deref(), name);
+    let warnings = decode(kind, &mut obj, current.as_ref(), query, true)?;
+    if rp.subresource.is_none() {
+        validate(kind, name, &obj, current.as_ref())?;
+    }
     if dry_run(query) {
-        return Ok(ok_json(&obj));
+        return Ok(with_warnings(ok_json(&obj), &warnings));
     }
     let result = if rp.subresource.as_deref() == Some("status") {
         shared.store.update_status(kind, obj)
@@ -582,7 +738,7 @@ fn update(
         shared.store.update(kind, obj)
     };
     result
-        .map(|v| ok_json(&v))
+        .map(|v| with_warnings(ok_json(&v), &warnings))
         .map_err(|e| ApiStatus::from_store(&e, kind, name))
 }
 
@@ -699,13 +855,15 @@ fn patch_object(
                     })?;
                 reconcile_identity(rp, &mut obj)?;
                 check_namespace(shared, kind, ns)?;
+                let warnings = decode(kind, &mut obj, None, query, false)?;
+                validate(kind, name, &obj, None)?;
                 if dry {
-                    return Ok(created_json(&obj));
+                    return Ok(with_warnings(created_json(&obj), &warnings));
                 }
                 return shared
                     .store
                     .create(kind, obj)
-                    .map(|v| created_json(&v))
+                    .map(|v| with_warnings(created_json(&v), &warnings))
                     .map_err(|e| ApiStatus::from_store(&e, kind, name));
             }
             None => return Err(ApiStatus::not_found(kind, name)),
@@ -758,8 +916,12 @@ fn patch_object(
         if let Some(meta) = patched.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), Value::from(current_rv.clone()));
         }
+        let warnings = decode(kind, &mut patched, Some(&current), query, false)?;
+        if rp.subresource.is_none() {
+            validate(kind, name, &patched, Some(&current))?;
+        }
         if dry {
-            return Ok(ok_json(&patched));
+            return Ok(with_warnings(ok_json(&patched), &warnings));
         }
         let result = if rp.subresource.as_deref() == Some("status") {
             shared.store.update_status(kind, patched)
@@ -767,7 +929,7 @@ fn patch_object(
             shared.store.update(kind, patched)
         };
         match result {
-            Ok(v) => return Ok(ok_json(&v)),
+            Ok(v) => return Ok(with_warnings(ok_json(&v), &warnings)),
             Err(StoreError::Conflict) => continue,
             Err(e) => return Err(ApiStatus::from_store(&e, kind, name)),
         }
@@ -951,7 +1113,7 @@ fn delete_collection(
     body: &[u8],
 ) -> Result<Response<Body>, ApiStatus> {
     let kind = rp.kind;
-    let sel = selectors(query)?;
+    let sel = selectors(query, rp.kind)?;
     let opts = delete_options(query, body)?;
     let (items, rv) = shared.store.list_stored(kind, rp.namespace.as_deref());
     let mut deleted = Vec::new();
@@ -1068,7 +1230,7 @@ fn watch_stream(
     query: &Query,
     table: bool,
 ) -> Result<Response<Body>, ApiStatus> {
-    let sel = selectors(query)?;
+    let sel = selectors(query, rp.kind)?;
     let rv_param = query
         .get("resourceVersion")
         .map(String::as_str)
@@ -1137,54 +1299,37 @@ fn event_line(event_type: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
-/// Which selector-filtered event a watcher sees for a change: an object
-/// entering the selection is ADDED, one leaving it is DELETED (as upstream's
-/// watch cache does).
-struct Visibility {
-    visible: HashSet<(String, String)>,
-}
-
-impl Visibility {
-    fn translate(&mut self, sel: &Selectors, e: &StoreEvent) -> Option<&'static str> {
-        if sel.is_empty() {
-            return Some(e.event.wire());
-        }
-        let key = (
-            e.namespace().unwrap_or_default().to_string(),
-            e.object
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-        );
-        let now = sel.matches(&e.object);
-        let was = self.visible.contains(&key);
-        match e.event {
-            EventType::Added if now => {
-                self.visible.insert(key);
-                Some("ADDED")
+/// What a selector watch sees of a change, as upstream's watch cache
+/// (`cacheWatcher.convertToWatchEvent`) decides it from the object before
+/// and after: entering the selection is ADDED, staying in it MODIFIED,
+/// leaving it DELETED (carrying the last matching state at the change's
+/// version), never in it nothing.
+fn visible_event(sel: &Selectors, e: &StoreEvent) -> Option<(&'static str, Arc<Value>)> {
+    if sel.is_empty() {
+        return Some((e.event.wire(), Arc::clone(&e.object)));
+    }
+    let now = e.event != EventType::Deleted && sel.matches(&e.object);
+    let before = match e.event {
+        // A deletion's own object is its last state.
+        EventType::Deleted => e.prev_object.as_ref().or(Some(&e.object)),
+        _ => e.prev_object.as_ref(),
+    };
+    let was = before.is_some_and(|p| sel.matches(p));
+    match (was, now) {
+        (false, true) => Some(("ADDED", Arc::clone(&e.object))),
+        (true, true) => Some(("MODIFIED", Arc::clone(&e.object))),
+        (true, false) if e.event == EventType::Deleted => Some(("DELETED", Arc::clone(&e.object))),
+        (true, false) => {
+            let mut last = before.map(|p| (**p).clone()).unwrap_or_default();
+            if let Some(meta) = last.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.insert(
+                    "resourceVersion".into(),
+                    Value::from(e.resource_version.to_string()),
+                );
             }
-            EventType::Added => None,
-            EventType::Modified => match (was, now) {
-                (true, true) => Some("MODIFIED"),
-                (true, false) => {
-                    self.visible.remove(&key);
-                    Some("DELETED")
-                }
-                (false, true) => {
-                    self.visible.insert(key);
-                    Some("ADDED")
-                }
-                (false, false) => None,
-            },
-            EventType::Deleted => {
-                if self.visible.remove(&key) || now {
-                    Some("DELETED")
-                } else {
-                    None
-                }
-            }
+            Some(("DELETED", Arc::new(last)))
         }
+        (false, false) => None,
     }
 }
 
@@ -1203,9 +1348,6 @@ async fn run_watch(
     tx: mpsc::Sender<Result<Bytes, std::convert::Infallible>>,
 ) {
     let mut drop_signal = shared.watch_epoch.subscribe();
-    let mut vis = Visibility {
-        visible: HashSet::new(),
-    };
     let mut last_rv = start.resource_version;
     let render = |obj: &Value, rv: u64| -> Value {
         if req.table {
@@ -1215,8 +1357,8 @@ async fn run_watch(
         }
     };
     for e in &start.events {
-        if let Some(t) = vis.translate(&req.selectors, e) {
-            let line = event_line(t, &render(&e.object, e.resource_version));
+        if let Some((t, obj)) = visible_event(&req.selectors, e) {
+            let line = event_line(t, &render(obj.as_ref(), e.resource_version));
             if tx.send(Ok(line)).await.is_err() {
                 return;
             }
@@ -1247,8 +1389,8 @@ async fn run_watch(
                     {
                         continue;
                     }
-                    if let Some(t) = vis.translate(&req.selectors, &e) {
-                        let line = event_line(t, &render(&e.object, e.resource_version));
+                    if let Some((t, obj)) = visible_event(&req.selectors, &e) {
+                        let line = event_line(t, &render(obj.as_ref(), e.resource_version));
                         if tx.send(Ok(line)).await.is_err() {
                             return;
                         }

@@ -4,14 +4,43 @@
 //! `ApiServer::restart`) closes the listener and every open connection, then
 //! binds the same port again, keeping the store. TLS uses a CA generated at
 //! start; its certificate goes into the kubeconfig.
+//!
+//! `kubectl` and kube-rs are driven against it in `tests/sim_kubectl.rs` and
+//! `tests/sim_kube.rs`. What a client can still tell apart from a real
+//! kube-apiserver (simplifications, by design):
+//!
+//! * Plain HTTP requires the bearer token too, but client-go (kubectl) sends
+//!   a kubeconfig's credentials only over TLS, so kubectl needs the `tls`
+//!   mode; kube-rs sends the token either way. (Upstream never serves
+//!   authenticated plain HTTP.)
+//! * Served kinds only: no Services, ConfigMaps, Secrets, RBAC or
+//!   `authorization.k8s.io` reviews (`kubectl auth can-i`, `cluster-info`
+//!   fail), no `pods/log`, `exec`, `attach`, `portforward`, `eviction`.
+//! * `pods/proxy` does not reach a process: it answers `200 ok` for any path
+//!   while the simulated worker's port is open, else 503 as upstream does
+//!   for a refused connection.
+//! * OpenAPI v3 lists paths and operations but no schemas (`kubectl explain`
+//!   fails); OpenAPI v2 is not served ([`openapi`]).
+//! * Only a few validation rules ([`validation`]); unknown fields
+//!   (`fieldValidation`) and type errors are detected for the built-in
+//!   kinds only, not for custom resources (whose schemas are not modelled);
+//!   server-side apply has no field ownership (no `managedFields`, no
+//!   conflicts).
+//! * Deletion: `Foreground` propagation deletes the owner at once and its
+//!   dependents in the background; `Orphan` strips owner references
+//!   synchronously. No finalizers are added by the server.
+//! * Lists ignore `resourceVersion`/`resourceVersionMatch` and read the
+//!   current state; continue pages are read from the current state too.
 
 pub mod defaults;
 pub mod discovery;
 mod handler;
+pub mod openapi;
 pub mod patch;
 pub mod selectors;
 pub mod status;
 pub mod tables;
+pub mod validation;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -1,9 +1,56 @@
 //! Label and field selectors, parsed as upstream's `labels.Parse` and
-//! `fields.ParseSelector` accept them.
+//! `fields.ParseSelector` accept them. Field selectors are limited to the
+//! field labels upstream registers for each kind ([`supported_field`]).
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
+
+use crate::sim::store::Kind;
+
+/// Whether upstream serves `label` as a field selector for `kind` (its
+/// registry's `GetAttrs` / `AddFieldLabelConversionFunc` lists). Anything
+/// else is `400 field label not supported`.
+pub fn supported_field(kind: Kind, label: &str) -> bool {
+    let common = match label {
+        "metadata.name" => true,
+        "metadata.namespace" => kind.namespaced(),
+        _ => false,
+    };
+    common
+        || match kind {
+            Kind::Pod => matches!(
+                label,
+                "spec.nodeName"
+                    | "spec.restartPolicy"
+                    | "spec.schedulerName"
+                    | "spec.serviceAccountName"
+                    | "spec.hostNetwork"
+                    | "status.phase"
+                    | "status.podIP"
+                    | "status.podIPs"
+                    | "status.nominatedNodeName"
+            ),
+            Kind::Node => label == "spec.unschedulable",
+            Kind::Namespace => label == "status.phase",
+            Kind::ReplicaSet => label == "status.replicas",
+            Kind::Event => matches!(
+                label,
+                "involvedObject.kind"
+                    | "involvedObject.namespace"
+                    | "involvedObject.name"
+                    | "involvedObject.uid"
+                    | "involvedObject.apiVersion"
+                    | "involvedObject.resourceVersion"
+                    | "involvedObject.fieldPath"
+                    | "reason"
+                    | "reportingComponent"
+                    | "source"
+                    | "type"
+            ),
+            Kind::Deployment | Kind::InferaDeployment | Kind::LeaderWorkerSet => false,
+        }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum LabelTerm {
@@ -169,8 +216,29 @@ impl FieldSelector {
         self.terms.is_empty()
     }
 
+    /// `Err("field label not supported: X")` for the first label `kind`
+    /// does not serve.
+    pub fn check_supported(&self, kind: Kind) -> Result<(), String> {
+        match self
+            .terms
+            .iter()
+            .map(|(path, _, _)| path.join("."))
+            .find(|label| !supported_field(kind, label))
+        {
+            Some(label) => Err(format!("field label not supported: {label}")),
+            None => Ok(()),
+        }
+    }
+
     pub fn matches(&self, obj: &Value) -> bool {
         self.terms.iter().all(|(path, equal, want)| {
+            // An Event's `source` selects on `source.component`.
+            let source = [String::from("source"), String::from("component")];
+            let path: &[String] = if path.len() == 1 && path[0] == "source" {
+                &source
+            } else {
+                path
+            };
             let mut cur = Some(obj);
             for seg in path {
                 cur = cur.and_then(|v| v.get(seg));
@@ -260,5 +328,22 @@ mod tests {
                 .matches(&unscheduled)
         );
         assert!(FieldSelector::parse("nonsense").is_err());
+    }
+
+    #[test]
+    fn field_labels_per_kind() {
+        let sel = FieldSelector::parse("spec.nodeName=n1,status.phase!=Failed").unwrap();
+        assert!(sel.check_supported(Kind::Pod).is_ok());
+        assert_eq!(
+            sel.check_supported(Kind::Deployment),
+            Err("field label not supported: spec.nodeName".to_string())
+        );
+        let ns = FieldSelector::parse("metadata.namespace=x").unwrap();
+        assert!(ns.check_supported(Kind::Deployment).is_ok());
+        assert!(ns.check_supported(Kind::Node).is_err());
+        let ev = FieldSelector::parse("source=default-scheduler,reason=FailedScheduling").unwrap();
+        assert!(ev.check_supported(Kind::Event).is_ok());
+        assert!(ev.matches(&json!({"reason": "FailedScheduling",
+            "source": {"component": "default-scheduler"}})));
     }
 }

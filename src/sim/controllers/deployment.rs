@@ -322,8 +322,11 @@ impl Manager {
             return;
         };
         set_condition(&mut status, new);
-        d["status"] = status.clone();
-        self.write_status(Kind::Deployment, d, status);
+        // Compare against the stored status, not the one just edited (which
+        // would make the write a no-op and lose the condition).
+        let stored = d.clone();
+        self.write_status(Kind::Deployment, &stored, status.clone());
+        d["status"] = status;
     }
 
     /// Split owned ReplicaSets into (new, old) and sync revision annotations,
@@ -505,6 +508,34 @@ impl Manager {
         (new_rs, old)
     }
 
+    /// The cached Deployment (our status and annotation writes of this sync
+    /// included) with the spec and generation of `synced`, the snapshot this
+    /// sync acted on. A write of ours returns, and caches, the latest stored
+    /// object, which may carry a newer spec from the API: reporting its
+    /// generation as observed would claim a spec no one acted on (upstream
+    /// writes status onto its snapshot). The newer spec gets its own sync.
+    fn refreshed(&self, synced: &Value) -> Value {
+        let mut d = self
+            .cache
+            .deployments
+            .get(&key_of(synced))
+            .map(|v| (**v).clone())
+            .unwrap_or_else(|| synced.clone());
+        if let Some(map) = d.as_object_mut() {
+            match synced.get("spec") {
+                Some(spec) => map.insert("spec".into(), spec.clone()),
+                None => map.remove("spec"),
+            };
+        }
+        if let Some(meta) = d.get_mut("metadata").and_then(Value::as_object_mut) {
+            match synced.pointer("/metadata/generation") {
+                Some(g) => meta.insert("generation".into(), g.clone()),
+                None => meta.remove("generation"),
+            };
+        }
+        d
+    }
+
     fn scale_rs(&mut self, rs: &Value, to: i64, d: &Value) -> Arc<Value> {
         let ns = str_at(rs, "/metadata/namespace").to_string();
         let name = str_at(rs, "/metadata/name").to_string();
@@ -525,12 +556,7 @@ impl Manager {
         let Some(mut new_rs) = new_rs else {
             return;
         };
-        let d = self
-            .cache
-            .deployments
-            .get(&key_of(d))
-            .map(|v| (**v).clone())
-            .unwrap_or_else(|| d.clone());
+        let d = self.refreshed(d);
         let desired = replicas(&d);
         // reconcileNewReplicaSet
         let new_count = rs_replicas(&new_rs);
@@ -648,12 +674,7 @@ impl Manager {
                 new_rs = Some(self.scale_rs(&rs, replicas(d), d));
             }
         }
-        let d = self
-            .cache
-            .deployments
-            .get(&key_of(d))
-            .map(|v| (**v).clone())
-            .unwrap_or_else(|| d.clone());
+        let d = self.refreshed(d);
         self.sync_rollout_status(&d, new_rs.as_deref(), &old_now);
     }
 
@@ -690,12 +711,7 @@ impl Manager {
                 new_rs = Some(self.scale_rs(&rs, target, d));
             }
         }
-        let d = self
-            .cache
-            .deployments
-            .get(&key_of(d))
-            .map(|v| (**v).clone())
-            .unwrap_or_else(|| d.clone());
+        let d = self.refreshed(d);
         let old: Vec<Arc<Value>> = old
             .iter()
             .map(|rs| {
