@@ -14,6 +14,7 @@ pub mod generate;
 pub mod lint;
 pub mod manifest;
 pub mod operator;
+pub mod rolling;
 pub mod rollout;
 pub mod scheduling;
 pub mod sim;

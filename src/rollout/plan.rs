@@ -75,31 +75,12 @@ impl LegStrategy {
     }
 }
 
-/// Resolve an IntOrString the way the Deployment controller does:
-/// percentages of `replicas`, surge rounded up, unavailable rounded down.
-fn resolve(value: Option<&Value>, replicas: u32, default_percent: u32, round_up: bool) -> u32 {
-    let percent = |p: u32| {
-        let scaled = u64::from(p) * u64::from(replicas);
-        let v = if round_up {
-            scaled.div_ceil(100)
-        } else {
-            scaled / 100
-        };
-        u32::try_from(v).unwrap_or(u32::MAX)
-    };
-    match value {
-        None | Some(Value::Null) => percent(default_percent),
-        Some(Value::Number(n)) => n.as_u64().and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
-        Some(Value::String(s)) => match s.strip_suffix('%') {
-            Some(p) => p.trim().parse().map(percent).unwrap_or(0),
-            None => s.trim().parse().unwrap_or(0),
-        },
-        Some(_) => 0,
-    }
+fn count(v: i64) -> u32 {
+    u32::try_from(v.max(0)).unwrap_or(u32::MAX)
 }
 
 /// The strategy of an apps/v1 Deployment object (operator-semantics §3:
-/// upstream arithmetic, both 0 → maxUnavailable 1).
+/// upstream arithmetic, both 0 → maxUnavailable 1; see [`crate::rolling`]).
 pub fn deployment_strategy(dep: &Value) -> LegStrategy {
     let replicas = replicas_of(dep);
     let strategy = dep.pointer("/spec/strategy");
@@ -107,34 +88,34 @@ pub fn deployment_strategy(dep: &Value) -> LegStrategy {
         return LegStrategy::Recreate;
     }
     let rolling = strategy.and_then(|s| s.get("rollingUpdate"));
-    let surge = resolve(rolling.and_then(|r| r.get("maxSurge")), replicas, 25, true);
-    let mut unavailable = resolve(
+    let (surge, unavailable) = crate::rolling::resolve_fenceposts(
+        rolling.and_then(|r| r.get("maxSurge")),
         rolling.and_then(|r| r.get("maxUnavailable")),
-        replicas,
-        25,
-        false,
+        i64::from(replicas),
     );
-    if surge == 0 && unavailable == 0 {
-        unavailable = 1;
+    LegStrategy::Rolling {
+        surge: count(surge),
+        unavailable: count(unavailable),
     }
-    LegStrategy::Rolling { surge, unavailable }
 }
 
-/// The strategy of a LeaderWorkerSet object.
+/// The strategy of a LeaderWorkerSet object (defaults maxSurge 0,
+/// maxUnavailable 1).
 pub fn lws_strategy(lws: &Value) -> LegStrategy {
-    let replicas = replicas_of(lws);
+    use crate::rolling::scaled_value;
+    let replicas = i64::from(replicas_of(lws));
     let rolling = lws.pointer("/spec/rolloutStrategy/rollingUpdateConfiguration");
-    let surge = resolve(rolling.and_then(|r| r.get("maxSurge")), replicas, 0, true);
-    let mut unavailable = resolve(
+    let surge = scaled_value(rolling.and_then(|r| r.get("maxSurge")), "0", replicas, true);
+    let unavailable = scaled_value(
         rolling.and_then(|r| r.get("maxUnavailable")),
+        "1",
         replicas,
-        0,
         false,
     );
-    if rolling.and_then(|r| r.get("maxUnavailable")).is_none() {
-        unavailable = 1;
+    LegStrategy::Lws {
+        surge: count(surge),
+        unavailable: count(unavailable),
     }
-    LegStrategy::Lws { surge, unavailable }
 }
 
 pub fn replicas_of(obj: &Value) -> u32 {

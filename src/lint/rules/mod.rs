@@ -319,25 +319,16 @@ pub fn deployment_roll(
     if strategy_type == Some("Recreate") {
         return RollKind::Recreate;
     }
-    let resolve = |v: Option<&IntOrString>, up: bool| -> i64 {
-        match v {
-            None => {
-                let r = i64::from(replicas) * 25;
-                if up { (r + 99) / 100 } else { r / 100 }
-            }
-            Some(IntOrString::Int(n)) => i64::from(*n),
-            Some(IntOrString::String(s)) => {
-                let pct = s.trim_end_matches('%').trim().parse::<i64>().unwrap_or(0);
-                let r = i64::from(replicas) * pct;
-                if up { (r + 99) / 100 } else { r / 100 }
-            }
-        }
+    let as_json = |v: Option<&IntOrString>| match v {
+        Some(IntOrString::Int(n)) => Some(serde_json::Value::from(*n)),
+        Some(IntOrString::String(s)) => Some(serde_json::Value::from(s.as_str())),
+        None => None,
     };
-    let surge = resolve(max_surge, true);
-    let mut unavailable = resolve(max_unavailable, false);
-    if surge == 0 && unavailable == 0 {
-        unavailable = 1;
-    }
+    let (surge, unavailable) = crate::rolling::resolve_fenceposts(
+        as_json(max_surge).as_ref(),
+        as_json(max_unavailable).as_ref(),
+        i64::from(replicas),
+    );
     match (surge > 0, unavailable > 0) {
         (true, false) => RollKind::SurgeFirst,
         (true, true) => RollKind::SurgeOrRetire,
