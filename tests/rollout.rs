@@ -1,5 +1,5 @@
-//! `infera rollout` at the CLI boundary. (The simulator-backed cases of
-//! issue 4 need `sim::RunningSim` and the controllers, not in main yet.)
+//! `infera rollout` at the CLI boundary: usage and connection errors. The
+//! simulator-backed cases are in `rollout_sim.rs` and `rollout_interrupt.rs`.
 
 use assert_cmd::Command;
 use predicates::str::contains;
