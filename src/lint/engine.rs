@@ -21,9 +21,8 @@ pub struct LintOptions {
     /// Files linted at once (`--threads`); 0 = rayon's default
     /// (`RAYON_NUM_THREADS`, else one per CPU).
     pub threads: usize,
-    /// Keep the text of every file with findings in [`LintOutcome::sources`]
-    /// (the human printer's code frames need it; the other printers do not,
-    /// and without it memory does not grow with the size of the input).
+    /// Keep the lines findings point at in [`LintOutcome::sources`] (the
+    /// human printer's code frames need them; the other printers do not).
     pub keep_sources: bool,
 }
 
@@ -66,9 +65,30 @@ pub struct LintOutcome {
     pub findings: Vec<Finding>,
     pub input_errors: Vec<InputError>,
     pub summary: LintSummary,
-    /// The source text of every file with findings, for code frames
-    /// (path as reported → text). Only files with findings are kept.
-    pub sources: std::collections::BTreeMap<String, String>,
+    /// For code frames: the lines findings point at, per file (path as
+    /// reported → line → text). Only with [`LintOptions::keep_sources`], and
+    /// never whole files, so memory does not grow with the input.
+    pub sources: std::collections::BTreeMap<String, SourceLines>,
+}
+
+/// Lines of one file: 1-based line number → its text, without the line break.
+pub type SourceLines = std::collections::BTreeMap<usize, String>;
+
+/// The lines of `bytes` that `findings` point at.
+fn finding_lines(bytes: &[u8], findings: &[Finding]) -> SourceLines {
+    let wanted: std::collections::BTreeSet<usize> =
+        findings.iter().map(|f| f.line).filter(|&l| l > 0).collect();
+    let mut wanted = wanted.into_iter().peekable();
+    let mut lines = SourceLines::new();
+    for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
+        let Some(&next) = wanted.peek() else { break };
+        if i + 1 == next {
+            let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+            lines.insert(next, String::from_utf8_lossy(raw).into_owned());
+            wanted.next();
+        }
+    }
+    lines
 }
 
 /// One rule's metadata, as `infera rules` prints it.
@@ -116,7 +136,7 @@ struct FileResult {
     documents: usize,
     objects: usize,
     skipped: usize,
-    source: Option<(String, String)>,
+    source: Option<(String, SourceLines)>,
 }
 
 fn load_capacity(opts: &LintOptions, errors: &mut Vec<InputError>) -> Capacity {
@@ -209,10 +229,7 @@ pub fn lint_source(file: &str, bytes: &[u8], opts: &LintOptions) -> LintOutcome 
         let mut r = FileResult::default();
         lint_bytes(file, bytes, opts, Stage::Lint(&capacity), &mut r);
         if opts.keep_sources && !r.findings.is_empty() {
-            r.source = Some((
-                file.to_string(),
-                String::from_utf8_lossy(bytes).into_owned(),
-            ));
+            r.source = Some((file.to_string(), finding_lines(bytes, &r.findings)));
         }
         r
     });
@@ -256,9 +273,9 @@ fn run_paths(
         .num_threads(opts.threads)
         .stack_size(manifest::PARSE_STACK_BYTES)
         .build();
-    // Each file's result is small (counts and findings; its text only with
-    // `keep_sources`): files are read, parsed and dropped one by one, so
-    // memory does not grow with the size of the corpus.
+    // Each file's result is small (counts, findings, and with `keep_sources`
+    // the lines they point at): files are read, parsed and dropped one by
+    // one, so memory does not grow with the size of the corpus.
     let results: Vec<FileResult> = match pool.map(|pool| {
         pool.install(|| {
             files
@@ -318,7 +335,7 @@ fn lint_file(path: &FsPath, opts: &LintOptions, stage: Stage<'_>) -> FileResult 
     };
     lint_bytes(&file, &bytes, opts, stage, &mut r);
     if opts.keep_sources && !r.findings.is_empty() {
-        r.source = Some((file, String::from_utf8_lossy(&bytes).into_owned()));
+        r.source = Some((file, finding_lines(&bytes, &r.findings)));
     }
     r
 }
