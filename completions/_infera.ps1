@@ -47,6 +47,8 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--select', '--select', [CompletionResultType]::ParameterName, 'Only run these rules (codes or names, comma-separated or repeated)')
             [CompletionResult]::new('--ignore', '--ignore', [CompletionResultType]::ParameterName, 'Do not run these rules (codes or names, comma-separated or repeated)')
             [CompletionResult]::new('--fail-on', '--fail-on', [CompletionResultType]::ParameterName, 'Exit 1 when a finding at or above this severity is reported')
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Lint this many files at once. 0 (the default) picks one thread per CPU, or `RAYON_NUM_THREADS` when it is set')
+            [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'Lint this many files at once. 0 (the default) picks one thread per CPU, or `RAYON_NUM_THREADS` when it is set')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file to use')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The name of the kubeconfig context to use')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')

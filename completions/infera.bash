@@ -507,7 +507,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__lint)
-            opts="-o -A -n -h -V --format --node-gpus --nodes --config --select --ignore --fail-on --cluster --all-namespaces --kubeconfig --context --namespace --help --version"
+            opts="-o -j -A -n -h -V --format --node-gpus --nodes --config --select --ignore --fail-on --threads --cluster --all-namespaces --kubeconfig --context --namespace --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -543,6 +543,14 @@ _infera() {
                     ;;
                 --fail-on)
                     COMPREPLY=($(compgen -W "warning error never" -- "${cur}"))
+                    return 0
+                    ;;
+                --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --kubeconfig)

@@ -43,6 +43,8 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --select 'Only run these rules (codes or names, comma-separated or repeated)'
             cand --ignore 'Do not run these rules (codes or names, comma-separated or repeated)'
             cand --fail-on 'Exit 1 when a finding at or above this severity is reported'
+            cand -j 'Lint this many files at once. 0 (the default) picks one thread per CPU, or `RAYON_NUM_THREADS` when it is set'
+            cand --threads 'Lint this many files at once. 0 (the default) picks one thread per CPU, or `RAYON_NUM_THREADS` when it is set'
             cand --kubeconfig 'Path to the kubeconfig file to use'
             cand --context 'The name of the kubeconfig context to use'
             cand -n 'The namespace scope for this request (default: the context''s namespace)'

@@ -49,6 +49,7 @@ complete -c infera -n "__fish_infera_using_subcommand lint" -l ignore -d 'Do not
 complete -c infera -n "__fish_infera_using_subcommand lint" -l fail-on -d 'Exit 1 when a finding at or above this severity is reported' -r -f -a "warning\t''
 error\t''
 never\t''"
+complete -c infera -n "__fish_infera_using_subcommand lint" -s j -l threads -d 'Lint this many files at once. 0 (the default) picks one thread per CPU, or `RAYON_NUM_THREADS` when it is set' -r
 complete -c infera -n "__fish_infera_using_subcommand lint" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
 complete -c infera -n "__fish_infera_using_subcommand lint" -l context -d 'The name of the kubeconfig context to use' -r
 complete -c infera -n "__fish_infera_using_subcommand lint" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r

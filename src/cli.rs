@@ -143,6 +143,10 @@ pub struct LintArgs {
     /// Exit 1 when a finding at or above this severity is reported.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub fail_on: FailOn,
+    /// Lint this many files at once. 0 (the default) picks one thread per
+    /// CPU, or `RAYON_NUM_THREADS` when it is set.
+    #[arg(short = 'j', long, value_name = "NUM", default_value_t = 0)]
+    pub threads: usize,
     /// Lint the live objects of a cluster instead of files.
     #[arg(long, conflicts_with = "paths")]
     pub cluster: bool,

@@ -314,6 +314,19 @@ fn golden_json() {
 }
 
 #[test]
+fn thread_count_does_not_change_the_report() {
+    for threads in [["-j", "1"], ["--threads", "2"]] {
+        infera(&[
+            "lint", "--format", "json", threads[0], threads[1], PD, PLAIN,
+        ])
+        .status(1)
+        .stderr_empty()
+        .golden("json.json")
+        .run();
+    }
+}
+
+#[test]
 
 fn golden_sarif_is_schema_valid() {
     let out = infera(&["lint", "-o", "sarif", PD, PLAIN])

@@ -18,6 +18,12 @@ pub struct LintOptions {
     pub nodes: Option<PathBuf>,
     /// Rule codes to run (after config/--select/--ignore); empty = all.
     pub enabled: Vec<&'static str>,
+    /// Files linted at once (`--threads`); 0 = rayon's default
+    /// (`RAYON_NUM_THREADS`, else one per CPU).
+    pub threads: usize,
+    /// Keep the lines findings point at in [`LintOutcome::sources`] (the
+    /// human printer's code frames need them; the other printers do not).
+    pub keep_sources: bool,
 }
 
 /// A file or document that could not be read or parsed. Never hides the
@@ -59,9 +65,30 @@ pub struct LintOutcome {
     pub findings: Vec<Finding>,
     pub input_errors: Vec<InputError>,
     pub summary: LintSummary,
-    /// The source text of every file with findings, for code frames
-    /// (path as reported → text). Only files with findings are kept.
-    pub sources: std::collections::BTreeMap<String, String>,
+    /// For code frames: the lines findings point at, per file (path as
+    /// reported → line → text). Only with [`LintOptions::keep_sources`], and
+    /// never whole files, so memory does not grow with the input.
+    pub sources: std::collections::BTreeMap<String, SourceLines>,
+}
+
+/// Lines of one file: 1-based line number → its text, without the line break.
+pub type SourceLines = std::collections::BTreeMap<usize, String>;
+
+/// The lines of `bytes` that `findings` point at.
+fn finding_lines(bytes: &[u8], findings: &[Finding]) -> SourceLines {
+    let wanted: std::collections::BTreeSet<usize> =
+        findings.iter().map(|f| f.line).filter(|&l| l > 0).collect();
+    let mut wanted = wanted.into_iter().peekable();
+    let mut lines = SourceLines::new();
+    for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
+        let Some(&next) = wanted.peek() else { break };
+        if i + 1 == next {
+            let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+            lines.insert(next, String::from_utf8_lossy(raw).into_owned());
+            wanted.next();
+        }
+    }
+    lines
 }
 
 /// One rule's metadata, as `infera rules` prints it.
@@ -109,7 +136,7 @@ struct FileResult {
     documents: usize,
     objects: usize,
     skipped: usize,
-    source: Option<(String, String)>,
+    source: Option<(String, SourceLines)>,
 }
 
 fn load_capacity(opts: &LintOptions, errors: &mut Vec<InputError>) -> Capacity {
@@ -180,19 +207,80 @@ fn collect_nodes(v: &serde_json::Value, out: &mut Vec<InventoryNode>) {
 pub fn lint_paths(paths: &[std::path::PathBuf], opts: &LintOptions) -> LintOutcome {
     let mut outcome = LintOutcome::default();
     let capacity = load_capacity(opts, &mut outcome.input_errors);
+    run_paths(paths, opts, Stage::Lint(&capacity), outcome)
+}
+
+/// Read, split, parse and convert every object to its typed view exactly as
+/// [`lint_paths`] does (same threads, same loader), but run no rule: the
+/// baseline the lint benchmark (`benches/lint.rs`) measures against. The
+/// outcome has counts and input errors, never findings.
+pub fn load_paths(paths: &[std::path::PathBuf], opts: &LintOptions) -> LintOutcome {
+    run_paths(paths, opts, Stage::Load, LintOutcome::default())
+}
+
+/// Lint one in-memory source (`file` names it in findings and errors) on a
+/// thread with a parser-sized stack. The fuzz target (`fuzz/`) and the
+/// stable no-panic test feed arbitrary bytes through this: it must never
+/// panic, whatever the bytes.
+pub fn lint_source(file: &str, bytes: &[u8], opts: &LintOptions) -> LintOutcome {
+    let mut outcome = LintOutcome::default();
+    let capacity = load_capacity(opts, &mut outcome.input_errors);
+    let linted = manifest::with_parse_stack(|| {
+        let mut r = FileResult::default();
+        lint_bytes(file, bytes, opts, Stage::Lint(&capacity), &mut r);
+        if opts.keep_sources && !r.findings.is_empty() {
+            r.source = Some((file.to_string(), finding_lines(bytes, &r.findings)));
+        }
+        r
+    });
+    match linted {
+        Ok(r) => {
+            outcome.summary.files = 1;
+            merge(&mut outcome, r);
+        }
+        Err(e) => outcome.input_errors.push(InputError {
+            file: file.to_string(),
+            line: None,
+            column: None,
+            message: format!("cannot start the parser thread: {e}"),
+        }),
+    }
+    finish(&mut outcome);
+    outcome
+}
+
+/// How far a file is taken.
+#[derive(Clone, Copy)]
+enum Stage<'a> {
+    /// Parsed and converted to typed views only.
+    Load,
+    /// And every enabled rule run over each object.
+    Lint(&'a Capacity),
+}
+
+fn run_paths(
+    paths: &[std::path::PathBuf],
+    opts: &LintOptions,
+    stage: Stage<'_>,
+    mut outcome: LintOutcome,
+) -> LintOutcome {
     let (files, errors) = manifest::expand_paths(paths);
     outcome
         .input_errors
         .extend(errors.into_iter().map(InputError::from));
     // Parser threads need a deep stack (see manifest::PARSE_STACK_BYTES).
     let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.threads)
         .stack_size(manifest::PARSE_STACK_BYTES)
         .build();
+    // Each file's result is small (counts, findings, and with `keep_sources`
+    // the lines they point at): files are read, parsed and dropped one by
+    // one, so memory does not grow with the size of the corpus.
     let results: Vec<FileResult> = match pool.map(|pool| {
         pool.install(|| {
             files
                 .par_iter()
-                .map(|f| lint_file(f, opts, &capacity))
+                .map(|f| lint_file(f, opts, stage))
                 .collect::<Vec<_>>()
         })
     }) {
@@ -209,17 +297,21 @@ pub fn lint_paths(paths: &[std::path::PathBuf], opts: &LintOptions) -> LintOutco
     };
     outcome.summary.files = files.len();
     for r in results {
-        outcome.summary.documents += r.documents;
-        outcome.summary.objects += r.objects;
-        outcome.summary.skipped += r.skipped;
-        outcome.findings.extend(r.findings);
-        outcome.input_errors.extend(r.errors);
-        if let Some((k, v)) = r.source {
-            outcome.sources.insert(k, v);
-        }
+        merge(&mut outcome, r);
     }
     finish(&mut outcome);
     outcome
+}
+
+fn merge(outcome: &mut LintOutcome, r: FileResult) {
+    outcome.summary.documents += r.documents;
+    outcome.summary.objects += r.objects;
+    outcome.summary.skipped += r.skipped;
+    outcome.findings.extend(r.findings);
+    outcome.input_errors.extend(r.errors);
+    if let Some((k, v)) = r.source {
+        outcome.sources.insert(k, v);
+    }
 }
 
 fn finish(outcome: &mut LintOutcome) {
@@ -231,7 +323,7 @@ fn finish(outcome: &mut LintOutcome) {
     outcome.summary.warnings = outcome.findings.len() - outcome.summary.errors;
 }
 
-fn lint_file(path: &FsPath, opts: &LintOptions, capacity: &Capacity) -> FileResult {
+fn lint_file(path: &FsPath, opts: &LintOptions, stage: Stage<'_>) -> FileResult {
     let mut r = FileResult::default();
     let file = manifest::display_path(path);
     let bytes = match manifest::read_source(path) {
@@ -241,9 +333,17 @@ fn lint_file(path: &FsPath, opts: &LintOptions, capacity: &Capacity) -> FileResu
             return r;
         }
     };
-    for raw in manifest::split_documents(&bytes) {
+    lint_bytes(&file, &bytes, opts, stage, &mut r);
+    if opts.keep_sources && !r.findings.is_empty() {
+        r.source = Some((file, finding_lines(&bytes, &r.findings)));
+    }
+    r
+}
+
+fn lint_bytes(file: &str, bytes: &[u8], opts: &LintOptions, stage: Stage<'_>, r: &mut FileResult) {
+    for raw in manifest::split_documents(bytes) {
         r.documents += 1;
-        let doc = match manifest::parse_document(&file, &raw) {
+        let doc = match manifest::parse_document(file, &raw) {
             Ok(Some(doc)) => doc,
             Ok(None) => continue,
             Err(e) => {
@@ -257,20 +357,16 @@ fn lint_file(path: &FsPath, opts: &LintOptions, capacity: &Capacity) -> FileResu
                 full.extend_from_slice(p);
                 doc.locate(&full)
             };
-            lint_node(node, &file, opts, capacity, &locate, &mut r);
+            lint_node(node, file, opts, stage, &locate, r);
         }
     }
-    if !r.findings.is_empty() {
-        r.source = Some((file, String::from_utf8_lossy(&bytes).into_owned()));
-    }
-    r
 }
 
 fn lint_node(
     node: &Node,
     file: &str,
     opts: &LintOptions,
-    capacity: &Capacity,
+    stage: Stage<'_>,
     locate: &dyn Fn(&[Seg]) -> (usize, usize),
     r: &mut FileResult,
 ) {
@@ -291,6 +387,7 @@ fn lint_node(
         }
         ConvertOutcome::Typed { object, set_aside } => {
             r.objects += 1;
+            let Stage::Lint(capacity) = stage else { return };
             let mut placeholders = set_aside;
             collect_placeholders(node, &mut placeholders);
             for (hit, object_ref) in lint_typed(&object, placeholders, opts, capacity) {
@@ -391,7 +488,14 @@ pub fn lint_objects(
                 continue;
             }
             let node = Node::from_json(v);
-            lint_node(&node, source, opts, &capacity, &|_| (0, 0), &mut r);
+            lint_node(
+                &node,
+                source,
+                opts,
+                Stage::Lint(&capacity),
+                &|_| (0, 0),
+                &mut r,
+            );
         }
         r
     });

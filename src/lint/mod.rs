@@ -58,6 +58,10 @@ pub fn run_with(args: &LintArgs, engine: &EngineFns) -> anyhow::Result<Exit> {
         node_gpus: effective.node_gpus,
         nodes: effective.nodes.clone(),
         enabled: effective.enabled.clone(),
+        threads: args.threads,
+        // Only code frames need the text; keeping it for the other formats
+        // would hold the whole input in memory.
+        keep_sources: args.format == LintFormat::Human,
     };
 
     let outcome = if args.cluster {
@@ -131,6 +135,41 @@ pub fn write_report(
         LintFormat::Sarif => report::sarif::write(out, outcome, rules, base),
         LintFormat::Github => report::github::write(out, outcome),
     }
+}
+
+/// Everything `infera lint` does to one file, in memory: parse, every rule,
+/// [`apply`] with the default configuration, and every printer (into a
+/// sink). The fuzz target (`fuzz/fuzz_targets/lint.rs`) and
+/// `tests/no_panic.rs` feed arbitrary bytes through this: whatever the bytes,
+/// it returns, with findings or input errors, and never panics.
+pub fn lint_bytes_through_every_printer(bytes: &[u8]) -> LintOutcome {
+    let rules = engine::rules();
+    let options = LintOptions {
+        node_gpus: config::DEFAULT_NODE_GPUS,
+        keep_sources: true,
+        ..LintOptions::default()
+    };
+    let outcome = engine::lint_source("fuzz.yaml", bytes, &options);
+    let outcome = match config::resolve(
+        rules,
+        &config::LoadedConfig::default(),
+        &config::CliOverrides::default(),
+    ) {
+        Ok(effective) => apply(outcome, &effective),
+        Err(_) => outcome,
+    };
+    // Human with colour: the same code frames as without, plus styling.
+    let printers = [
+        (LintFormat::Human, true),
+        (LintFormat::Json, false),
+        (LintFormat::Sarif, false),
+        (LintFormat::Github, false),
+    ];
+    for (format, color) in printers {
+        // A sink never fails: what matters here is that no printer panics.
+        let _ = write_report(&mut io::sink(), format, &outcome, rules, None, color);
+    }
+    outcome
 }
 
 /// `file:line:column: message` (as much of the position as is known).

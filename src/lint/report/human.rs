@@ -24,19 +24,16 @@ pub fn write(out: &mut dyn Write, outcome: &LintOutcome, color: bool) -> io::Res
     }
     .decor_style(DecorStyle::Ascii);
     for finding in &outcome.findings {
-        let source = outcome.sources.get(&finding.file).map(String::as_str);
+        let source = outcome
+            .sources
+            .get(&finding.file)
+            .and_then(|lines| lines.get(&finding.line))
+            .map(String::as_str);
         let rendered = render_finding(&renderer, finding, source);
         writeln!(out, "{rendered}")?;
         writeln!(out)?;
     }
     write_summary(out, outcome, color)
-}
-
-/// The line `line` (1-based) of `text` and its byte offset, without the
-/// line terminator.
-fn source_line(text: &str, line: usize) -> Option<&str> {
-    let raw = text.split('\n').nth(line.checked_sub(1)?)?;
-    Some(raw.strip_suffix('\r').unwrap_or(raw))
 }
 
 /// Byte range in `line_text` from the 1-based character `column` to the end
@@ -51,7 +48,8 @@ fn highlight_range(line_text: &str, column: usize) -> Option<std::ops::Range<usi
     (end > start).then_some(start..end)
 }
 
-fn render_finding(renderer: &Renderer, finding: &Finding, source: Option<&str>) -> String {
+/// `line_text`: the text of the finding's line, when known.
+fn render_finding(renderer: &Renderer, finding: &Finding, line_text: Option<&str>) -> String {
     let level = match finding.severity {
         Severity::Error => Level::ERROR,
         Severity::Warning => Level::WARNING,
@@ -62,11 +60,9 @@ fn render_finding(renderer: &Renderer, finding: &Finding, source: Option<&str>) 
         .primary_title(finding.message.as_str())
         .id(finding.code);
 
-    let frame = source
-        .and_then(|text| source_line(text, finding.line))
-        .and_then(|line_text| {
-            highlight_range(line_text, finding.column).map(|range| (line_text, range))
-        });
+    let frame = line_text.and_then(|line_text| {
+        highlight_range(line_text, finding.column).map(|range| (line_text, range))
+    });
     let group = match frame {
         Some((line_text, range)) => Group::with_title(title).element(
             Snippet::source(line_text)

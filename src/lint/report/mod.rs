@@ -128,7 +128,14 @@ spec:
             .count();
         let warnings = findings.len() - errors;
         let mut sources = std::collections::BTreeMap::new();
-        sources.insert("recipes/pd.yaml".to_string(), PD_YAML.to_string());
+        sources.insert(
+            "recipes/pd.yaml".to_string(),
+            PD_YAML
+                .lines()
+                .enumerate()
+                .map(|(i, l)| (i + 1, l.to_string()))
+                .collect(),
+        );
         LintOutcome {
             findings,
             input_errors: Vec::new(),

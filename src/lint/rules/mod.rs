@@ -27,6 +27,9 @@ mod surge_stall_host_port;
 mod surge_without_readiness;
 mod unresolved_placeholder;
 
+#[cfg(test)]
+mod cases;
+
 /// Declare a rule: `declare_rule!(/// docs… NAME, "IR001", "name", Severity, "summary");`
 macro_rules! declare_rule {
     ($(#[doc = $doc:expr])* $ident:ident, $code:literal, $name:literal, $sev:ident, $summary:literal) => {
