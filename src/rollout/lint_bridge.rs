@@ -14,6 +14,8 @@ pub fn lint(objects: &[Value]) -> Vec<(PlanFinding, Option<String>)> {
         node_gpus: 8,
         nodes: None,
         enabled: Vec::new(),
+        threads: 1,
+        keep_sources: false,
     };
     lint_objects(objects, "cluster", &options)
         .findings
