@@ -1134,6 +1134,21 @@ fn event_line(event_type: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
+/// [`event_line`] for an object already encoded as JSON.
+fn encoded_event_line(event_type: &str, json: &[u8]) -> Bytes {
+    let mut line = Vec::with_capacity(json.len() + event_type.len() + 24);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(event_type.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    if json.is_empty() {
+        line.extend_from_slice(b"{}");
+    } else {
+        line.extend_from_slice(json);
+    }
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
+}
+
 /// Which selector-filtered event a watcher sees for a change: an object
 /// entering the selection is ADDED, one leaving it is DELETED (as upstream's
 /// watch cache does).
@@ -1204,16 +1219,20 @@ async fn run_watch(
         visible: HashSet::new(),
     };
     let mut last_rv = start.resource_version;
-    let render = |obj: &Value, rv: u64| -> Value {
+    // The object goes out as the store encoded it; a Table is built per event.
+    let render = |event_type: &str, e: &StoreEvent| -> Bytes {
         if req.table {
-            tables::table(req.kind, [obj], rv, req.include)
+            event_line(
+                event_type,
+                &tables::table(req.kind, [&*e.object], e.resource_version, req.include),
+            )
         } else {
-            obj.clone()
+            encoded_event_line(event_type, &e.json)
         }
     };
     for e in &start.events {
         if let Some(t) = vis.translate(&req.selectors, e) {
-            let line = event_line(t, &render(&e.object, e.resource_version));
+            let line = render(t, e);
             if tx.send(Ok(line)).await.is_err() {
                 return;
             }
@@ -1245,7 +1264,7 @@ async fn run_watch(
                         continue;
                     }
                     if let Some(t) = vis.translate(&req.selectors, &e) {
-                        let line = event_line(t, &render(&e.object, e.resource_version));
+                        let line = render(t, &e);
                         if tx.send(Ok(line)).await.is_err() {
                             return;
                         }
