@@ -14,6 +14,7 @@
 //! `node.kubernetes.io/not-ready:NoSchedule` taint the node lifecycle
 //! controller would add; the preemption part of the message is omitted.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -116,11 +117,12 @@ pub fn fit_pod(
     pods_on_node: &[&Pod],
     all_pods: &[&Pod],
 ) -> Result<(), Vec<UnfitReason>> {
-    let empty = PodSpec::default();
-    let spec = pod.spec.as_ref().unwrap_or(&empty);
-    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    let empty_spec = PodSpec::default();
+    let empty_labels = BTreeMap::new();
+    let spec = pod.spec.as_ref().unwrap_or(&empty_spec);
+    let labels = pod.metadata.labels.as_ref().unwrap_or(&empty_labels);
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
-    fit_labeled(spec, &labels, namespace, node, pods_on_node, all_pods)
+    fit_labeled(spec, labels, namespace, node, pods_on_node, all_pods)
 }
 
 fn fit_labeled(
@@ -136,17 +138,225 @@ fn fit_labeled(
         .copied()
         .filter(|p| !is_terminal(p))
         .collect();
-    let checks: [&dyn Fn() -> Vec<UnfitReason>; 7] = [
+    let mut usage = NodeUsage::default();
+    for p in &live {
+        usage.add(&PodDemand::of(p));
+    }
+    let candidate = Candidate::new(pod, labels, namespace);
+    fit_candidate(&candidate, node, &allocatable(node), &usage, || {
+        live.into_iter().map(Cow::Borrowed).collect()
+    })
+}
+
+/// A pod about to be placed, as the predicates read it: derived once, then
+/// checked against any number of nodes with [`fit_candidate`].
+#[derive(Debug, Clone)]
+pub struct Candidate<'a> {
+    spec: &'a PodSpec,
+    labels: &'a BTreeMap<String, String>,
+    namespace: &'a str,
+    /// Effective requests in upstream's check order (cpu, memory,
+    /// ephemeral-storage, then scalar resources by name).
+    requests: Vec<(String, i128)>,
+    host_ports: Vec<(String, String, i32)>,
+    /// Whether it has a required hostname-topology pod (anti-)affinity term.
+    pod_terms: bool,
+}
+
+impl<'a> Candidate<'a> {
+    pub fn new(
+        spec: &'a PodSpec,
+        labels: &'a BTreeMap<String, String>,
+        namespace: &'a str,
+    ) -> Candidate<'a> {
+        let rank = |n: &str| match n {
+            "cpu" => 0,
+            "memory" => 1,
+            "ephemeral-storage" => 2,
+            _ => 3,
+        };
+        let mut requests: Vec<(String, i128)> = pod_requests(spec).into_iter().collect();
+        requests.sort_by(|(a, _), (b, _)| (rank(a), a.as_str()).cmp(&(rank(b), b.as_str())));
+        let affinity = spec.affinity.as_ref();
+        let hostname = |terms: Option<&Vec<PodAffinityTerm>>| {
+            terms.is_some_and(|ts| ts.iter().any(|t| t.topology_key == HOSTNAME_TOPOLOGY_KEY))
+        };
+        let pod_terms = hostname(
+            affinity
+                .and_then(|a| a.pod_affinity.as_ref())
+                .and_then(|pa| {
+                    pa.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                }),
+        ) || hostname(
+            affinity
+                .and_then(|a| a.pod_anti_affinity.as_ref())
+                .and_then(|aa| {
+                    aa.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                }),
+        );
+        Candidate {
+            spec,
+            labels,
+            namespace,
+            requests,
+            host_ports: host_ports(spec),
+            pod_terms,
+        }
+    }
+
+    /// The effective request (milli-units) for a resource name, 0 when absent.
+    pub fn request(&self, resource: &str) -> i128 {
+        self.requests
+            .iter()
+            .find(|(name, _)| name == resource)
+            .map_or(0, |(_, v)| *v)
+    }
+}
+
+/// What one pod contributes to its node's [`NodeUsage`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodDemand {
+    /// Not Succeeded/Failed: only live pods hold resources and ports.
+    pub live: bool,
+    /// Effective requests ([`pod_requests`]).
+    pub requests: BTreeMap<String, i128>,
+    pub host_ports: Vec<(String, String, i32)>,
+    /// Has a required hostname-topology pod anti-affinity term.
+    pub anti_affinity: bool,
+}
+
+impl PodDemand {
+    pub fn of(pod: &Pod) -> PodDemand {
+        let live = !is_terminal(pod);
+        let Some(spec) = pod.spec.as_ref() else {
+            return PodDemand {
+                live,
+                ..PodDemand::default()
+            };
+        };
+        let anti_affinity = spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.pod_anti_affinity.as_ref())
+            .and_then(|aa| {
+                aa.required_during_scheduling_ignored_during_execution
+                    .as_deref()
+            })
+            .is_some_and(|ts| ts.iter().any(|t| t.topology_key == HOSTNAME_TOPOLOGY_KEY));
+        PodDemand {
+            live,
+            requests: pod_requests(spec),
+            host_ports: host_ports(spec),
+            anti_affinity,
+        }
+    }
+}
+
+/// The pods bound to one node, aggregated as the predicates read them.
+/// [`fit`] and [`fit_pod`] build it from a pod list on every call; a
+/// scheduler can keep one per node with [`NodeUsage::add`] and
+/// [`NodeUsage::remove`] and call [`fit_candidate`] instead.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeUsage {
+    /// Live pods.
+    pub pods: usize,
+    /// The live pods' requests, summed (milli-units).
+    pub requested: BTreeMap<String, i128>,
+    /// Host ports the live pods bind, with multiplicity.
+    pub host_ports: BTreeMap<(String, String, i32), usize>,
+    /// Live pods with a required hostname-topology pod anti-affinity term.
+    pub anti_affinity_pods: usize,
+}
+
+impl NodeUsage {
+    pub fn add(&mut self, demand: &PodDemand) {
+        if !demand.live {
+            return;
+        }
+        self.pods += 1;
+        for (name, value) in &demand.requests {
+            *self.requested.entry(name.clone()).or_default() += value;
+        }
+        for port in &demand.host_ports {
+            *self.host_ports.entry(port.clone()).or_default() += 1;
+        }
+        if demand.anti_affinity {
+            self.anti_affinity_pods += 1;
+        }
+    }
+
+    /// Undo an [`NodeUsage::add`] of the same demand.
+    pub fn remove(&mut self, demand: &PodDemand) {
+        if !demand.live {
+            return;
+        }
+        self.pods = self.pods.saturating_sub(1);
+        for (name, value) in &demand.requests {
+            if let Some(total) = self.requested.get_mut(name) {
+                *total -= value;
+            }
+        }
+        for port in &demand.host_ports {
+            if let Some(n) = self.host_ports.get_mut(port) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.host_ports.remove(port);
+                }
+            }
+        }
+        if demand.anti_affinity {
+            self.anti_affinity_pods = self.anti_affinity_pods.saturating_sub(1);
+        }
+    }
+}
+
+/// A node's allocatable resources in milli-units (a malformed quantity is 0).
+pub fn allocatable(node: &Node) -> BTreeMap<String, i128> {
+    node.status
+        .as_ref()
+        .and_then(|s| s.allocatable.as_ref())
+        .map(|a| {
+            a.iter()
+                .map(|(k, q)| (k.clone(), quantity_milli(q)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The predicates for `candidate` on `node`, whose bound pods are summed in
+/// `usage` (`allocatable` is [`allocatable`] of the node). `live_pods` (the
+/// node's live pods, borrowed or decoded) is called only when inter-pod
+/// affinity has to look at them: when the candidate has a hostname
+/// (anti-)affinity term or a pod on the node has a hostname anti-affinity
+/// term.
+pub fn fit_candidate<'p>(
+    candidate: &Candidate<'_>,
+    node: &Node,
+    allocatable: &BTreeMap<String, i128>,
+    usage: &NodeUsage,
+    live_pods: impl FnOnce() -> Vec<Cow<'p, Pod>>,
+) -> Result<(), Vec<UnfitReason>> {
+    let pod = candidate.spec;
+    let checks: [&dyn Fn() -> Vec<UnfitReason>; 6] = [
         &|| check_unschedulable(pod, node),
         &|| check_node_name(pod, node),
         &|| check_taints(pod, node),
         &|| check_node_affinity(pod, node),
-        &|| check_host_ports(pod, &live),
-        &|| check_resources(pod, node, &live),
-        &|| check_inter_pod_affinity(pod, labels, namespace, &live),
+        &|| check_host_ports(&candidate.host_ports, usage),
+        &|| check_resources(candidate, allocatable, usage),
     ];
     for check in checks {
         let reasons = check();
+        if !reasons.is_empty() {
+            return Err(reasons);
+        }
+    }
+    if candidate.pod_terms || usage.anti_affinity_pods > 0 {
+        let live = live_pods();
+        let live: Vec<&Pod> = live.iter().map(|p| p.as_ref()).collect();
+        let reasons = check_inter_pod_affinity(pod, candidate.labels, candidate.namespace, &live);
         if !reasons.is_empty() {
             return Err(reasons);
         }
@@ -204,8 +414,9 @@ fn is_terminal(pod: &Pod) -> bool {
     )
 }
 
-fn node_labels(node: &Node) -> BTreeMap<String, String> {
-    node.metadata.labels.clone().unwrap_or_default()
+fn node_labels(node: &Node) -> &BTreeMap<String, String> {
+    static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+    node.metadata.labels.as_ref().unwrap_or(&EMPTY)
 }
 
 fn node_name(node: &Node) -> &str {
@@ -281,21 +492,21 @@ fn tolerated(tolerations: &[Toleration], taint: &Taint) -> bool {
 }
 
 fn check_taints(pod: &PodSpec, node: &Node) -> Vec<UnfitReason> {
-    let mut taints: Vec<Taint> = node
+    let taints: &[Taint] = node
         .spec
         .as_ref()
-        .and_then(|s| s.taints.clone())
-        .unwrap_or_default();
-    if !node_is_ready(node) && !taints.iter().any(|t| t.key == NOT_READY_TAINT) {
-        taints.push(Taint {
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or(&[]);
+    let not_ready = (!node_is_ready(node) && !taints.iter().any(|t| t.key == NOT_READY_TAINT))
+        .then(|| Taint {
             key: NOT_READY_TAINT.to_string(),
             effect: "NoSchedule".to_string(),
             ..Taint::default()
         });
-    }
     let tolerations = pod.tolerations.as_deref().unwrap_or(&[]);
     taints
         .iter()
+        .chain(not_ready.as_ref())
         .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
         .find(|t| !tolerated(tolerations, t))
         .map(|t| {
@@ -325,7 +536,7 @@ fn check_node_affinity(pod: &PodSpec, node: &Node) -> Vec<UnfitReason> {
         selector
             .node_selector_terms
             .iter()
-            .any(|term| node_selector_term_matches(term, &labels, node_name(node)))
+            .any(|term| node_selector_term_matches(term, labels, node_name(node)))
     });
     if selector_ok && affinity_ok {
         Vec::new()
@@ -433,18 +644,12 @@ fn host_ports(pod: &PodSpec) -> Vec<(String, String, i32)> {
         .collect()
 }
 
-fn check_host_ports(pod: &PodSpec, live: &[&Pod]) -> Vec<UnfitReason> {
-    let wanted = host_ports(pod);
+fn check_host_ports(wanted: &[(String, String, i32)], usage: &NodeUsage) -> Vec<UnfitReason> {
     if wanted.is_empty() {
         return Vec::new();
     }
-    let used: Vec<(String, String, i32)> = live
-        .iter()
-        .filter_map(|p| p.spec.as_ref())
-        .flat_map(host_ports)
-        .collect();
     let conflict = wanted.iter().any(|(proto, ip, port)| {
-        used.iter().any(|(uproto, uip, uport)| {
+        usage.host_ports.keys().any(|(uproto, uip, uport)| {
             uproto == proto && uport == port && (ip == uip || ip == "0.0.0.0" || uip == "0.0.0.0")
         })
     });
@@ -580,49 +785,25 @@ pub fn pod_requests(pod: &PodSpec) -> BTreeMap<String, i128> {
     total
 }
 
-fn check_resources(pod: &PodSpec, node: &Node, live: &[&Pod]) -> Vec<UnfitReason> {
-    let allocatable: BTreeMap<String, i128> = node
-        .status
-        .as_ref()
-        .and_then(|s| s.allocatable.as_ref())
-        .map(|a| {
-            a.iter()
-                .map(|(k, q)| (k.clone(), quantity_milli(q)))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut requested: BTreeMap<String, i128> = BTreeMap::new();
-    for other in live {
-        if let Some(spec) = other.spec.as_ref() {
-            for (name, value) in pod_requests(spec) {
-                *requested.entry(name).or_default() += value;
-            }
-        }
-    }
+fn check_resources(
+    candidate: &Candidate<'_>,
+    allocatable: &BTreeMap<String, i128>,
+    usage: &NodeUsage,
+) -> Vec<UnfitReason> {
     let mut reasons = Vec::new();
     if let Some(max_pods) = allocatable.get("pods")
-        && (live.len() as i128 + 1) * 1000 > *max_pods
+        && (usage.pods as i128 + 1) * 1000 > *max_pods
     {
         reasons.push(UnfitReason::TooManyPods);
     }
-    let wanted = pod_requests(pod);
     // Upstream order: cpu, memory, ephemeral-storage, then scalar resources.
-    let mut names: Vec<&String> = wanted.keys().collect();
-    let rank = |n: &str| match n {
-        "cpu" => 0,
-        "memory" => 1,
-        "ephemeral-storage" => 2,
-        _ => 3,
-    };
-    names.sort_by_key(|n| (rank(n), n.as_str()));
-    for name in names {
-        let want = wanted.get(name).copied().unwrap_or(0);
-        if want <= 0 || name == "pods" {
+    for (name, want) in &candidate.requests {
+        if *want <= 0 || name == "pods" {
             continue;
         }
-        let free =
-            allocatable.get(name).copied().unwrap_or(0) - requested.get(name).copied().unwrap_or(0);
-        if want > free {
+        let free = allocatable.get(name).copied().unwrap_or(0)
+            - usage.requested.get(name).copied().unwrap_or(0);
+        if *want > free {
             reasons.push(UnfitReason::Insufficient(name.clone()));
         }
     }

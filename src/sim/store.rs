@@ -8,11 +8,12 @@
 //! the history, so resuming from an older version fails with `Gone` (410).
 //!
 //! The API is synchronous and cheap: writers hold one lock briefly, readers
-//! clone `Arc`s. Each stored object lazily caches its serialized JSON, so
-//! listing 5,000 pods over HTTP is mostly a memcpy.
+//! clone `Arc`s. Each write serializes the object once; lists, watch events
+//! and the history share those bytes, so listing 5,000 pods over HTTP is
+//! mostly a memcpy, and the history keeps past versions only as JSON.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -217,6 +218,49 @@ pub struct StoreEvent {
     /// selection apart, as upstream's watch cache does.
     pub prev_object: Option<Arc<Value>>,
     pub resource_version: u64,
+    /// `object`'s JSON encoding (made once per write, shared by every
+    /// watcher and by lists).
+    pub json: Arc<[u8]>,
+}
+
+/// A past event as the watch history keeps it: the object only in its JSON
+/// encoding (a small fraction of a `Value`'s memory; usually shared with
+/// the live object), decoded again only when a watch resumes.
+#[derive(Debug)]
+struct Recorded {
+    kind: Kind,
+    event: EventType,
+    namespace: Option<Box<str>>,
+    resource_version: u64,
+    json: Arc<[u8]>,
+    /// The object before the change (selector watches need it on resume).
+    /// Shared with the object that was live then, so it costs an `Arc`.
+    prev_object: Option<Arc<Value>>,
+}
+
+impl Recorded {
+    fn of(event: &StoreEvent) -> Recorded {
+        Recorded {
+            kind: event.kind,
+            event: event.event,
+            namespace: event.namespace().map(Box::from),
+            resource_version: event.resource_version,
+            json: Arc::clone(&event.json),
+            prev_object: event.prev_object.clone(),
+        }
+    }
+
+    fn event(&self) -> StoreEvent {
+        let object = serde_json::from_slice(&self.json).unwrap_or(Value::Null);
+        StoreEvent {
+            kind: self.kind,
+            event: self.event,
+            object: Arc::new(object),
+            prev_object: self.prev_object.clone(),
+            resource_version: self.resource_version,
+            json: Arc::clone(&self.json),
+        }
+    }
 }
 
 impl StoreEvent {
@@ -236,18 +280,23 @@ pub struct WatchStart {
     pub resource_version: u64,
 }
 
-/// A stored object plus its serialized form, computed on first use.
+fn encode(value: &Value) -> Arc<[u8]> {
+    serde_json::to_vec(value).unwrap_or_default().into()
+}
+
+/// A stored object plus its serialized form, made once when it is written
+/// (the watch events and the history carry the same bytes).
 #[derive(Debug)]
 pub struct StoredObject {
     value: Arc<Value>,
-    json: OnceLock<Box<[u8]>>,
+    json: Arc<[u8]>,
 }
 
 impl StoredObject {
     fn new(value: Value) -> Arc<StoredObject> {
         Arc::new(StoredObject {
+            json: encode(&value),
             value: Arc::new(value),
-            json: OnceLock::new(),
         })
     }
 
@@ -259,13 +308,13 @@ impl StoredObject {
         Arc::clone(&self.value)
     }
 
-    /// The object's JSON encoding (cached).
+    /// The object's JSON encoding.
     pub fn json(&self) -> &[u8] {
-        self.json.get_or_init(|| {
-            serde_json::to_vec(&*self.value)
-                .unwrap_or_default()
-                .into_boxed_slice()
-        })
+        &self.json
+    }
+
+    pub fn json_arc(&self) -> Arc<[u8]> {
+        Arc::clone(&self.json)
     }
 }
 
@@ -275,7 +324,7 @@ type NameKey = (String, String);
 struct State {
     resource_version: u64,
     objects: HashMap<Kind, BTreeMap<NameKey, Arc<StoredObject>>>,
-    history: VecDeque<StoreEvent>,
+    history: VecDeque<Recorded>,
     history_limit: usize,
     /// Every event with a version greater than this is still in `history`.
     history_floor: u64,
@@ -390,7 +439,7 @@ impl State {
         {
             self.history_floor = old.resource_version;
         }
-        self.history.push_back(event.clone());
+        self.history.push_back(Recorded::of(&event));
         // No receivers is fine: nobody is watching.
         let _ = tx.send(event);
     }
@@ -549,7 +598,12 @@ impl Store {
     /// Create: sets uid, resourceVersion, creationTimestamp, generation 1,
     /// resolves `generateName`, defaults the namespace to `default`, and
     /// applies the API server's defaults for the kind.
-    pub fn create(&self, kind: Kind, mut obj: Value) -> Result<Value, StoreError> {
+    pub fn create(&self, kind: Kind, obj: Value) -> Result<Value, StoreError> {
+        self.create_shared(kind, obj).map(|v| (*v).clone())
+    }
+
+    /// [`Store::create`], returning the stored object itself (no copy).
+    pub fn create_shared(&self, kind: Kind, mut obj: Value) -> Result<Arc<Value>, StoreError> {
         if !obj.is_object() {
             return Err(StoreError::Invalid(
                 "the object is not a JSON object".into(),
@@ -620,13 +674,14 @@ impl Store {
             meta.insert("generation".into(), Value::from(1));
         }
         let stored = StoredObject::new(obj);
-        let value = stored.value().clone();
+        let value = stored.value_arc();
         let event = StoreEvent {
             kind,
             event: EventType::Added,
             object: stored.value_arc(),
             prev_object: None,
             resource_version: rv,
+            json: stored.json_arc(),
         };
         state.map(kind).insert(key, stored);
         state.record(&self.inner.events, event);
@@ -644,7 +699,7 @@ impl Store {
         key: &NameKey,
         old: &Arc<StoredObject>,
         mut new: Value,
-    ) -> Result<Value, StoreError> {
+    ) -> Result<Arc<Value>, StoreError> {
         let old_value = old.value();
         if let Some(map) = new.as_object_mut() {
             map.insert("apiVersion".into(), Value::from(kind.api_version()));
@@ -694,7 +749,7 @@ impl Store {
             );
         }
         if &new == old_value {
-            return Ok(new);
+            return Ok(old.value_arc());
         }
         let finalized = kind != Kind::Pod
             && new.pointer("/metadata/deletionTimestamp").is_some()
@@ -705,7 +760,7 @@ impl Store {
         let rv = state.next_rv();
         metadata_mut(&mut new)?.insert("resourceVersion".into(), Value::from(rv.to_string()));
         let stored = StoredObject::new(new);
-        let value = stored.value().clone();
+        let value = stored.value_arc();
         let event_type = if finalized {
             state.map(kind).remove(key);
             EventType::Deleted
@@ -719,6 +774,7 @@ impl Store {
             object: stored.value_arc(),
             prev_object: Some(old.value_arc()),
             resource_version: rv,
+            json: stored.json_arc(),
         };
         state.record(&self.inner.events, event);
         Ok(value)
@@ -754,6 +810,7 @@ impl Store {
             };
         }
         self.commit(&mut state, kind, &key, &old, obj)
+            .map(|v| (*v).clone())
     }
 
     /// Write only `.status` (the `status` subresource); everything else in
@@ -776,6 +833,7 @@ impl Store {
             };
         }
         self.commit(&mut state, kind, &key, &old, new)
+            .map(|v| (*v).clone())
     }
 
     /// Read-modify-write under the lock (no conflicts), for controllers.
@@ -787,6 +845,17 @@ impl Store {
         name: &str,
         f: impl FnOnce(&mut Value),
     ) -> Result<Value, StoreError> {
+        self.mutate_shared(kind, ns, name, f).map(|v| (*v).clone())
+    }
+
+    /// [`Store::mutate`], returning the stored object itself (no copy).
+    pub fn mutate_shared(
+        &self,
+        kind: Kind,
+        ns: Option<&str>,
+        name: &str,
+        f: impl FnOnce(&mut Value),
+    ) -> Result<Arc<Value>, StoreError> {
         let key = Self::key(kind, ns, name);
         let mut state = self.write();
         let old = state
@@ -906,6 +975,7 @@ impl Store {
             object: stored.value_arc(),
             prev_object: Some(old.value_arc()),
             resource_version: rv,
+            json: stored.json_arc(),
         };
         state.record(&self.inner.events, event);
         Ok(value)
@@ -927,6 +997,7 @@ impl Store {
         let event = StoreEvent {
             kind,
             event: EventType::Deleted,
+            json: encode(&value),
             object: Arc::new(value.clone()),
             prev_object: Some(old.value_arc()),
             resource_version: rv,
@@ -977,7 +1048,7 @@ impl Store {
         let current = state.resource_version;
         let ns = ns.filter(|_| kind.namespaced());
         let in_scope =
-            |e: &StoreEvent| e.kind == kind && ns.is_none_or(|ns| e.namespace() == Some(ns));
+            |e: &Recorded| e.kind == kind && ns.is_none_or(|ns| e.namespace.as_deref() == Some(ns));
         let receiver = self.inner.events.subscribe();
         if rv == 0 {
             let events = state
@@ -991,6 +1062,7 @@ impl Store {
                     event: EventType::Added,
                     object: o.value_arc(),
                     prev_object: None,
+                    json: o.json_arc(),
                     resource_version: o
                         .value()
                         .pointer("/metadata/resourceVersion")
@@ -1015,7 +1087,7 @@ impl Store {
             .history
             .range(start..)
             .filter(|e| in_scope(e))
-            .cloned()
+            .map(Recorded::event)
             .collect();
         Ok(WatchStart {
             events,

@@ -1299,6 +1299,21 @@ fn event_line(event_type: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
+/// [`event_line`] for an object already encoded as JSON.
+fn encoded_event_line(event_type: &str, json: &[u8]) -> Bytes {
+    let mut line = Vec::with_capacity(json.len() + event_type.len() + 24);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(event_type.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    if json.is_empty() {
+        line.extend_from_slice(b"{}");
+    } else {
+        line.extend_from_slice(json);
+    }
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
+}
+
 /// What a selector watch sees of a change, as upstream's watch cache
 /// (`cacheWatcher.convertToWatchEvent`) decides it from the object before
 /// and after: entering the selection is ADDED, staying in it MODIFIED,
@@ -1349,16 +1364,24 @@ async fn run_watch(
 ) {
     let mut drop_signal = shared.watch_epoch.subscribe();
     let mut last_rv = start.resource_version;
-    let render = |obj: &Value, rv: u64| -> Value {
+    // The event's own object goes out as the store encoded it; a state
+    // rebuilt for a selector (leaving it) is encoded here; a Table is built
+    // per event.
+    let render = |event_type: &str, e: &StoreEvent, obj: &Arc<Value>| -> Bytes {
         if req.table {
-            tables::table(req.kind, [obj], rv, req.include)
+            event_line(
+                event_type,
+                &tables::table(req.kind, [&**obj], e.resource_version, req.include),
+            )
+        } else if Arc::ptr_eq(obj, &e.object) {
+            encoded_event_line(event_type, &e.json)
         } else {
-            obj.clone()
+            event_line(event_type, obj)
         }
     };
     for e in &start.events {
         if let Some((t, obj)) = visible_event(&req.selectors, e) {
-            let line = event_line(t, &render(obj.as_ref(), e.resource_version));
+            let line = render(t, e, &obj);
             if tx.send(Ok(line)).await.is_err() {
                 return;
             }
@@ -1390,7 +1413,7 @@ async fn run_watch(
                         continue;
                     }
                     if let Some((t, obj)) = visible_event(&req.selectors, &e) {
-                        let line = event_line(t, &render(obj.as_ref(), e.resource_version));
+                        let line = render(t, &e, &obj);
                         if tx.send(Ok(line)).await.is_err() {
                             return;
                         }

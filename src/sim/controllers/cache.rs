@@ -3,12 +3,15 @@
 
 #![allow(clippy::collapsible_if, clippy::collapsible_match)] // nested ifs mirror upstream Go control flow
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use serde::Deserialize;
 use serde_json::Value;
 
+use crate::scheduling::{self, NodeUsage, PodDemand};
 use crate::sim::store::Kind;
 
 /// Namespace ("" for cluster-scoped) and name.
@@ -41,18 +44,6 @@ pub fn controller_uid(v: &Value) -> Option<&str> {
         .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
         .and_then(|r| r.get("uid"))
         .and_then(Value::as_str)
-}
-
-/// All owner uids.
-pub fn owner_uids(v: &Value) -> Vec<String> {
-    v.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .map(|refs| {
-            refs.iter()
-                .filter_map(|r| r.get("uid").and_then(Value::as_str).map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Objects of one kind, indexed by key, uid and controlling owner.
@@ -133,6 +124,56 @@ impl Objects {
     }
 }
 
+/// The resources the scheduler's score weighs, in weight order.
+pub const SCORED: [&str; 3] = ["amd.com/gpu", "cpu", "memory"];
+
+/// The scheduler's view of one pod: what it holds on its node, and the
+/// typed pod while it waits to be scheduled. Re-derived only when a field the
+/// fit reads changes (spec, labels, namespace, phase), so `typed`'s other
+/// status fields may be stale.
+pub struct SchedPod {
+    /// Kept only while the pod is unbound (5,000 typed pods are ~40 MB);
+    /// a bound pod is decoded again in the rare case pod affinity needs it.
+    pub typed: Option<Arc<Pod>>,
+    pub demand: PodDemand,
+    /// `demand.requests` of the [`SCORED`] resources.
+    scored: [i128; 3],
+    /// The node `demand` is counted on ("" while unbound).
+    node: String,
+    /// `typed` was decoded from the latest value (false after a decode
+    /// failure kept an older one, as the cache always did).
+    current: bool,
+}
+
+/// The pods bound to one node and what they hold there, kept incrementally
+/// (the scheduler reads it for every node and every pending pod).
+#[derive(Default)]
+pub struct NodePods {
+    /// Every pod whose `spec.nodeName` is this node.
+    pub keys: BTreeSet<Key>,
+    /// Live (not Succeeded/Failed) typed pods, aggregated for the predicates.
+    pub usage: NodeUsage,
+    /// The [`SCORED`] requests of every typed pod here, finished ones too
+    /// (what the score counts).
+    pub scored_used: [i128; 3],
+}
+
+/// A typed node and its allocatable resources (milli-units).
+pub struct SchedNode {
+    pub node: Arc<Node>,
+    pub allocatable: BTreeMap<String, i128>,
+    /// `allocatable` of the [`SCORED`] resources.
+    pub scored_allocatable: [i128; 3],
+}
+
+/// A node name's scheduler state: the typed Node once seen, and the pods
+/// bound to that name (which may come first).
+#[derive(Default)]
+pub struct NodeEntry {
+    pub node: Option<SchedNode>,
+    pub pods: NodePods,
+}
+
 /// Everything the controller manager watches.
 #[derive(Default)]
 pub struct Cache {
@@ -141,10 +182,25 @@ pub struct Cache {
     pub deployments: Objects,
     pub ideps: Objects,
     pub nodes: Objects,
-    /// Typed pods for the scheduler, and the pods bound to each node.
-    pub typed_pods: HashMap<Key, Arc<Pod>>,
-    pub pods_by_node: HashMap<String, BTreeSet<Key>>,
-    pub typed_nodes: BTreeMap<String, Arc<Node>>,
+    /// Typed pods for the scheduler.
+    pub sched_pods: HashMap<Key, SchedPod>,
+    /// Per node name, in name order (the scheduler's iteration order).
+    pub node_entries: BTreeMap<String, NodeEntry>,
+    /// Something that garbage collection reads changed since its last pass:
+    /// an object appeared, went, or changed its owners or uid.
+    pub gc_dirty: bool,
+}
+
+/// Whether two versions of a pod read the same to the scheduler.
+fn same_for_scheduling(a: &Value, b: &Value) -> bool {
+    a.get("spec") == b.get("spec")
+        && a.pointer("/metadata/labels") == b.pointer("/metadata/labels")
+        && a.pointer("/metadata/namespace") == b.pointer("/metadata/namespace")
+        && a.pointer("/status/phase") == b.pointer("/status/phase")
+}
+
+fn scored(map: &BTreeMap<String, i128>) -> [i128; 3] {
+    SCORED.map(|r| map.get(r).copied().unwrap_or(0))
 }
 
 impl Cache {
@@ -163,12 +219,27 @@ impl Cache {
     /// was absent) when something changed.
     pub fn upsert(&mut self, kind: Kind, value: Arc<Value>) -> Option<Arc<Value>> {
         let old = self.objects_mut(kind)?.upsert(value.clone())?;
+        if Arc::ptr_eq(&old, &value)
+            || old.pointer("/metadata/ownerReferences")
+                != value.pointer("/metadata/ownerReferences")
+            || str_at(&old, "/metadata/uid") != str_at(&value, "/metadata/uid")
+        {
+            self.gc_dirty = true;
+        }
         match kind {
             Kind::Pod => self.index_pod(&old, &value),
             Kind::Node => {
-                if let Ok(node) = serde_json::from_value::<Node>((*value).clone()) {
-                    self.typed_nodes
-                        .insert(str_at(&value, "/metadata/name").to_string(), Arc::new(node));
+                if let Ok(node) = Node::deserialize(&*value) {
+                    let allocatable = scheduling::allocatable(&node);
+                    let scored_allocatable = scored(&allocatable);
+                    self.node_entries
+                        .entry(str_at(&value, "/metadata/name").to_string())
+                        .or_default()
+                        .node = Some(SchedNode {
+                        node: Arc::new(node),
+                        allocatable,
+                        scored_allocatable,
+                    });
                 }
             }
             _ => {}
@@ -178,48 +249,127 @@ impl Cache {
 
     pub fn remove(&mut self, kind: Kind, key: &Key) -> Option<Arc<Value>> {
         let old = self.objects_mut(kind)?.remove(key)?;
+        self.gc_dirty = true;
         match kind {
             Kind::Pod => {
-                self.typed_pods.remove(key);
+                self.uncount(key);
+                self.sched_pods.remove(key);
                 let node = str_at(&old, "/spec/nodeName");
-                if let Some(set) = self.pods_by_node.get_mut(node) {
-                    set.remove(key);
+                if let Some(n) = self.node_entries.get_mut(node) {
+                    n.pods.keys.remove(key);
                 }
             }
             Kind::Node => {
-                self.typed_nodes.remove(&key.1);
+                if let Some(n) = self.node_entries.get_mut(&key.1) {
+                    n.node = None;
+                }
             }
             _ => {}
         }
         Some(old)
     }
 
-    fn index_pod(&mut self, old: &Value, new: &Arc<Value>) {
-        let key = key_of(new);
-        let old_node = str_at(old, "/spec/nodeName");
-        if let Some(set) = self.pods_by_node.get_mut(old_node) {
-            set.remove(&key);
+    /// The number of typed nodes.
+    pub fn node_count(&self) -> usize {
+        self.node_entries
+            .values()
+            .filter(|n| n.node.is_some())
+            .count()
+    }
+
+    /// The pod keys bound to `node`.
+    pub fn pod_keys_on_node(&self, node: &str) -> Vec<Key> {
+        self.node_entries
+            .get(node)
+            .map(|n| n.pods.keys.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Take a pod's demand off the node it is counted on.
+    fn uncount(&mut self, key: &Key) {
+        let Some(sp) = self.sched_pods.get(key) else {
+            return;
+        };
+        if sp.node.is_empty() {
+            return;
         }
-        let node = str_at(new, "/spec/nodeName");
-        if !node.is_empty() {
-            self.pods_by_node
-                .entry(node.to_string())
-                .or_default()
-                .insert(key.clone());
-        }
-        if let Ok(pod) = serde_json::from_value::<Pod>((**new).clone()) {
-            self.typed_pods.insert(key, Arc::new(pod));
+        if let Some(n) = self.node_entries.get_mut(&sp.node) {
+            n.pods.usage.remove(&sp.demand);
+            for (used, value) in n.pods.scored_used.iter_mut().zip(sp.scored) {
+                *used -= value;
+            }
         }
     }
 
-    pub fn pods_on_node(&self, node: &str) -> Vec<&Pod> {
-        self.pods_by_node
-            .get(node)
-            .map(|keys| {
-                keys.iter()
-                    .filter_map(|k| self.typed_pods.get(k).map(|p| p.as_ref()))
-                    .collect()
+    fn index_pod(&mut self, old: &Arc<Value>, new: &Arc<Value>) {
+        let key = key_of(new);
+        let fresh = Arc::ptr_eq(old, new);
+        let old_node = str_at(old, "/spec/nodeName");
+        if let Some(n) = self.node_entries.get_mut(old_node) {
+            n.pods.keys.remove(&key);
+        }
+        let node = str_at(new, "/spec/nodeName");
+        if !node.is_empty() {
+            self.node_entries
+                .entry(node.to_string())
+                .or_default()
+                .pods
+                .keys
+                .insert(key.clone());
+        }
+        self.uncount(&key);
+        let unchanged = !fresh
+            && same_for_scheduling(old, new)
+            && self.sched_pods.get(&key).is_some_and(|sp| sp.current);
+        if !unchanged {
+            match Pod::deserialize(&**new) {
+                Ok(pod) => {
+                    let demand = PodDemand::of(&pod);
+                    let scored = scored(&demand.requests);
+                    self.sched_pods.insert(
+                        key.clone(),
+                        SchedPod {
+                            typed: node.is_empty().then(|| Arc::new(pod)),
+                            demand,
+                            scored,
+                            node: String::new(),
+                            current: true,
+                        },
+                    );
+                }
+                // Keep the last good decode (if any).
+                Err(_) => {
+                    if let Some(sp) = self.sched_pods.get_mut(&key) {
+                        sp.current = false;
+                    }
+                }
+            }
+        }
+        let Some(sp) = self.sched_pods.get_mut(&key) else {
+            return;
+        };
+        sp.node = node.to_string();
+        if node.is_empty() {
+            return;
+        }
+        sp.typed = None;
+        let n = &mut self.node_entries.entry(node.to_string()).or_default().pods;
+        n.usage.add(&sp.demand);
+        for (used, value) in n.scored_used.iter_mut().zip(sp.scored) {
+            *used += value;
+        }
+    }
+
+    /// The live (not Succeeded/Failed) pods of a node, typed.
+    pub fn live_pods(&self, pods: &NodePods) -> Vec<Cow<'_, Pod>> {
+        pods.keys
+            .iter()
+            .filter_map(|k| Some((k, self.sched_pods.get(k)?)))
+            .filter(|(_, sp)| sp.demand.live)
+            .filter_map(|(k, sp)| match sp.typed.as_deref() {
+                Some(typed) => Some(Cow::Borrowed(typed)),
+                None => Pod::deserialize(&**self.pods.get(k)?).ok().map(Cow::Owned),
             })
-            .unwrap_or_default()
+            .collect()
     }
 }

@@ -10,6 +10,7 @@
 
 #![allow(clippy::collapsible_if, clippy::collapsible_match)] // nested ifs mirror upstream Go control flow
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -165,6 +166,19 @@ fn template_without_hash(template: &Value) -> Value {
     t
 }
 
+/// [`template_without_hash`] of a ReplicaSet's template, remembered by the
+/// ReplicaSet's uid while the template stays the same (it does not change
+/// after creation), so a resync does not rebuild every one.
+fn normalized_template<'m>(memo: &'m mut HashMap<String, (Value, Value)>, rs: &Value) -> &'m Value {
+    let raw = rs.pointer("/spec/template").unwrap_or(&Value::Null);
+    let uid = str_at(rs, "/metadata/uid");
+    if memo.get(uid).is_none_or(|(known, _)| known != raw) {
+        memo.insert(uid.to_string(), (raw.clone(), template_without_hash(raw)));
+    }
+    memo.get(uid)
+        .map_or(&Value::Null, |(_, normalized)| normalized)
+}
+
 /// Drop empty maps and nulls so defaulted and undefaulted forms compare equal.
 fn normalize(v: &mut Value) {
     if let Some(map) = v.as_object_mut() {
@@ -177,6 +191,10 @@ fn normalize(v: &mut Value) {
             normalize(child);
         }
     }
+}
+
+fn rv(v: &Value) -> u64 {
+    str_at(v, "/metadata/resourceVersion").parse().unwrap_or(0)
 }
 
 fn revision(v: &Value) -> i64 {
@@ -239,7 +257,44 @@ fn has_progress_deadline(d: &Value) -> Option<i64> {
 
 impl Manager {
     /// `syncDeployment`.
+    /// `syncDeployment`, skipped when nothing it reads changed since a run
+    /// that changed nothing: a RollingUpdate sync reads only the Deployment
+    /// and its ReplicaSets (identified by their resource versions, unique
+    /// store-wide) and the clock, and a run that wrote nothing and set no
+    /// timer had no time-dependent step pending, so it would do nothing
+    /// again. This keeps the 15 s resync of a settled cluster cheap.
     pub(super) fn sync_deployment(&mut self, key: &Key) {
+        let fingerprint = self.cache.deployments.get(key).and_then(|d| {
+            if !is_rolling(d) {
+                return None; // Recreate also reads pods
+            }
+            let mut versions = vec![rv(d)];
+            versions.extend(
+                self.cache
+                    .replicasets
+                    .owned_by(str_at(d, "/metadata/uid"))
+                    .iter()
+                    .map(|rs| rv(rs)),
+            );
+            Some(versions)
+        });
+        if fingerprint.is_some() && self.settled.get(key) == fingerprint.as_ref() {
+            return;
+        }
+        let version = self.store.resource_version();
+        let requeues = self.requeues;
+        self.sync_deployment_now(key);
+        match fingerprint {
+            Some(f) if self.store.resource_version() == version && self.requeues == requeues => {
+                self.settled.insert(key.clone(), f);
+            }
+            _ => {
+                self.settled.remove(key);
+            }
+        }
+    }
+
+    fn sync_deployment_now(&mut self, key: &Key) {
         let Some(d) = self.cache.deployments.get(key).cloned() else {
             return;
         };
@@ -343,9 +398,10 @@ impl Manager {
                 .then_with(|| str_at(a, "/metadata/name").cmp(str_at(b, "/metadata/name")))
         });
         let wanted = template_without_hash(d.pointer("/spec/template").unwrap_or(&Value::Null));
-        let position = all.iter().position(|rs| {
-            template_without_hash(rs.pointer("/spec/template").unwrap_or(&Value::Null)) == wanted
-        });
+        let memo = &mut self.rs_templates;
+        let position = all
+            .iter()
+            .position(|rs| normalized_template(memo, rs) == &wanted);
         let mut new_rs = position.map(|i| all.remove(i));
         let old = all;
         let max_old_revision = old.iter().map(|rs| revision(rs)).max().unwrap_or(0);
@@ -386,7 +442,7 @@ impl Manager {
                     let rs_name = str_at(rs, "/metadata/name").to_string();
                     if let Ok(updated) =
                         self.store
-                            .mutate(Kind::ReplicaSet, Some(&ns), &rs_name, |v| {
+                            .mutate_shared(Kind::ReplicaSet, Some(&ns), &rs_name, |v| {
                                 v["metadata"]["annotations"][REVISION_ANNOTATION] =
                                     Value::from(rev.to_string());
                                 v["metadata"]["annotations"][DESIRED_REPLICAS_ANNOTATION] =
@@ -452,7 +508,7 @@ impl Manager {
                 if let Some(m) = d.pointer("/spec/minReadySeconds") {
                     rs["spec"]["minReadySeconds"] = m.clone();
                 }
-                match self.store.create(Kind::ReplicaSet, rs) {
+                match self.store.create_shared(Kind::ReplicaSet, rs) {
                     Ok(created) => {
                         let created = self.absorb(Kind::ReplicaSet, created);
                         progressing_reason = Some((
@@ -467,9 +523,11 @@ impl Manager {
                     Err(crate::sim::store::StoreError::AlreadyExists) => {
                         // A hash collision with a foreign ReplicaSet: bump collisionCount and retry on the next sync.
                         let count = collision.unwrap_or(0) + 1;
-                        let _ = self.store.mutate(Kind::Deployment, Some(&ns), &name, |v| {
-                            v["status"]["collisionCount"] = Value::from(count);
-                        });
+                        let _ = self
+                            .store
+                            .mutate_shared(Kind::Deployment, Some(&ns), &name, |v| {
+                                v["status"]["collisionCount"] = Value::from(count);
+                            });
                         self.requeue(super::Work::Deployment(key_of(d)), Duration::ZERO);
                     }
                     Err(_) => {}
@@ -488,9 +546,13 @@ impl Manager {
                 ),
             ) != rev
             {
-                if let Ok(updated) = self.store.mutate(Kind::Deployment, Some(&ns), &name, |v| {
-                    v["metadata"]["annotations"][REVISION_ANNOTATION] = Value::from(rev.clone());
-                }) {
+                if let Ok(updated) =
+                    self.store
+                        .mutate_shared(Kind::Deployment, Some(&ns), &name, |v| {
+                            v["metadata"]["annotations"][REVISION_ANNOTATION] =
+                                Value::from(rev.clone());
+                        })
+                {
                     self.absorb(Kind::Deployment, updated);
                 }
             }
@@ -541,11 +603,13 @@ impl Manager {
         let name = str_at(rs, "/metadata/name").to_string();
         let desired = replicas(d).to_string();
         let max = (replicas(d) + max_surge(d)).to_string();
-        match self.store.mutate(Kind::ReplicaSet, Some(&ns), &name, |v| {
-            v["spec"]["replicas"] = Value::from(to);
-            v["metadata"]["annotations"][DESIRED_REPLICAS_ANNOTATION] = Value::from(desired);
-            v["metadata"]["annotations"][MAX_REPLICAS_ANNOTATION] = Value::from(max);
-        }) {
+        match self
+            .store
+            .mutate_shared(Kind::ReplicaSet, Some(&ns), &name, |v| {
+                v["spec"]["replicas"] = Value::from(to);
+                v["metadata"]["annotations"][DESIRED_REPLICAS_ANNOTATION] = Value::from(desired);
+                v["metadata"]["annotations"][MAX_REPLICAS_ANNOTATION] = Value::from(max);
+            }) {
             Ok(updated) => self.absorb(Kind::ReplicaSet, updated),
             Err(_) => Arc::new(rs.clone()),
         }
@@ -902,7 +966,7 @@ impl Manager {
         if !deleting && have < want {
             for _ in 0..(want - have) {
                 let pod = pod_from_template(&rs);
-                if let Ok(created) = self.store.create(Kind::Pod, pod) {
+                if let Ok(created) = self.store.create_shared(Kind::Pod, pod) {
                     self.absorb(Kind::Pod, created);
                 }
             }
@@ -930,7 +994,8 @@ impl Manager {
                     std::cmp::Reverse(str_at(p, "/metadata/creationTimestamp").to_string()),
                 )
             };
-            ranked.sort_by_key(|p| now_rank(p));
+            // Stable, like sort_by_key, with each pod's rank computed once.
+            ranked.sort_by_cached_key(|p| now_rank(p));
             for p in ranked
                 .iter()
                 .take(usize::try_from(have - want).unwrap_or(0))
@@ -977,8 +1042,12 @@ impl Manager {
             }
             if let Some(since) = pod_ready_since(p) {
                 ready += 1;
+                if min_ready.is_zero() {
+                    available += 1;
+                    continue;
+                }
                 let elapsed = self.clock.sim_since(since);
-                if min_ready.is_zero() || elapsed >= min_ready {
+                if elapsed >= min_ready {
                     available += 1;
                 } else {
                     let left = min_ready - elapsed;

@@ -288,10 +288,17 @@ pub async fn run_pod(
             .or_else(|| h.pointer("/sleep/seconds").and_then(Value::as_f64))
             .unwrap_or(0.0)
     });
+    let image = str_at(&main, "/image").to_string();
+    let cname = str_at(&main, "/name").to_string();
+    // Not kept for the pod's lifetime: 5,000 pods would hold 5,000 copies.
+    drop(pod);
+    drop(main);
     let clock = ctx.clock.clone();
     let t = || clock.elapsed().as_secs_f64();
     let write = |f: &dyn Fn(&mut Value)| {
-        let _ = ctx.store.mutate(Kind::Pod, Some(&ns), &name, |v| f(v));
+        let _ = ctx
+            .store
+            .mutate_shared(Kind::Pod, Some(&ns), &name, |v| f(v));
     };
 
     // Container lifecycle state, in scenario seconds since the clock started.
@@ -456,8 +463,8 @@ pub async fn run_pod(
         if state != written {
             written = state;
             let now_ts = clock.timestamp();
-            let image = str_at(&main, "/image").to_string();
-            let cname = str_at(&main, "/name").to_string();
+            let image = image.clone();
+            let cname = cname.clone();
             let ip = ip.clone();
             let started_ts = now_ts.clone();
             write(&|v| {

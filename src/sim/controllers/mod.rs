@@ -14,7 +14,7 @@ mod operator;
 mod scheduler;
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -90,7 +90,24 @@ pub(crate) struct Manager {
     rng: ChaCha8Rng,
     not_ready_nodes: BTreeSet<String>,
     crashes: HashMap<Key, u64>,
+    /// ReplicaSet uid -> (template, template without the hash label), see
+    /// `deployment::normalized_template`.
+    rs_templates: HashMap<String, (Value, Value)>,
+    /// Passes `process` ran since the manager last waited.
+    passes: u32,
+    /// The rest of a pass that `process` cut short, in order.
+    resume: VecDeque<Work>,
+    /// Deployments whose last sync changed nothing, with the versions it
+    /// read (see `sync_deployment`).
+    settled: HashMap<Key, Vec<u64>>,
+    /// Timers set so far.
+    requeues: u64,
 }
+
+/// Passes of dirty work per wake-up.
+const PASSES: u32 = 8;
+/// How long `process` keeps the worker thread before yielding it.
+const SLICE: Duration = Duration::from_millis(1);
 
 impl Manager {
     fn new(store: Store, clock: SimClock, scenario: &Scenario) -> Manager {
@@ -115,6 +132,11 @@ impl Manager {
             rng: ChaCha8Rng::seed_from_u64(scenario.seed),
             not_ready_nodes: BTreeSet::new(),
             crashes: HashMap::new(),
+            rs_templates: HashMap::new(),
+            passes: 0,
+            resume: VecDeque::new(),
+            settled: HashMap::new(),
+            requeues: 0,
         }
     }
 
@@ -126,8 +148,8 @@ impl Manager {
             Kind::ReplicaSet,
             Kind::Pod,
         ] {
-            let (items, _) = self.store.list(kind, None);
-            let present: BTreeSet<Key> = items.iter().map(key_of).collect();
+            let (items, _) = self.store.list_stored(kind, None);
+            let present: BTreeSet<Key> = items.iter().map(|o| key_of(o.value())).collect();
             if let Some(objs) = self.cache.objects_mut(kind) {
                 for k in objs.keys() {
                     if !present.contains(&k) {
@@ -136,7 +158,7 @@ impl Manager {
                 }
             }
             for item in items {
-                self.absorb(kind, item);
+                self.absorb(kind, item.value_arc());
             }
         }
     }
@@ -152,7 +174,13 @@ impl Manager {
         }
         self.requeue(Work::Resync, Duration::from_secs(15));
         loop {
-            self.process();
+            self.passes = 0;
+            while self.process() {
+                // A long burst hands the worker thread back between slices:
+                // tasks woken on this thread (API watch streams, kubelets)
+                // would otherwise wait behind it.
+                tokio::task::yield_now().await;
+            }
             let next = self.timers.peek().map(|Reverse((at, _))| *at);
             tokio::select! {
                 _ = stop.changed() => break,
@@ -193,13 +221,14 @@ impl Manager {
                 self.mark_for(e.kind, &old, true);
             }
         } else {
-            self.absorb(e.kind, (*e.object).clone());
+            // The cache shares the store's copy: no deep clone per event.
+            self.absorb(e.kind, e.object);
         }
     }
 
     /// Put an object into the cache and mark what depends on it.
-    fn absorb(&mut self, kind: Kind, value: Value) -> Arc<Value> {
-        let value = Arc::new(value);
+    fn absorb(&mut self, kind: Kind, value: impl Into<Arc<Value>>) -> Arc<Value> {
+        let value = value.into();
         if self.cache.upsert(kind, value.clone()).is_some() {
             self.mark_for(kind, &value, false);
         }
@@ -256,6 +285,9 @@ impl Manager {
                 }
             }
             Kind::ReplicaSet => {
+                if deleted {
+                    self.rs_templates.remove(str_at(v, "/metadata/uid"));
+                }
                 self.dirty.insert(Work::ReplicaSet(key));
                 if let Some(d) = owner
                     .as_deref()
@@ -265,7 +297,9 @@ impl Manager {
                 }
             }
             Kind::Deployment => {
-                if !deleted {
+                if deleted {
+                    self.settled.remove(&key);
+                } else {
                     self.dirty.insert(Work::Deployment(key));
                 }
                 if let Some(i) = owner.as_deref().and_then(|u| self.cache.ideps.by_uid(u)) {
@@ -307,6 +341,7 @@ impl Manager {
 
     /// Run `work` after `after` of scenario time.
     fn requeue(&mut self, work: Work, after: Duration) {
+        self.requeues += 1;
         let at = Instant::now() + self.clock.to_wall(after);
         self.timers.push(Reverse((at, work)));
     }
@@ -318,21 +353,28 @@ impl Manager {
         }
         let (ns, name) = key_of(obj);
         let ns = if ns.is_empty() { None } else { Some(ns) };
-        if let Ok(updated) = self.store.mutate(kind, ns.as_deref(), &name, |v| {
+        if let Ok(updated) = self.store.mutate_shared(kind, ns.as_deref(), &name, |v| {
             v["status"] = status.clone();
         }) {
             self.absorb(kind, updated);
         }
     }
 
-    fn process(&mut self) {
-        // Bounded passes: writes mark more work, which converges quickly.
-        for _ in 0..8 {
-            if self.dirty.is_empty() {
-                return;
+    /// Run the dirty work: at most [`PASSES`] passes (writes mark more
+    /// work, which converges quickly) per wake-up. Returns true when it
+    /// stopped after [`SLICE`] with work left: the caller yields the thread
+    /// and calls again, which carries on exactly where this call stopped.
+    fn process(&mut self) -> bool {
+        let started = Instant::now();
+        loop {
+            if self.resume.is_empty() {
+                if self.passes >= PASSES || self.dirty.is_empty() {
+                    return false;
+                }
+                self.passes += 1;
+                self.resume = std::mem::take(&mut self.dirty).into_iter().collect();
             }
-            let work = std::mem::take(&mut self.dirty);
-            for w in work {
+            while let Some(w) = self.resume.pop_front() {
                 match w {
                     Work::Idep(k) => self.sync_idep(&k),
                     Work::Deployment(k) => self.sync_deployment(&k),
@@ -341,6 +383,11 @@ impl Manager {
                     Work::Resync => self.resync(),
                     Work::Fault(i) => self.fire_fault(i),
                     Work::NodeRecover(n) => self.set_node_ready(&n, true),
+                }
+                if started.elapsed() >= SLICE
+                    && (!self.resume.is_empty() || (self.passes < PASSES && !self.dirty.is_empty()))
+                {
+                    return true;
                 }
             }
         }
@@ -367,6 +414,11 @@ impl Manager {
 
     /// Background garbage collection by ownerReferences.
     fn collect_garbage(&mut self) {
+        // A pass that deleted nothing finds nothing again until an object
+        // appears, goes, or changes its owners (the cache tracks that).
+        if !std::mem::take(&mut self.cache.gc_dirty) {
+            return;
+        }
         let mut doomed: Vec<(Kind, Key)> = Vec::new();
         let alive = |c: &Cache, uid: &str| {
             c.deployments.has_uid(uid)
@@ -380,14 +432,27 @@ impl Manager {
             (Kind::Pod, &self.cache.pods),
         ] {
             for v in objs.values() {
-                let owners = cache::owner_uids(v);
-                if !owners.is_empty()
-                    && owners.iter().all(|u| !alive(&self.cache, u))
+                let Some(refs) = v
+                    .pointer("/metadata/ownerReferences")
+                    .and_then(Value::as_array)
+                else {
+                    continue;
+                };
+                let mut owners = refs
+                    .iter()
+                    .filter_map(|r| r.get("uid").and_then(Value::as_str))
+                    .peekable();
+                if owners.peek().is_some()
+                    && owners.all(|u| !alive(&self.cache, u))
                     && v.pointer("/metadata/deletionTimestamp").is_none()
                 {
                     doomed.push((kind, key_of(v)));
                 }
             }
+        }
+        if !doomed.is_empty() {
+            // Look again next time, as every pass used to.
+            self.cache.gc_dirty = true;
         }
         for (kind, (ns, name)) in doomed {
             let _ = self.store.delete(kind, Some(&ns), &name, None);
@@ -439,7 +504,7 @@ impl Manager {
                 "Kubelet stopped posting node status.",
             )
         };
-        if let Ok(updated) = self.store.mutate(Kind::Node, None, node, |v| {
+        if let Ok(updated) = self.store.mutate_shared(Kind::Node, None, node, |v| {
             scheduler::set_pod_condition(
                 v,
                 serde_json::json!({"type": "Ready", "status": status, "reason": reason,
@@ -448,12 +513,7 @@ impl Manager {
         }) {
             self.absorb(Kind::Node, updated);
         }
-        let keys: Vec<Key> = self
-            .cache
-            .pods_by_node
-            .get(node)
-            .map(|s| s.iter().cloned().collect())
-            .unwrap_or_default();
+        let keys: Vec<Key> = self.cache.pod_keys_on_node(node);
         for key in keys {
             if let Some(v) = self.cache.pods.get(&key).cloned() {
                 self.mark_for(Kind::Pod, &v, false);

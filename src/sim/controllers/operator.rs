@@ -41,7 +41,7 @@ impl Manager {
                 .get(&(ns.clone(), name.clone()))
                 .cloned();
             let current = match existing {
-                None => match self.store.create(Kind::Deployment, obj) {
+                None => match self.store.create_shared(Kind::Deployment, obj) {
                     Ok(created) => Some(self.absorb(Kind::Deployment, created)),
                     Err(_) => None,
                 },
@@ -52,17 +52,19 @@ impl Manager {
                     if d.get("spec") != spec.as_ref()
                         || d.pointer("/metadata/labels") != labels.as_ref()
                     {
-                        match self.store.mutate(Kind::Deployment, Some(&ns), &name, |v| {
-                            if let Some(s) = spec.clone() {
-                                v["spec"] = s;
-                            }
-                            if let Some(l) = labels.clone() {
-                                v["metadata"]["labels"] = l;
-                            }
-                            if let Some(o) = owners.clone() {
-                                v["metadata"]["ownerReferences"] = o;
-                            }
-                        }) {
+                        match self
+                            .store
+                            .mutate_shared(Kind::Deployment, Some(&ns), &name, |v| {
+                                if let Some(s) = spec.clone() {
+                                    v["spec"] = s;
+                                }
+                                if let Some(l) = labels.clone() {
+                                    v["metadata"]["labels"] = l;
+                                }
+                                if let Some(o) = owners.clone() {
+                                    v["metadata"]["ownerReferences"] = o;
+                                }
+                            }) {
                             Ok(updated) => Some(self.absorb(Kind::Deployment, updated)),
                             Err(_) => Some(d),
                         }

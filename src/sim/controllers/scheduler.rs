@@ -1,13 +1,16 @@
 //! The default scheduler: fit via `crate::scheduling`, least-allocated
 //! scoring, binding, and upstream's `FailedScheduling` condition and Event.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Manager;
-use super::cache::{Key, str_at};
-use crate::scheduling::{self, UnfitReason};
+use super::cache::{Key, NodeEntry, SCORED, SchedNode, str_at};
+use crate::scheduling::{self, Candidate, UnfitReason};
 use crate::sim::store::Kind;
 
 impl Manager {
@@ -30,55 +33,85 @@ impl Manager {
     }
 
     fn schedule_one(&mut self, key: &Key, pod: &Arc<Value>) {
-        let Some(typed) = self.cache.typed_pods.get(key).cloned() else {
-            return;
+        let typed = match self.cache.sched_pods.get(key) {
+            Some(sp) => match sp.typed.clone() {
+                Some(typed) => typed,
+                None => match Pod::deserialize(&**pod) {
+                    Ok(typed) => Arc::new(typed),
+                    Err(_) => return,
+                },
+            },
+            None => return,
         };
-        let mut best: Option<(i128, String)> = None;
+        let empty_spec = PodSpec::default();
+        let empty_labels = BTreeMap::new();
+        let candidate = Candidate::new(
+            typed.spec.as_ref().unwrap_or(&empty_spec),
+            typed.metadata.labels.as_ref().unwrap_or(&empty_labels),
+            typed.metadata.namespace.as_deref().unwrap_or("default"),
+        );
+        let wanted = SCORED.map(|r| candidate.request(r));
+        // LeastAllocated-like score: the fraction of GPUs, then cpu, then
+        // memory left free (every pod bound to the node counts, finished ones
+        // too). It does not depend on the fit, so a node that cannot beat the
+        // best so far (ties keep the first, in name order) is not checked:
+        // the choice is the same as checking every node, at a fraction of
+        // the cost. Per-node usage is kept by the cache as pods bind and go.
+        let score = |entry: &NodeEntry, node: &SchedNode| {
+            let free = |i: usize| {
+                let a = node.scored_allocatable[i];
+                let used = entry.pods.scored_used[i] + wanted[i];
+                if a <= 0 { 0 } else { (a - used) * 1000 / a }
+            };
+            free(0) * 1_000_000 + free(1) * 1000 + free(2)
+        };
+        let mut best: Option<(i128, &str)> = None;
+        for (name, entry) in &self.cache.node_entries {
+            let Some(node) = entry.node.as_ref() else {
+                continue;
+            };
+            let score = score(entry, node);
+            if best.is_some_and(|(s, _)| score <= s) {
+                continue;
+            }
+            let live = || self.cache.live_pods(&entry.pods);
+            if scheduling::fit_candidate(
+                &candidate,
+                &node.node,
+                &node.allocatable,
+                &entry.pods.usage,
+                live,
+            )
+            .is_ok()
+            {
+                best = Some((score, name));
+            }
+        }
+        let best = best.map(|(s, n)| (s, n.to_string()));
+        // No node fits: every node's reasons, for the message.
         let mut per_node: Vec<Vec<UnfitReason>> = Vec::new();
-        let requests = typed
-            .spec
-            .as_ref()
-            .map(scheduling::pod_requests)
-            .unwrap_or_default();
-        for (name, node) in &self.cache.typed_nodes {
-            let on_node = self.cache.pods_on_node(name);
-            match scheduling::fit_pod(&typed, node, &on_node, &[]) {
-                Ok(()) => {
-                    // LeastAllocated-like score: the fraction of GPUs, then cpu, left free.
-                    let alloc = |r: &str| {
-                        node.status
-                            .as_ref()
-                            .and_then(|s| s.allocatable.as_ref())
-                            .and_then(|a| a.get(r))
-                            .and_then(|q| scheduling::parse_quantity_milli(&q.0))
-                            .unwrap_or(0)
-                    };
-                    let used = |r: &str| {
-                        on_node
-                            .iter()
-                            .filter_map(|p| p.spec.as_ref())
-                            .map(|s| scheduling::pod_requests(s).get(r).copied().unwrap_or(0))
-                            .sum::<i128>()
-                            + requests.get(r).copied().unwrap_or(0)
-                    };
-                    let free = |r: &str| {
-                        let a = alloc(r);
-                        if a <= 0 { 0 } else { (a - used(r)) * 1000 / a }
-                    };
-                    let score =
-                        free("amd.com/gpu") * 1_000_000 + free("cpu") * 1000 + free("memory");
-                    if best.as_ref().is_none_or(|(s, _)| score > *s) {
-                        best = Some((score, name.clone()));
-                    }
+        if best.is_none() {
+            for entry in self.cache.node_entries.values() {
+                let Some(node) = entry.node.as_ref() else {
+                    continue;
+                };
+                let live = || self.cache.live_pods(&entry.pods);
+                if let Err(reasons) = scheduling::fit_candidate(
+                    &candidate,
+                    &node.node,
+                    &node.allocatable,
+                    &entry.pods.usage,
+                    live,
+                ) {
+                    per_node.push(reasons);
                 }
-                Err(reasons) => per_node.push(reasons),
             }
         }
         let (ns, name) = key.clone();
         let now = self.clock.timestamp();
         match best {
             Some((_, node)) => {
-                let result = self.store.mutate(Kind::Pod, Some(&ns), &name, |v| {
+                let result = self.store.mutate_shared(Kind::Pod, Some(&ns), &name, |v| {
                     v["spec"]["nodeName"] = Value::from(node.clone());
                     set_pod_condition(v, json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
                 });
@@ -90,7 +123,7 @@ impl Manager {
             None => {
                 let counted = scheduling::count_reasons(per_node.iter().map(Vec::as_slice));
                 let message =
-                    scheduling::failed_scheduling_message(self.cache.typed_nodes.len(), &counted);
+                    scheduling::failed_scheduling_message(self.cache.node_count(), &counted);
                 let current = pod
                     .pointer("/status/conditions")
                     .and_then(Value::as_array)
@@ -98,7 +131,7 @@ impl Manager {
                     .map(|c| str_at(c, "/message").to_string());
                 if current.as_deref() != Some(message.as_str()) {
                     let msg = message.clone();
-                    if let Ok(updated) = self.store.mutate(Kind::Pod, Some(&ns), &name, |v| {
+                    if let Ok(updated) = self.store.mutate_shared(Kind::Pod, Some(&ns), &name, |v| {
                         set_pod_condition(
                             v,
                             json!({"type": "PodScheduled", "status": "False", "lastProbeTime": null,
@@ -122,11 +155,13 @@ impl Manager {
         let dedup = (uid.clone(), message.to_string());
         let now = crate::sim::store::now_rfc3339();
         if let Some(event_name) = self.events.get(&dedup).cloned()
-            && let Ok(_) = self.store.mutate(Kind::Event, Some(&ns), &event_name, |e| {
-                let count = e.get("count").and_then(Value::as_i64).unwrap_or(1) + 1;
-                e["count"] = Value::from(count);
-                e["lastTimestamp"] = Value::from(now.clone());
-            })
+            && let Ok(_) = self
+                .store
+                .mutate_shared(Kind::Event, Some(&ns), &event_name, |e| {
+                    let count = e.get("count").and_then(Value::as_i64).unwrap_or(1) + 1;
+                    e["count"] = Value::from(count);
+                    e["lastTimestamp"] = Value::from(now.clone());
+                })
         {
             return;
         }
@@ -145,7 +180,7 @@ impl Manager {
             "reportingComponent": "default-scheduler", "reportingInstance": "default-scheduler",
             "firstTimestamp": now, "lastTimestamp": now, "count": 1,
         });
-        if self.store.create(Kind::Event, event).is_ok() {
+        if self.store.create_shared(Kind::Event, event).is_ok() {
             self.events.insert(dedup, event_name);
         }
     }
