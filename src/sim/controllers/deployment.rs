@@ -25,49 +25,7 @@ pub const DESIRED_REPLICAS_ANNOTATION: &str = "deployment.kubernetes.io/desired-
 pub const MAX_REPLICAS_ANNOTATION: &str = "deployment.kubernetes.io/max-replicas";
 pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
 
-/// Resolve an int-or-percent against `total` (upstream `GetScaledValueFromIntOrPercent`).
-pub fn scaled_value(value: Option<&Value>, default: &str, total: i64, round_up: bool) -> i64 {
-    let owned;
-    let value = match value {
-        Some(v) => v,
-        None => {
-            owned = Value::from(default);
-            &owned
-        }
-    };
-    if let Some(n) = value.as_i64() {
-        return n;
-    }
-    let text = value.as_str().unwrap_or("0");
-    match text
-        .strip_suffix('%')
-        .and_then(|p| p.trim().parse::<i64>().ok())
-    {
-        Some(percent) => {
-            let exact = (percent * total) as f64 / 100.0;
-            (if round_up {
-                exact.ceil()
-            } else {
-                exact.floor()
-            }) as i64
-        }
-        None => text.parse().unwrap_or(0),
-    }
-}
-
-/// (maxSurge, maxUnavailable) as upstream's `ResolveFenceposts`.
-pub fn resolve_fenceposts(
-    max_surge: Option<&Value>,
-    max_unavailable: Option<&Value>,
-    desired: i64,
-) -> (i64, i64) {
-    let surge = scaled_value(max_surge, "25%", desired, true);
-    let mut unavailable = scaled_value(max_unavailable, "25%", desired, false);
-    if surge == 0 && unavailable == 0 {
-        unavailable = 1;
-    }
-    (surge, unavailable)
-}
+pub use crate::rolling::{resolve_fenceposts, scaled_value};
 
 fn replicas(d: &Value) -> i64 {
     i64_at(d, "/spec/replicas").unwrap_or(1)
