@@ -212,11 +212,13 @@ pub struct StoreEvent {
     pub kind: Kind,
     pub event: EventType,
     pub object: Arc<Value>,
-    /// The object as it was before this change (`None` for a creation and
-    /// for the synthetic `Added` events of a watch from "now"): selector
-    /// watches need it to tell entering, staying in and leaving the
-    /// selection apart, as upstream's watch cache does.
-    pub prev_object: Option<Arc<Value>>,
+    /// The object as it was before this change, as JSON (`None` for a
+    /// creation and for the synthetic `Added` events of a watch from
+    /// "now"): selector watches need it to tell entering, staying in and
+    /// leaving the selection apart, as upstream's watch cache does. Only
+    /// the encoding is kept (shared with the earlier version's), so neither
+    /// the live channel nor the history keeps old `Value`s alive.
+    pub prev_json: Option<Arc<[u8]>>,
     pub resource_version: u64,
     /// `object`'s JSON encoding (made once per write, shared by every
     /// watcher and by lists).
@@ -233,9 +235,9 @@ struct Recorded {
     namespace: Option<Box<str>>,
     resource_version: u64,
     json: Arc<[u8]>,
-    /// The object before the change (selector watches need it on resume).
-    /// Shared with the object that was live then, so it costs an `Arc`.
-    prev_object: Option<Arc<Value>>,
+    /// The object before the change, as JSON (selector watches need it on
+    /// resume); shared with the encoding of the version that was live then.
+    prev_json: Option<Arc<[u8]>>,
 }
 
 impl Recorded {
@@ -246,7 +248,7 @@ impl Recorded {
             namespace: event.namespace().map(Box::from),
             resource_version: event.resource_version,
             json: Arc::clone(&event.json),
-            prev_object: event.prev_object.clone(),
+            prev_json: event.prev_json.clone(),
         }
     }
 
@@ -256,7 +258,7 @@ impl Recorded {
             kind: self.kind,
             event: self.event,
             object: Arc::new(object),
-            prev_object: self.prev_object.clone(),
+            prev_json: self.prev_json.clone(),
             resource_version: self.resource_version,
             json: Arc::clone(&self.json),
         }
@@ -679,7 +681,7 @@ impl Store {
             kind,
             event: EventType::Added,
             object: stored.value_arc(),
-            prev_object: None,
+            prev_json: None,
             resource_version: rv,
             json: stored.json_arc(),
         };
@@ -772,7 +774,7 @@ impl Store {
             kind,
             event: event_type,
             object: stored.value_arc(),
-            prev_object: Some(old.value_arc()),
+            prev_json: Some(old.json_arc()),
             resource_version: rv,
             json: stored.json_arc(),
         };
@@ -973,7 +975,7 @@ impl Store {
             kind,
             event: EventType::Modified,
             object: stored.value_arc(),
-            prev_object: Some(old.value_arc()),
+            prev_json: Some(old.json_arc()),
             resource_version: rv,
             json: stored.json_arc(),
         };
@@ -999,7 +1001,7 @@ impl Store {
             event: EventType::Deleted,
             json: encode(&value),
             object: Arc::new(value.clone()),
-            prev_object: Some(old.value_arc()),
+            prev_json: Some(old.json_arc()),
             resource_version: rv,
         };
         state.record(tx, event);
@@ -1061,7 +1063,7 @@ impl Store {
                     kind,
                     event: EventType::Added,
                     object: o.value_arc(),
-                    prev_object: None,
+                    prev_json: None,
                     json: o.json_arc(),
                     resource_version: o
                         .value()

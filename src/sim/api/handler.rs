@@ -1324,10 +1324,15 @@ fn visible_event(sel: &Selectors, e: &StoreEvent) -> Option<(&'static str, Arc<V
         return Some((e.event.wire(), Arc::clone(&e.object)));
     }
     let now = e.event != EventType::Deleted && sel.matches(&e.object);
+    let prev: Option<Arc<Value>> = e
+        .prev_json
+        .as_ref()
+        .and_then(|j| serde_json::from_slice(j).ok())
+        .map(Arc::new);
     let before = match e.event {
         // A deletion's own object is its last state.
-        EventType::Deleted => e.prev_object.as_ref().or(Some(&e.object)),
-        _ => e.prev_object.as_ref(),
+        EventType::Deleted => prev.as_ref().or(Some(&e.object)),
+        _ => prev.as_ref(),
     };
     let was = before.is_some_and(|p| sel.matches(p));
     match (was, now) {
