@@ -302,7 +302,6 @@ async fn preflight_stops_a_predicted_stall_without_force() {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let before = sim.store().resource_version();
     let mut opts = options();
     opts.force = false;
     let outcome = roll(&sim, &format!("idep/{idep}"), opts).await;
@@ -312,12 +311,11 @@ async fn preflight_stops_a_predicted_stall_without_force() {
         .store()
         .get(Kind::InferaDeployment, Some(&ns), &idep)
         .unwrap_or_default();
-    let labels = live.to_string();
+    let text = live.to_string();
     assert!(
-        !labels.contains("restarted-at"),
-        "nothing was changed: {labels}"
+        !text.contains("restarted-at"),
+        "nothing was changed: {text}"
     );
-    let _ = before;
     sim.shutdown().await;
 }
 
