@@ -180,15 +180,7 @@ async fn latency_run(replicas: u64, speed: f64) {
         .await
         .expect("connect");
     let before = sim.store().request_counts();
-    let request = Request {
-        target: "idep/llama".parse().expect("target"),
-        services: Vec::new(),
-        order: Vec::new(),
-        command: "restart",
-        image: None,
-        env: Vec::new(),
-        surge: false,
-    };
+    let request = Request::restart("idep/llama".parse().expect("target"));
     let options = Options {
         dry_run: false,
         force: true,

@@ -149,15 +149,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Exit> {
             .timeline
             .push(std::env::temp_dir().join(format!("infera-demo-{}.svg", sim.scenario().name)));
     }
-    let request = Request {
-        target: target.clone(),
-        services: Vec::new(),
-        order: Vec::new(),
-        command: "restart",
-        image: None,
-        env: Vec::new(),
-        surge: false,
-    };
+    let request = Request::restart(target.clone());
     let options = Options {
         dry_run: false,
         force: true,

@@ -63,15 +63,7 @@ fn options() -> Options {
 }
 
 fn restart(target: &str) -> Request {
-    Request {
-        target: target.parse::<Target>().unwrap_or_else(|e| panic!("{e}")),
-        services: Vec::new(),
-        order: Vec::new(),
-        command: "restart",
-        image: None,
-        env: Vec::new(),
-        surge: false,
-    }
+    Request::restart(target.parse::<Target>().unwrap_or_else(|e| panic!("{e}")))
 }
 
 async fn roll(sim: &RunningSim, target: &str, opts: Options) -> RolloutOutcome {

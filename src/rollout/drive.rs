@@ -60,6 +60,22 @@ pub struct Request {
     pub surge: bool,
 }
 
+impl Request {
+    /// `infera rollout restart TARGET` of every worker service, nothing else
+    /// changed.
+    pub fn restart(target: Target) -> Request {
+        Request {
+            target,
+            services: Vec::new(),
+            order: Vec::new(),
+            command: "restart",
+            image: None,
+            env: Vec::new(),
+            surge: false,
+        }
+    }
+}
+
 /// How to roll it.
 #[derive(Debug, Clone)]
 pub struct Options {
