@@ -13,7 +13,7 @@ use crate::cli::{DemoArgs, OnStall, PauseBetween};
 use crate::exit::Exit;
 use crate::rollout::target::{Target, TargetKind};
 use crate::rollout::{Options, Request, execute, progress};
-use crate::sim::controllers::kubelet::is_infera_worker;
+use crate::sim::world::kubelet::is_infera_worker;
 use crate::sim::scenario::Scenario;
 use crate::sim::store::{Kind, Store};
 use crate::sim::{RunningSim, SimOptions};

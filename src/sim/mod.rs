@@ -1,16 +1,23 @@
 //! `infera sim`: a simulated cluster speaking the real Kubernetes API.
 //!
 //! [`RunningSim`] ties the parts together: a [`store::Store`] seeded from a
-//! [`scenario::Scenario`], the [`controllers`] on a [`clock::SimClock`], and
-//! the HTTP(S) [`api::ApiServer`] on loopback. Clients — `kubectl`, `infera
-//! rollout`, tests — reach it only through a kubeconfig and HTTP.
+//! [`scenario::Scenario`], the [`controllers`] a real cluster has
+//! (Deployment, ReplicaSet, scheduler, GC) on a [`clock::SimClock`], the
+//! HTTP(S) [`api::ApiServer`] on loopback, and the [`world`] — nodes,
+//! kubelet, infera operator, podFaults — which reaches the API server over
+//! HTTP through a `kube::Client` built from the simulator's own kubeconfig
+//! (the same code `infera sim attach` runs against any cluster). Clients —
+//! `kubectl`, `infera rollout`, tests — reach it only through a kubeconfig
+//! and HTTP.
 
 pub mod api;
+pub mod attach;
 pub mod clock;
 pub mod controllers;
 pub mod faults;
 pub mod scenario;
 pub mod store;
+pub mod world;
 
 use std::path::Path;
 
@@ -44,6 +51,10 @@ pub struct SimOptions {
     pub token: Option<String>,
     /// Overrides the scenario's `faults:` field by field.
     pub faults: FaultConfig,
+    /// Run the [`world`] (nodes, kubelet, operator) and seed the store from
+    /// the scenario. Without it the cluster starts empty, for `infera sim
+    /// attach` to bring the world.
+    pub world: bool,
 }
 
 impl SimOptions {
@@ -56,7 +67,15 @@ impl SimOptions {
             tls: false,
             token: None,
             faults: FaultConfig::default(),
+            world: true,
         }
+    }
+
+    /// An empty cluster: API server and controllers, no nodes, no
+    /// manifests, no kubelet or operator (see [`SimOptions::world`]).
+    pub fn without_world(mut self) -> SimOptions {
+        self.world = false;
+        self
     }
 }
 
@@ -66,6 +85,10 @@ pub enum SimError {
     Scenario(#[from] scenario::ScenarioError),
     #[error(transparent)]
     Api(#[from] api::ApiError),
+    #[error(transparent)]
+    World(#[from] world::WorldError),
+    #[error("cannot build a client for the simulator's own API: {0}")]
+    Client(String),
     #[error("cannot write the kubeconfig to {path}: {source}")]
     Kubeconfig {
         path: String,
@@ -81,6 +104,7 @@ pub struct RunningSim {
     scenario: Scenario,
     token: String,
     controllers: Option<ControllerHandle>,
+    world: Option<world::WorldHandle>,
 }
 
 impl std::fmt::Debug for RunningSim {
@@ -108,7 +132,10 @@ impl RunningSim {
         }
         let faults = scenario.faults.overridden_by(&options.faults);
         let store = Store::with_options(scenario.seed, store::DEFAULT_HISTORY);
-        scenario.apply(&store)?;
+        if options.world {
+            // Seeded directly (the world finds everything there already).
+            scenario.apply(&store)?;
+        }
         let token = options.token.unwrap_or_else(random_token);
         let mut config = ApiConfig::new(token.clone());
         config.port = options.port;
@@ -118,13 +145,33 @@ impl RunningSim {
         let api = ApiServer::start(store.clone(), config).await?;
         let clock = SimClock::new(options.speed);
         let controllers = controllers::start(store, clock.clone(), &scenario);
-        Ok(RunningSim {
+        let mut sim = RunningSim {
             api,
             clock,
             scenario,
             token,
             controllers: Some(controllers),
-        })
+            world: None,
+        };
+        if options.world {
+            match sim.start_world().await {
+                Ok(w) => sim.world = Some(w),
+                Err(e) => {
+                    sim.shutdown().await;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(sim)
+    }
+
+    async fn start_world(&self) -> Result<world::WorldHandle, SimError> {
+        let config = self.client_config().await.map_err(|e| SimError::Client(e.to_string()))?;
+        let client = kube::Client::try_from(config).map_err(|e| SimError::Client(e.to_string()))?;
+        let options = world::WorldOptions::embedded();
+        let handle =
+            world::World::start(client, &self.scenario, self.clock.clone(), options).await?;
+        Ok(handle)
     }
 
     pub fn url(&self) -> String {
@@ -200,6 +247,9 @@ impl RunningSim {
 
     /// Stop the controllers and the API server.
     pub async fn shutdown(mut self) {
+        if let Some(w) = self.world.take() {
+            w.shutdown();
+        }
         if let Some(c) = self.controllers.take() {
             c.shutdown();
         }
@@ -235,6 +285,7 @@ pub async fn serve(args: SimServeArgs) -> anyhow::Result<Exit> {
     options.tls = !args.plain_http;
     options.token = args.token.clone();
     options.faults = FaultConfig::from(&args.faults);
+    options.world = !args.no_world;
     let sim = match RunningSim::start(options).await {
         Ok(s) => s,
         Err(e) => {
