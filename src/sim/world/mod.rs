@@ -224,11 +224,14 @@ pub(crate) fn status_code(e: &kube::Error) -> Option<u16> {
 
 /// Whether a failed request may succeed when sent again: server errors,
 /// throttling, conflicts (the caller re-reads or its patch has no
-/// precondition) and transport errors (an API server restarting).
+/// precondition; not AlreadyExists) and transport errors (an API server
+/// restarting).
 fn retriable(e: &kube::Error) -> bool {
-    match status_code(e) {
-        Some(code) => code >= 500 || code == 429 || code == 409,
-        None => !matches!(e, kube::Error::SerdeError(_) | kube::Error::BuildRequest(_)),
+    match e {
+        kube::Error::Api(s) if s.code == 409 => s.reason != "AlreadyExists",
+        kube::Error::Api(s) => s.code >= 500 || s.code == 429,
+        kube::Error::SerdeError(_) | kube::Error::BuildRequest(_) => false,
+        _ => true,
     }
 }
 

@@ -55,12 +55,12 @@ pub(super) async fn run(shared: Arc<Shared>) {
         Api::<DynamicObject>::all_with(client.clone(), &idep_resource),
         watcher::Config::default(),
     )
-    .default_backoff();
+    .backoff(crate::cluster::watch_backoff());
     let deps = watcher::watcher(
         Api::<DynamicObject>::all_with(client, &deploy_resource),
         watcher::Config::default(),
     )
-    .default_backoff();
+    .backoff(crate::cluster::watch_backoff());
     let (mut ideps, mut deps) = (std::pin::pin!(ideps), std::pin::pin!(deps));
     let mut tick = tokio::time::interval(shared.clock.to_wall(RESYNC));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

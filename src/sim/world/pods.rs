@@ -48,7 +48,7 @@ struct Manager {
 /// Run the pod manager until aborted.
 pub(super) async fn run(shared: Arc<Shared>, mut faults: mpsc::UnboundedReceiver<PodFault>) {
     let api: Api<Pod> = Api::all(shared.client.clone());
-    let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+    let stream = watcher::watcher(api, watcher::Config::default()).backoff(crate::cluster::watch_backoff());
     let mut stream = std::pin::pin!(stream);
     let mut m = Manager {
         nodes: shared.node_names().into_iter().collect(),
