@@ -13,9 +13,9 @@ use crate::cli::{DemoArgs, OnStall, PauseBetween};
 use crate::exit::Exit;
 use crate::rollout::target::{Target, TargetKind};
 use crate::rollout::{Options, Request, execute, progress};
-use crate::sim::world::kubelet::is_infera_worker;
 use crate::sim::scenario::Scenario;
 use crate::sim::store::{Kind, Store};
+use crate::sim::world::kubelet::is_infera_worker;
 use crate::sim::{RunningSim, SimOptions};
 
 /// How long (wall) the demo waits for the scenario's workloads to be serving

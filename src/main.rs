@@ -30,7 +30,9 @@ fn run(cli: Cli) -> anyhow::Result<Exit> {
         }
         Command::Audit(args) => runtime()?.block_on(infera::audit::run(args)),
         Command::Sim(SimCommand::Serve(args)) => runtime()?.block_on(infera::sim::serve(args)),
-        Command::Sim(SimCommand::Attach(args)) => runtime()?.block_on(infera::sim::attach::run(args)),
+        Command::Sim(SimCommand::Attach(args)) => {
+            runtime()?.block_on(infera::sim::attach::run(args))
+        }
         Command::Sim(SimCommand::Scenarios) => infera::sim::list_scenarios(),
         Command::Demo(args) => runtime()?.block_on(infera::demo::run(args)),
         Command::Rbac(args) => infera::cluster::rbac_command(&args),

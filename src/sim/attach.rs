@@ -94,9 +94,17 @@ fn print_summary(args: &SimAttachArgs, scenario: &Scenario, speed: f64) {
     println!(
         "infera sim attach: scenario {} — {nodes} simulated node(s) labelled {SIMULATED_NODE_LABEL}=true{}, pod IPs from {}, world at {speed}x{}",
         scenario.name,
-        if args.no_taint { "" } else { " (tainted NoSchedule)" },
+        if args.no_taint {
+            ""
+        } else {
+            " (tainted NoSchedule)"
+        },
         args.pod_cidr,
-        if args.no_operator { ", no operator" } else { ", infera operator running" },
+        if args.no_operator {
+            ", no operator"
+        } else {
+            ", infera operator running"
+        },
     );
     println!("Ctrl-C removes the nodes, Leases and applied objects.");
 }

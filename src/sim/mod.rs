@@ -166,7 +166,10 @@ impl RunningSim {
     }
 
     async fn start_world(&self) -> Result<world::WorldHandle, SimError> {
-        let config = self.client_config().await.map_err(|e| SimError::Client(e.to_string()))?;
+        let config = self
+            .client_config()
+            .await
+            .map_err(|e| SimError::Client(e.to_string()))?;
         let client = kube::Client::try_from(config).map_err(|e| SimError::Client(e.to_string()))?;
         let options = world::WorldOptions::embedded();
         let handle =

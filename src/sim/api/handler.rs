@@ -1206,7 +1206,11 @@ async fn proxy(shared: &Arc<Shared>, rp: &ResourcePath) -> Result<Response<Body>
     };
     // Forwarded to the pod's real listener, as the API server's proxy does.
     let target = std::net::SocketAddr::from((addr, port));
-    let path = if rp.proxy_path.is_empty() { "/" } else { rp.proxy_path.as_str() };
+    let path = if rp.proxy_path.is_empty() {
+        "/"
+    } else {
+        rp.proxy_path.as_str()
+    };
     match crate::sim::world::listener::http_get(target, path, PROXY_TIMEOUT).await {
         Ok(answer) => {
             let mut resp = Response::new(Body::from(answer.body));

@@ -131,10 +131,18 @@ fn spec_of(pod: &Value) -> Spec {
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .map(|c| (str_at(c, "/name").to_string(), str_at(c, "/image").to_string()))
+        .map(|c| {
+            (
+                str_at(c, "/name").to_string(),
+                str_at(c, "/image").to_string(),
+            )
+        })
         .collect();
     Spec {
-        idep: (ns.clone(), str_at(pod, "/metadata/labels/infera.amd.com~1deployment").to_string()),
+        idep: (
+            ns.clone(),
+            str_at(pod, "/metadata/labels/infera.amd.com~1deployment").to_string(),
+        ),
         ns,
         name: str_at(pod, "/metadata/name").to_string(),
         uid: str_at(pod, "/metadata/uid").to_string(),
@@ -293,12 +301,24 @@ impl PodTask {
         let now = self.now();
         if !self.st.running && now >= self.st.running_at {
             self.st.running = true;
-            self.st.next_startup = self.spec.startup.as_ref().map(|p| self.st.running_at + p.initial);
+            self.st.next_startup = self
+                .spec
+                .startup
+                .as_ref()
+                .map(|p| self.st.running_at + p.initial);
             if self.st.started {
-                self.st.next_probe = self.spec.readiness.as_ref().map(|p| self.st.running_at + p.initial);
+                self.st.next_probe = self
+                    .spec
+                    .readiness
+                    .as_ref()
+                    .map(|p| self.st.running_at + p.initial);
             }
         }
-        if self.st.running && self.spec.engine.is_some() && !self.st.loaded && now >= self.st.loaded_at {
+        if self.st.running
+            && self.spec.engine.is_some()
+            && !self.st.loaded
+            && now >= self.st.loaded_at
+        {
             self.st.loaded = true;
         }
     }
@@ -334,27 +354,44 @@ impl PodTask {
         if !self.annotate(Some(info)).await {
             return false;
         }
-        let listener = self.readiness_addr().and_then(|addr| match ReadyListener::open(addr) {
-            Ok(l) => Some(l),
-            Err(err) => {
-                eprintln!("infera sim: pod {}/{}: cannot listen on {addr}: {err}", self.spec.ns, self.spec.name);
-                None
-            }
-        });
+        let listener = self
+            .readiness_addr()
+            .and_then(|addr| match ReadyListener::open(addr) {
+                Ok(l) => Some(l),
+                Err(err) => {
+                    eprintln!(
+                        "infera sim: pod {}/{}: cannot listen on {addr}: {err}",
+                        self.spec.ns, self.spec.name
+                    );
+                    None
+                }
+            });
         let decode = self.is_role("decode").then(|| {
             self.registry.add(&self.spec.idep, 1);
             DecodeCount(self.registry.clone(), self.spec.idep.clone())
         });
-        self.st.registration = Some(Registration { _listener: listener, _decode: decode });
+        self.st.registration = Some(Registration {
+            _listener: listener,
+            _decode: decode,
+        });
         true
     }
 
     fn probe_timeout(&self, p: &Probe) -> Duration {
-        self.shared.clock.to_wall(secs(p.timeout)).max(Duration::from_secs(1))
+        self.shared
+            .clock
+            .to_wall(secs(p.timeout))
+            .max(Duration::from_secs(1))
     }
 
     async fn probe(&self, p: &Probe) -> bool {
-        prober::run(&p.check, self.readiness_addr(), self.probe_timeout(p), self.seen()).await
+        prober::run(
+            &p.check,
+            self.readiness_addr(),
+            self.probe_timeout(p),
+            self.seen(),
+        )
+        .await
     }
 
     async fn startup_probe(&mut self) {
@@ -368,7 +405,11 @@ impl PodTask {
         if self.probe(&p).await {
             self.st.started = true;
             let from = self.st.running_at;
-            self.st.next_probe = self.spec.readiness.as_ref().map(|r| (from + r.initial).max(now));
+            self.st.next_probe = self
+                .spec
+                .readiness
+                .as_ref()
+                .map(|r| (from + r.initial).max(now));
         } else {
             self.st.s_fail += 1;
             if self.st.s_fail >= p.failure {
@@ -380,7 +421,11 @@ impl PodTask {
                 self.st.s_fail = 0;
             }
         }
-        self.st.next_startup = if self.st.started { None } else { Some(at + p.period) };
+        self.st.next_startup = if self.st.started {
+            None
+        } else {
+            Some(at + p.period)
+        };
     }
 
     async fn readiness_probe(&mut self) {
@@ -414,7 +459,10 @@ impl PodTask {
     }
 
     fn waiting_barrier(&self) -> bool {
-        self.is_role("prefill") && self.st.loaded && self.st.registration.is_none() && self.st.barrier_done_at.is_none()
+        self.is_role("prefill")
+            && self.st.loaded
+            && self.st.registration.is_none()
+            && self.st.barrier_done_at.is_none()
     }
 
     /// The earliest pending milestone or probe tick.
@@ -524,22 +572,35 @@ impl PodTask {
     /// changed; false when the pod is gone.
     async fn write_status(&mut self, node_not_ready: bool) -> bool {
         let ready = self.st.ready && !node_not_ready && self.st.running;
-        let state = (self.st.running, ready, self.st.restarts, self.st.registration.is_some());
+        let state = (
+            self.st.running,
+            ready,
+            self.st.restarts,
+            self.st.registration.is_some(),
+        );
         if self.st.written == Some(state) {
             return true;
         }
         let now = self.shared.clock.timestamp();
-        let start = self.st.start_time.get_or_insert_with(|| now.clone()).clone();
+        let start = self
+            .st
+            .start_time
+            .get_or_insert_with(|| now.clone())
+            .clone();
         let ip = self.ip.addr().to_string();
-        let phase = if self.st.running || self.st.restarts > 0 { "Running" } else { "Pending" };
+        let phase = if self.st.running || self.st.restarts > 0 {
+            "Running"
+        } else {
+            "Pending"
+        };
         let mut status = json!({"phase": phase, "hostIP": HOST_IP, "hostIPs": [{"ip": HOST_IP}],
-            "podIP": ip, "podIPs": [{"ip": ip}], "startTime": start,
-            "containerStatuses": self.container_statuses(ready, &now),
-            "conditions": [
-                self.condition("Initialized", true, &now),
-                self.condition("ContainersReady", ready, &now),
-                self.condition("Ready", ready, &now),
-            ]});
+        "podIP": ip, "podIPs": [{"ip": ip}], "startTime": start,
+        "containerStatuses": self.container_statuses(ready, &now),
+        "conditions": [
+            self.condition("Initialized", true, &now),
+            self.condition("ContainersReady", ready, &now),
+            self.condition("Ready", ready, &now),
+        ]});
         if !self.spec.has_qos {
             status["qosClass"] = Value::from("BestEffort");
         }
@@ -573,12 +634,17 @@ impl PodTask {
                 }
             }
             let left = (deadline - self.now()).max(0.0);
-            clock.sleep(secs(self.shared.scenario.timings.teardown.min(left))).await;
+            clock
+                .sleep(secs(self.shared.scenario.timings.teardown.min(left)))
+                .await;
         }
         self.st.registration = None;
         let params = DeleteParams {
             grace_period_seconds: Some(0),
-            preconditions: Some(Preconditions { uid: Some(self.spec.uid.clone()), resource_version: None }),
+            preconditions: Some(Preconditions {
+                uid: Some(self.spec.uid.clone()),
+                resource_version: None,
+            }),
             ..DeleteParams::default()
         };
         let api = self.api();

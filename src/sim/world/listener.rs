@@ -84,7 +84,9 @@ impl PodIp {
 
 impl Drop for PodIp {
     fn drop(&mut self) {
-        let mut pools = pools().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut pools = pools()
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(pool) = pools.get_mut(&self.cidr) {
             pool.used.remove(&self.offset);
         }
@@ -96,14 +98,20 @@ impl Drop for PodIp {
 pub fn allocate(cidr: Cidr) -> Option<PodIp> {
     use rand::Rng;
     let size = cidr.size();
-    let mut pools = pools().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut pools = pools()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let pool = pools.entry(cidr).or_insert_with(|| Pool {
         next: rand::rng().random_range(1..size - 1),
         used: BTreeSet::new(),
     });
     for _ in 0..size {
         let offset = pool.next;
-        pool.next = if pool.next + 2 >= size { 1 } else { pool.next + 1 };
+        pool.next = if pool.next + 2 >= size {
+            1
+        } else {
+            pool.next + 1
+        };
         if offset >= 1 && offset < size - 1 && pool.used.insert(offset) {
             return Some(PodIp { cidr, offset });
         }
@@ -193,7 +201,11 @@ pub async fn http_get(
 ) -> std::io::Result<HttpResponse> {
     let exchange = async {
         let mut stream = TcpStream::connect(addr).await?;
-        let path = if path.starts_with('/') { path.to_string() } else { format!("/{path}") };
+        let path = if path.starts_with('/') {
+            path.to_string()
+        } else {
+            format!("/{path}")
+        };
         let request = format!(
             "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: infera-sim-kubelet\r\nConnection: close\r\n\r\n"
         );
@@ -213,7 +225,10 @@ pub async fn http_get(
 
 fn parse_response(raw: &[u8]) -> std::io::Result<HttpResponse> {
     let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "malformed HTTP response");
-    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(bad)?;
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(bad)?;
     let head = String::from_utf8_lossy(&raw[..end]);
     let status = head
         .split_whitespace()
@@ -258,9 +273,13 @@ mod tests {
         let addr = SocketAddr::from((ip.addr(), 30090));
         let listener = ReadyListener::open(addr).unwrap_or_else(|e| panic!("{e}"));
         let t = Duration::from_secs(2);
-        let ok = http_get(addr, "/ready", t).await.unwrap_or_else(|e| panic!("{e}"));
+        let ok = http_get(addr, "/ready", t)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((ok.status, ok.body.as_slice()), (200, b"ok".as_slice()));
-        let other = http_get(addr, "/health", t).await.unwrap_or_else(|e| panic!("{e}"));
+        let other = http_get(addr, "/health", t)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(other.status, 404);
         drop(listener);
         tokio::task::yield_now().await;

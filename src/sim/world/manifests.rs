@@ -27,7 +27,12 @@ fn manifest_err(scenario: &Scenario, index: usize, what: &str, message: String) 
 
 fn describe(manifest: &Value) -> String {
     let s = |p: &str| manifest.pointer(p).and_then(Value::as_str).unwrap_or("");
-    format!("{} {} {}", s("/apiVersion"), s("/kind"), s("/metadata/name"))
+    format!(
+        "{} {} {}",
+        s("/apiVersion"),
+        s("/kind"),
+        s("/metadata/name")
+    )
 }
 
 async fn target(
@@ -37,24 +42,47 @@ async fn target(
     manifest: &Value,
 ) -> Result<Target, WorldError> {
     let what = describe(manifest);
-    let s = |p: &str| manifest.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+    let s = |p: &str| {
+        manifest
+            .pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
     let (api_version, kind) = (s("/apiVersion"), s("/kind"));
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
     let gvk = GroupVersionKind::gvk(group, version, &kind);
     let found: Result<(ApiResource, ApiCapabilities), _> =
         retry(|| async { kube::discovery::pinned_kind(client, &gvk).await }).await;
     let (resource, caps) = found.map_err(|e| {
-        manifest_err(scenario, index, &what, format!("the server does not serve this kind: {e}"))
+        manifest_err(
+            scenario,
+            index,
+            &what,
+            format!("the server does not serve this kind: {e}"),
+        )
     })?;
     let name = s("/metadata/name");
     if name.is_empty() {
-        return Err(manifest_err(scenario, index, &what, "metadata.name is missing".into()));
+        return Err(manifest_err(
+            scenario,
+            index,
+            &what,
+            "metadata.name is missing".into(),
+        ));
     }
     let namespaced = caps.scope == Scope::Namespaced;
     let namespace = namespaced.then(|| {
-        Some(s("/metadata/namespace")).filter(|n| !n.is_empty()).unwrap_or_else(|| "default".into())
+        Some(s("/metadata/namespace"))
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "default".into())
     });
-    Ok(Target { resource, namespaced, namespace, name })
+    Ok(Target {
+        resource,
+        namespaced,
+        namespace,
+        name,
+    })
 }
 
 fn api_for(client: &kube::Client, t: &Target) -> Api<DynamicObject> {
@@ -95,7 +123,14 @@ pub(super) async fn apply(shared: &Shared) -> Result<(), WorldError> {
         match retry(|| api.create(&pp, &obj)).await {
             Ok(_) => {}
             Err(e) if status_code(&e) == Some(409) => {}
-            Err(e) => return Err(manifest_err(scenario, index, &describe(manifest), e.to_string())),
+            Err(e) => {
+                return Err(manifest_err(
+                    scenario,
+                    index,
+                    &describe(manifest),
+                    e.to_string(),
+                ));
+            }
         }
     }
     Ok(())
@@ -104,18 +139,23 @@ pub(super) async fn apply(shared: &Shared) -> Result<(), WorldError> {
 async fn ensure_namespace(shared: &Shared, ns: &str) -> Result<(), WorldError> {
     use k8s_openapi::api::core::v1::Namespace;
     let api: Api<Namespace> = Api::all(shared.client.clone());
-    let obj: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}}))
-        .map_err(|e| WorldError::Manifest {
-            scenario: shared.scenario.name.clone(),
-            index: 0,
-            what: format!("namespace {ns}"),
-            message: e.to_string(),
+    let obj: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": ns}})).map_err(|e| {
+            WorldError::Manifest {
+                scenario: shared.scenario.name.clone(),
+                index: 0,
+                what: format!("namespace {ns}"),
+                message: e.to_string(),
+            }
         })?;
     let pp = PostParams::default();
     match retry(|| api.create(&pp, &obj)).await {
         Ok(_) => Ok(()),
         Err(e) if status_code(&e) == Some(409) => Ok(()),
-        Err(source) => Err(WorldError::Api { what: format!("cannot create namespace {ns}"), source }),
+        Err(source) => Err(WorldError::Api {
+            what: format!("cannot create namespace {ns}"),
+            source,
+        }),
     }
 }
 
@@ -125,9 +165,10 @@ pub(super) async fn remove(client: &kube::Client, scenario: &Scenario) -> Result
         let t = target(client, scenario, index, manifest).await?;
         let api = api_for(client, &t);
         let dp = DeleteParams::background();
-        ok_if_gone(retry(|| api.delete(&t.name, &dp)).await).map_err(
-            |source| WorldError::Api { what: format!("cannot delete {}", describe(manifest)), source },
-        )?;
+        ok_if_gone(retry(|| api.delete(&t.name, &dp)).await).map_err(|source| WorldError::Api {
+            what: format!("cannot delete {}", describe(manifest)),
+            source,
+        })?;
     }
     Ok(())
 }

@@ -34,8 +34,12 @@ fn node_objects(shared: &Shared) -> Vec<Value> {
     for node in &mut nodes {
         node["metadata"]["labels"][SIMULATED_NODE_LABEL] = Value::from("true");
         if shared.options.taint {
-            let taint = json!({"key": SIMULATED_NODE_LABEL, "value": "true", "effect": "NoSchedule"});
-            match node.pointer_mut("/spec/taints").and_then(Value::as_array_mut) {
+            let taint =
+                json!({"key": SIMULATED_NODE_LABEL, "value": "true", "effect": "NoSchedule"});
+            match node
+                .pointer_mut("/spec/taints")
+                .and_then(Value::as_array_mut)
+            {
                 Some(taints) => taints.push(taint),
                 None => node["spec"]["taints"] = json!([taint]),
             }
@@ -56,7 +60,10 @@ pub(super) async fn create(shared: &Arc<Shared>) -> Result<(), WorldError> {
 }
 
 async fn create_one(api: &Api<Node>, obj: Value) -> Result<(), WorldError> {
-    let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    let name = obj["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let node: Node = serde_json::from_value(obj.clone()).map_err(|e| WorldError::Manifest {
         scenario: String::new(),
         index: 0,
@@ -83,7 +90,11 @@ fn ready_condition(ready: bool) -> Value {
     let (status, reason, message) = if ready {
         ("True", "KubeletReady", "kubelet is posting ready status")
     } else {
-        ("Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status.")
+        (
+            "Unknown",
+            "NodeStatusUnknown",
+            "Kubelet stopped posting node status.",
+        )
     };
     json!({"type": "Ready", "status": status, "reason": reason, "message": message,
         "lastHeartbeatTime": now, "lastTransitionTime": now})
@@ -117,7 +128,11 @@ pub(super) async fn heartbeat(shared: Arc<Shared>) {
     let mut leases = true;
     let mut since_status = Duration::ZERO;
     loop {
-        let up: Vec<String> = names.iter().filter(|n| !shared.node_not_ready(n)).cloned().collect();
+        let up: Vec<String> = names
+            .iter()
+            .filter(|n| !shared.node_not_ready(n))
+            .cloned()
+            .collect();
         if leases {
             let renewed = futures::stream::iter(up.clone())
                 .map(|n| {
@@ -147,20 +162,29 @@ pub(super) async fn heartbeat(shared: Arc<Shared>) {
 }
 
 fn micro_now() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S.%6fZ").to_string()
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%S.%6fZ")
+        .to_string()
 }
 
 /// Create or renew one node's Lease; the failing status code, if any.
 async fn renew_lease(shared: &Shared, node: &str) -> Option<u16> {
     let api: Api<Lease> = Api::namespaced(shared.client.clone(), LEASE_NAMESPACE);
     let renew = json!({"spec": {"renewTime": micro_now(), "holderIdentity": node}});
-    match api.patch(node, &PatchParams::default(), &Patch::Merge(&renew)).await {
+    match api
+        .patch(node, &PatchParams::default(), &Patch::Merge(&renew))
+        .await
+    {
         Ok(_) => return None,
         Err(e) if status_code(&e) != Some(404) => return status_code(&e),
         Err(_) => {}
     }
     let nodes: Api<Node> = Api::all(shared.client.clone());
-    let uid = nodes.get_metadata(node).await.ok().and_then(|n| n.metadata.uid);
+    let uid = nodes
+        .get_metadata(node)
+        .await
+        .ok()
+        .and_then(|n| n.metadata.uid);
     let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": node, "namespace": LEASE_NAMESPACE,
             "ownerReferences": uid.map(|uid| json!([{"apiVersion": "v1", "kind": "Node", "name": node, "uid": uid}]))},
@@ -186,9 +210,17 @@ pub(super) async fn remove(client: &kube::Client, scenario: &Scenario) -> Result
     let wanted: Vec<String> = scenario
         .node_objects()
         .iter()
-        .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string))
+        .filter_map(|n| {
+            n.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
         .collect();
-    for node in listed.items.iter().filter_map(|n| n.metadata.name.as_deref()) {
+    for node in listed
+        .items
+        .iter()
+        .filter_map(|n| n.metadata.name.as_deref())
+    {
         if !wanted.iter().any(|w| w == node) {
             continue;
         }

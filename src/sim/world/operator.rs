@@ -32,7 +32,10 @@ fn i64_at(v: &Value, p: &str) -> Option<i64> {
 }
 
 fn key_of(v: &Value) -> Key {
-    (str_at(v, "/metadata/namespace").to_string(), str_at(v, "/metadata/name").to_string())
+    (
+        str_at(v, "/metadata/namespace").to_string(),
+        str_at(v, "/metadata/name").to_string(),
+    )
 }
 
 struct Operator {
@@ -197,11 +200,16 @@ impl Operator {
     /// they differ from `want`; the Deployment as it now is.
     async fn ensure(&mut self, ns: &str, want: Value) -> Option<Value> {
         let key = (ns.to_string(), str_at(&want, "/metadata/name").to_string());
-        let api: Api<DynamicObject> = Api::namespaced_with(self.shared.client.clone(), ns, &self.deploy_resource);
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.shared.client.clone(), ns, &self.deploy_resource);
         let desired_spec = want.get("spec").map(Value::to_string).unwrap_or_default();
         let Some(current) = self.deployments.get(&key).cloned() else {
             let obj: DynamicObject = serde_json::from_value(want).ok()?;
-            let created = api.create(&PostParams::default(), &obj).await.ok().and_then(to_value)?;
+            let created = api
+                .create(&PostParams::default(), &obj)
+                .await
+                .ok()
+                .and_then(to_value)?;
             self.remember(&key, desired_spec, &created);
             return Some(created);
         };
@@ -216,7 +224,11 @@ impl Operator {
             return Some(current);
         }
         let mut obj = current.clone();
-        for (path, field) in [("spec", None), ("metadata", Some("labels")), ("metadata", Some("ownerReferences"))] {
+        for (path, field) in [
+            ("spec", None),
+            ("metadata", Some("labels")),
+            ("metadata", Some("ownerReferences")),
+        ] {
             let src = match field {
                 None => want.get(path).cloned(),
                 Some(f) => want.get(path).and_then(|m| m.get(f)).cloned(),
@@ -252,15 +264,27 @@ impl Operator {
         self.applied.insert(key.clone(), (spec, generation));
     }
 
-    async fn write_status(&mut self, key: &Key, idep: &Value, services: serde_json::Map<String, Value>, state: &str) {
-        let mut status = idep.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+    async fn write_status(
+        &mut self,
+        key: &Key,
+        idep: &Value,
+        services: serde_json::Map<String, Value>,
+        state: &str,
+    ) {
+        let mut status = idep
+            .get("status")
+            .cloned()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| json!({}));
         status["services"] = Value::from(services);
         status["state"] = Value::from(state);
-        status["observedGeneration"] = Value::from(i64_at(idep, "/metadata/generation").unwrap_or(1));
+        status["observedGeneration"] =
+            Value::from(i64_at(idep, "/metadata/generation").unwrap_or(1));
         if idep.get("status") == Some(&status) {
             return;
         }
-        let api: Api<DynamicObject> = Api::namespaced_with(self.shared.client.clone(), &key.0, &self.idep_resource);
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.shared.client.clone(), &key.0, &self.idep_resource);
         let patch = json!({"status": status});
         let pp = PatchParams::default();
         match api.patch_status(&key.1, &pp, &Patch::Merge(&patch)).await {

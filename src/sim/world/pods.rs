@@ -48,7 +48,8 @@ struct Manager {
 /// Run the pod manager until aborted.
 pub(super) async fn run(shared: Arc<Shared>, mut faults: mpsc::UnboundedReceiver<PodFault>) {
     let api: Api<Pod> = Api::all(shared.client.clone());
-    let stream = watcher::watcher(api, watcher::Config::default()).backoff(crate::cluster::watch_backoff());
+    let stream =
+        watcher::watcher(api, watcher::Config::default()).backoff(crate::cluster::watch_backoff());
     let mut stream = std::pin::pin!(stream);
     let mut m = Manager {
         nodes: shared.node_names().into_iter().collect(),
@@ -97,7 +98,11 @@ impl Manager {
             Event::Apply(pod) => self.on_pod(&pod),
             Event::Delete(pod) => {
                 let key = key_of(&pod);
-                if self.tasks.get(&key).is_some_and(|t| Some(&t.uid) == pod.metadata.uid.as_ref()) {
+                if self
+                    .tasks
+                    .get(&key)
+                    .is_some_and(|t| Some(&t.uid) == pod.metadata.uid.as_ref())
+                {
                     self.tasks.remove(&key);
                 }
                 self.crashes.remove(&key);
@@ -106,7 +111,11 @@ impl Manager {
     }
 
     fn on_pod(&mut self, pod: &Pod) {
-        let node = pod.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .unwrap_or_default();
         if !self.nodes.contains(&node) {
             return;
         }
@@ -140,7 +149,11 @@ impl Manager {
             return false;
         };
         let span = self.shared.scenario.timings.weight_load_jitter.max(0.0);
-        let jitter = if span > 0.0 { self.rng.random_range(-span..=span) } else { 0.0 };
+        let jitter = if span > 0.0 {
+            self.rng.random_range(-span..=span)
+        } else {
+            0.0
+        };
         let (tx, rx) = watch::channel(PodSignal::default());
         let start = PodStart {
             shared: self.shared.clone(),
@@ -152,7 +165,15 @@ impl Manager {
         };
         let handle = tokio::spawn(run_pod(start));
         let uid = pod.metadata.uid.clone().unwrap_or_default();
-        self.tasks.insert(key, Task { uid, node, signal: tx, handle });
+        self.tasks.insert(
+            key,
+            Task {
+                uid,
+                node,
+                signal: tx,
+                handle,
+            },
+        );
         true
     }
 

@@ -23,7 +23,9 @@ fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
 pub(super) enum Check {
     /// `httpGet` (a real request for `path`) or `tcpSocket` (`None`: a
     /// real connect) on the readiness port.
-    ReadinessPort { path: Option<String> },
+    ReadinessPort {
+        path: Option<String>,
+    },
     EngineUp,
     Running,
 }
@@ -51,7 +53,12 @@ fn tokens(c: &Value) -> Vec<String> {
     let mut out = Vec::new();
     for field in ["command", "args"] {
         for part in c.get(field).and_then(Value::as_array).into_iter().flatten() {
-            out.extend(part.as_str().unwrap_or("").split_whitespace().map(str::to_string));
+            out.extend(
+                part.as_str()
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .map(str::to_string),
+            );
         }
     }
     out
@@ -83,7 +90,11 @@ pub(super) fn main_container(pod: &Value) -> Value {
 
 /// The worker's own (loose, Python `int()`) reading of INFERA_READINESS_PORT.
 fn worker_readiness_port(c: &Value) -> u16 {
-    let env = c.get("env").and_then(Value::as_array).cloned().unwrap_or_default();
+    let env = c
+        .get("env")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     env.iter()
         .find(|e| str_at(e, "/name") == "INFERA_READINESS_PORT")
         .and_then(|e| e.get("value").and_then(Value::as_str))
@@ -111,13 +122,24 @@ pub(super) fn engine_of(pod: &Value) -> Option<Engine> {
         .unwrap_or_else(|| "unknown".into());
     let port = flag(&toks, "--port")
         .and_then(|p| p.parse().ok())
-        .or_else(|| main.pointer("/ports/0/containerPort").and_then(Value::as_i64))
+        .or_else(|| {
+            main.pointer("/ports/0/containerPort")
+                .and_then(Value::as_i64)
+        })
         .unwrap_or(30000);
-    Some(Engine { role, engine, model, port, readiness_port: worker_readiness_port(&main) })
+    Some(Engine {
+        role,
+        engine,
+        model,
+        port,
+        readiness_port: worker_readiness_port(&main),
+    })
 }
 
 fn probe_port(p: &Value, container: &Value) -> Option<i64> {
-    let port_value = p.pointer("/httpGet/port").or_else(|| p.pointer("/tcpSocket/port"));
+    let port_value = p
+        .pointer("/httpGet/port")
+        .or_else(|| p.pointer("/tcpSocket/port"));
     port_value.and_then(|v| {
         v.as_i64().or_else(|| {
             let name = v.as_str()?;
@@ -140,7 +162,9 @@ pub(super) fn probe_of(p: &Value, container: &Value, engine: Option<&Engine>) ->
         (Some(e), Some(port)) if port == i64::from(e.readiness_port) => {
             let path = str_at(p, "/httpGet/path");
             let path = if path.is_empty() { "/" } else { path };
-            Check::ReadinessPort { path: http.then(|| path.to_string()) }
+            Check::ReadinessPort {
+                path: http.then(|| path.to_string()),
+            }
         }
         (Some(_), Some(_)) => Check::EngineUp,
         _ => Check::Running,
@@ -203,10 +227,17 @@ impl Check {
 /// Run one probe. `addr` is the pod's readiness socket; `wall_timeout` is
 /// the probe's timeout in wall time. An HTTP probe succeeds on 200..399
 /// (as the kubelet's), and fails on a refused connection or a timeout.
-pub(super) async fn run(check: &Check, addr: Option<SocketAddr>, wall_timeout: Duration, s: Seen) -> bool {
+pub(super) async fn run(
+    check: &Check,
+    addr: Option<SocketAddr>,
+    wall_timeout: Duration,
+    s: Seen,
+) -> bool {
     match (check, addr) {
         (Check::ReadinessPort { path: Some(path) }, Some(addr)) => {
-            http_get(addr, path, wall_timeout).await.is_ok_and(|r| (200..400).contains(&r.status))
+            http_get(addr, path, wall_timeout)
+                .await
+                .is_ok_and(|r| (200..400).contains(&r.status))
         }
         (Check::ReadinessPort { path: None }, Some(addr)) => {
             let connect = tokio::net::TcpStream::connect(addr);
