@@ -143,7 +143,7 @@ pub(super) async fn heartbeat(shared: Arc<Shared>) {
                 .collect::<Vec<_>>()
                 .await;
             // 404 for the resource itself: the server has no Leases.
-            leases = !renewed.iter().any(|r| *r == Some(404));
+            leases = !renewed.contains(&Some(404));
         }
         if since_status >= STATUS_EVERY {
             since_status = Duration::ZERO;
