@@ -188,7 +188,7 @@ async fn pd_1p1d_restart_is_surge_first_and_operator_reverts_hand_edits() {
             let idep = store
                 .get(Kind::InferaDeployment, Some("llm"), "llama")
                 .unwrap_or_default();
-            idep.pointer("/status/state").and_then(Value::as_str) == Some("Ready")
+            idep.pointer("/status/state").and_then(Value::as_str) == Some("ready")
                 && role_counts(&store, "prefill") == (1, 1)
                 && role_counts(&store, "decode") == (1, 1)
         },

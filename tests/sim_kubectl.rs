@@ -244,7 +244,7 @@ async fn apply_get_rollout_restart_and_scale() {
         assert!(row[0].starts_with("web-"), "{table}");
         assert_eq!(row[1], "1/1", "{table}");
         assert_eq!(row[2], "Running", "{table}");
-        assert!(row[5].starts_with("10.244."), "pod IP: {table}");
+        assert!(row[5].starts_with("127.77."), "pod IP: {table}");
         assert!(row[6].starts_with("gpu-node-"), "node: {table}");
     }
 

@@ -2,8 +2,10 @@
 //! `crate::operator::render` (the function lint uses), replacing the whole
 //! spec when it differs (so hand edits revert), on every change of an
 //! InferaDeployment or of a Deployment it owns and every 15 s of scenario
-//! time; `status.services` / `status.state` through the status
-//! subresource. LeaderWorkerSets are not simulated.
+//! time; `status.services` (`kind`, `replicas`, `readyReplicas`) and
+//! `status.state` (`pending` until every Deployment completed, then
+//! `ready`), shaped as the InferaDeployment CRD's status schema, through
+//! the status subresource. LeaderWorkerSets are not simulated.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -172,7 +174,7 @@ impl Operator {
             return;
         };
         let mut services = serde_json::Map::new();
-        let (mut all_ready, mut any_ready) = (true, false);
+        let mut all_ready = true;
         for w in workloads {
             if w.kind != crate::operator::WorkloadKind::Deployment {
                 continue;
@@ -181,18 +183,14 @@ impl Operator {
             let d = self.ensure(&key.0, want).await.unwrap_or_default();
             let (ready, complete) = deployment_progress(&d);
             all_ready &= complete;
-            any_ready |= ready > 0;
             services.insert(
                 w.service.clone(),
-                json!({"replicas": i64_at(&d, "/spec/replicas").unwrap_or(1), "readyReplicas": ready,
-                    "updatedReplicas": i64_at(&d, "/status/updatedReplicas").unwrap_or(0)}),
+                json!({"kind": "Deployment", "replicas": i64_at(&d, "/spec/replicas").unwrap_or(1),
+                    "readyReplicas": ready}),
             );
         }
-        let state = match (all_ready, any_ready) {
-            (true, _) => "Ready",
-            (false, true) => "Progressing",
-            _ => "Pending",
-        };
+        // The CRD's enum: initializing | pending | ready | failed.
+        let state = if all_ready { "ready" } else { "pending" };
         self.write_status(key, &idep, services, state).await;
     }
 
