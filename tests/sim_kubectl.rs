@@ -496,7 +496,7 @@ async fn idep_rollout_on_pinned_nodes_shows_failed_scheduling() {
     // The CRD's short name comes from discovery.
     let out = c
         .eventually("the InferaDeployment to be Ready", &["get", "idep"], |o| {
-            o.ok() && o.stdout.contains("Ready")
+            o.ok() && o.stdout.contains(" ready")
         })
         .await;
     let table = &out.stdout;
