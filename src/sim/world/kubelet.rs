@@ -246,7 +246,13 @@ impl PodTask {
     /// Until deletion: false when the pod went away (nothing to terminate).
     async fn live(&mut self, signal: &mut watch::Receiver<PodSignal>) -> bool {
         let mut last = signal.borrow().clone();
+        let registry = self.registry.clone();
         loop {
+            // Armed before the barrier is checked: a decode registering
+            // while this pod writes its status still wakes it.
+            let barrier = registry.changed.notified();
+            let mut barrier = std::pin::pin!(barrier);
+            barrier.as_mut().enable();
             let sig = signal.borrow().clone();
             if sig.deleting {
                 return true;
@@ -267,10 +273,9 @@ impl PodTask {
             let waiting_barrier = self.waiting_barrier();
             let sleep_for = self.wake().map(|w| secs(w - self.now()));
             let clock = self.shared.clock.clone();
-            let registry = self.registry.clone();
             tokio::select! {
                 changed = signal.changed() => { if changed.is_err() { return false; } }
-                _ = registry.changed.notified(), if waiting_barrier => {}
+                _ = barrier, if waiting_barrier => {}
                 _ = async { match sleep_for { Some(d) => clock.sleep(d).await, None => std::future::pending().await } } => {}
             }
         }
