@@ -45,14 +45,15 @@ impl Creds {
     fn canaries(&self) -> Vec<String> {
         let mut out = vec![CANARY.to_string()];
         for data in [&self.cert_b64, &self.key_b64] {
-            out.push(data[..24].to_string());
-            out.push(data[data.len() / 2..data.len() / 2 + 24].to_string());
+            let mid = data.len() / 2;
+            out.push(data.chars().take(24).collect());
+            out.push(data.chars().skip(mid).take(24).collect());
             let pem = base64::engine::general_purpose::STANDARD
                 .decode(data)
                 .unwrap_or_default();
             let pem = String::from_utf8_lossy(&pem).to_string();
             if let Some(line) = pem.lines().nth(1) {
-                out.push(line[..line.len().min(32)].to_string());
+                out.push(line.chars().take(32).collect());
             }
         }
         out
@@ -61,7 +62,24 @@ impl Creds {
 
 /// A kubeconfig for `server`; the user line `extra` is inserted after
 /// `token:` (the broken case puts an unclosed quote there).
-fn kubeconfig(server: &str, ca: Option<&str>, token: &str, creds: &Creds, broken: bool) -> String {
+fn kubeconfig_text(
+    server: &str,
+    ca: Option<&str>,
+    token: &str,
+    creds: &Creds,
+    broken: bool,
+) -> String {
+    kubeconfig_in("default", server, ca, token, creds, broken)
+}
+
+fn kubeconfig_in(
+    namespace: &str,
+    server: &str,
+    ca: Option<&str>,
+    token: &str,
+    creds: &Creds,
+    broken: bool,
+) -> String {
     let ca = ca
         .map(|c| format!("    certificate-authority-data: {c}\n"))
         .unwrap_or_default();
@@ -72,7 +90,7 @@ fn kubeconfig(server: &str, ca: Option<&str>, token: &str, creds: &Creds, broken
         format!("    client-certificate-data: {}\n", creds.cert_b64)
     };
     format!(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: {server}\n{ca}contexts:\n- name: c\n  context:\n    cluster: k\n    user: u\n    namespace: default\nusers:\n- name: u\n  user:\n    token: {token}\n{cert_line}    client-key-data: {}\n",
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: {server}\n{ca}contexts:\n- name: c\n  context:\n    cluster: k\n    user: u\n    namespace: {namespace}\nusers:\n- name: u\n  user:\n    token: {token}\n{cert_line}    client-key-data: {}\n",
         creds.key_b64
     )
 }
@@ -255,7 +273,7 @@ fn sim_ca(sim: &RunningSim) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broken_kubeconfig_names_file_and_line_never_content() {
     let creds = Creds::new();
-    let text = kubeconfig("https://127.0.0.1:1", None, CANARY, &creds, true);
+    let text = kubeconfig_text("https://127.0.0.1:1", None, CANARY, &creds, true);
     assert!(text.contains(CANARY));
     let quote_line = line_of(&text, "client-certificate-data: \"");
     assert_eq!(line_of(&text, "token:") + 1, quote_line);
@@ -268,14 +286,14 @@ async fn broken_kubeconfig_names_file_and_line_never_content() {
 async fn invalid_key_data_names_the_field_not_the_value() {
     let mut creds = Creds::new();
     creds.key_b64 = format!("{CANARY}-not-base64");
-    let text = kubeconfig("https://127.0.0.1:1", None, CANARY, &creds, false);
+    let text = kubeconfig_text("https://127.0.0.1:1", None, CANARY, &creds, false);
     error_case("invalid client-key-data", &text, &creds, &["client-key"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_exec_plugin_output_and_args_are_not_shown() {
     let creds = Creds::new();
-    let text = kubeconfig("http://127.0.0.1:1", None, CANARY, &creds, false).replace(
+    let text = kubeconfig_text("http://127.0.0.1:1", None, CANARY, &creds, false).replace(
         &format!("    token: {CANARY}\n"),
         &format!(
             "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: sh\n      args: [\"-c\", \"echo {CANARY}; echo {CANARY} >&2; exit 3\"]\n      interactiveMode: Never\n"
@@ -293,7 +311,7 @@ async fn unreachable_cluster_names_url_and_kubeconfig() {
         .map(|a| a.port())
         .unwrap_or_else(|e| panic!("{e}"));
     let server = format!("https://127.0.0.1:{port}");
-    let text = kubeconfig(&server, None, CANARY, &creds, false);
+    let text = kubeconfig_text(&server, None, CANARY, &creds, false);
     error_case("unreachable", &text, &creds, &["cannot reach", &server]).await;
 }
 
@@ -302,7 +320,7 @@ async fn wrong_token_401_from_the_sim() {
     let creds = Creds::new();
     let sim = start_sim(None).await;
     let ca = sim_ca(&sim);
-    let text = kubeconfig(&sim.url(), ca.as_deref(), CANARY, &creds, false);
+    let text = kubeconfig_text(&sim.url(), ca.as_deref(), CANARY, &creds, false);
     error_case("401 from the sim", &text, &creds, &["401 Unauthorized"]).await;
     sim.shutdown().await;
 }
@@ -317,7 +335,8 @@ async fn verbose_rollout_against_the_sim_logs_requests_not_credentials() {
     let ca = sim_ca(&sim);
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let kubeconfig = dir.path().join("kubeconfig");
-    let text = kubeconfig(&sim.url(), ca.as_deref(), CANARY, &creds, false);
+    let ns = sim.namespace();
+    let text = kubeconfig_in(&ns, &sim.url(), ca.as_deref(), CANARY, &creds, false);
     std::fs::write(&kubeconfig, text).unwrap_or_else(|e| panic!("{e}"));
     let (_, argv) = commands(&kubeconfig, dir.path())
         .into_iter()
@@ -332,7 +351,11 @@ async fn verbose_rollout_against_the_sim_logs_requests_not_credentials() {
     for expected in ["infera::http", "GET /api/v1/namespaces/", " 200 ", "PATCH "] {
         assert!(run.stderr.contains(expected), "{expected}:\n{}", run.stderr);
     }
-    assert!(run.stderr.contains("DEBUG"), "-vv is debug:\n{}", run.stderr);
+    assert!(
+        run.stderr.contains("DEBUG"),
+        "-vv is debug:\n{}",
+        run.stderr
+    );
     assert!(!run.stdout.contains("infera::http"), "logs on stdout");
     assert!(!run.stdout.contains(" INFO "), "logs on stdout");
     // Without -v: no log lines at all.
@@ -363,7 +386,7 @@ async fn verbose_rollout_against_the_sim_logs_requests_not_credentials() {
 fn malformed_kubeconfigs_never_echo_the_canary() {
     let creds = Creds::new();
     let canaries = creds.canaries();
-    let good = kubeconfig("https://127.0.0.1:1", None, CANARY, &creds, false);
+    let good = kubeconfig_text("https://127.0.0.1:1", None, CANARY, &creds, false);
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let path = dir.path().join("kubeconfig");
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -420,7 +443,10 @@ fn mutate(text: &str, rng: &mut impl Rng) -> String {
             0 => lines[i].insert(at, '"'),
             1 => lines[i].insert(at, '\''),
             2 => lines[i].insert_str(at, ": "),
-            3 => lines[i].insert(at, ['[', '{', ']', '}', '&', '*', '!', '|'][rng.random_range(0..8)]),
+            3 => lines[i].insert(
+                at,
+                ['[', '{', ']', '}', '&', '*', '!', '|'][rng.random_range(0..8)],
+            ),
             4 => lines[i] = format!(" {line}"),
             5 => lines[i] = line.trim_start().to_string(),
             6 => lines.insert(i, line),

@@ -358,7 +358,10 @@ fn load_kubeconfig(source: &ConfigSource) -> Result<Kubeconfig, ClusterError> {
             let mut merged = Kubeconfig::default();
             for p in paths {
                 merged = merged.merge(read_kubeconfig(p)?).map_err(|e| {
-                    ClusterError::Kubeconfig(redact::KubeconfigProblem::kube(&source.describe(), &e))
+                    ClusterError::Kubeconfig(redact::KubeconfigProblem::kube(
+                        &source.describe(),
+                        &e,
+                    ))
                 })?;
             }
             merged
@@ -451,7 +454,10 @@ async fn resolve_config_from(
             let config = Config::from_custom_kubeconfig(kubeconfig, &options)
                 .await
                 .map_err(|e| {
-                    ClusterError::Kubeconfig(redact::KubeconfigProblem::kube(&source.describe(), &e))
+                    ClusterError::Kubeconfig(redact::KubeconfigProblem::kube(
+                        &source.describe(),
+                        &e,
+                    ))
                 })?;
             (config, Some(context))
         }

@@ -67,7 +67,9 @@ pub fn register_kubeconfig(config: &kube::config::Kubeconfig) {
         if let Some(exec) = &user.exec {
             exec.args.iter().flatten().for_each(|a| register_secret(a));
             for var in exec.env.iter().flatten() {
-                var.get("value").into_iter().for_each(|v| register_secret(v));
+                var.get("value")
+                    .into_iter()
+                    .for_each(|v| register_secret(v));
             }
         }
         if let Some(provider) = &user.auth_provider {
@@ -410,7 +412,7 @@ pub fn auth_error(err: &kube::client::AuthError) -> String {
         A::InvalidBearerToken(_) => "the token is not a valid header value".into(),
         A::AuthExecRun { cmd, out } => format!(
             "exec plugin `{}` failed with {} (its output is not shown: it may hold credentials)",
-            cmd.split_whitespace().next().unwrap_or("?"),
+            exec_program(cmd),
             out.status
         ),
         A::AuthExecParse(_) => "the exec plugin's output is not a valid ExecCredential".into(),
@@ -419,6 +421,41 @@ pub fn auth_error(err: &kube::client::AuthError) -> String {
         A::MalformedTokenExpirationDate(_) => "malformed token expiration date".into(),
         other => scrub(&one_line(&other.to_string())),
     }
+}
+
+/// The program of an exec plugin command line as `kube` reports it: either
+/// `cmd args…` or a `Command`'s debug form (`VAR="…" "cmd" "arg"…`). The
+/// arguments and environment are left out: they may hold credentials.
+fn exec_program(cmd: &str) -> String {
+    let mut rest = cmd.trim_start();
+    while !rest.is_empty() {
+        let end = token_end(rest);
+        let word = &rest[..end];
+        let is_env = word.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+        if !is_env {
+            return scrub(word.trim_matches('"'));
+        }
+        rest = rest[end..].trim_start();
+    }
+    "?".to_string()
+}
+
+/// The end of the first whitespace-separated token, quotes (with `\`
+/// escapes) kept together.
+fn token_end(text: &str) -> usize {
+    let (mut quoted, mut escaped) = (false, false);
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => quoted = !quoted,
+            c if c.is_whitespace() && !quoted => return i,
+            _ => {}
+        }
+    }
+    text.len()
 }
 
 /// The one-line text of a `kube` error and its causes, with the rule
@@ -474,6 +511,16 @@ mod tests {
         assert!(!out.contains("MIIB"), "{out}");
         assert!(out.ends_with(" done"), "{out}");
         assert!(out.contains("https://[redacted]@k:6443/x"), "{out}");
+    }
+
+    #[test]
+    fn exec_program_drops_env_and_args() {
+        let debug = r#"KUBERNETES_EXEC_INFO="{\"kind\":\"x y\"}" "sh" "-c" "echo s3cret""#;
+        assert_eq!(exec_program(debug), "sh");
+        assert_eq!(
+            exec_program("/usr/bin/gcloud --token=s3cret"),
+            "/usr/bin/gcloud"
+        );
     }
 
     #[test]

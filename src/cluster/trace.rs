@@ -14,13 +14,13 @@ use kube::client::ClientBuilder;
 use super::redact;
 
 /// The filter for a verbosity: off by default, `-v` info for infera and the
-/// request lines, `-vv` debug for infera and `kube`. `RUST_LOG`, when set,
+/// request lines, `-vv` debug for infera and `kube`'s watcher. `RUST_LOG`, when set,
 /// wins over both.
 pub fn filter_for(verbosity: u8) -> &'static str {
     match verbosity {
         0 => "off",
         1 => "infera=info",
-        _ => "infera=debug,kube_runtime=debug,kube_client=info",
+        _ => "infera=debug,kube_runtime=debug",
     }
 }
 
