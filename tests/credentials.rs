@@ -6,9 +6,9 @@
 //! canary must appear nowhere in stdout, stderr or any file written; every
 //! error exits 2 with one line naming the kubeconfig.
 //!
-//! Not covered: a 403. The simulator allows every authenticated request
-//! (no RBAC), so it cannot produce one; `ClusterError`'s 403 mapping is
-//! unit-tested in `src/cluster/mod.rs`.
+//! The simulator allows every authenticated request (no RBAC), so the 403
+//! (and a 500) come from a small loopback server here that echoes the
+//! `Authorization` header back in its Status message.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -323,6 +323,98 @@ async fn wrong_token_401_from_the_sim() {
     let text = kubeconfig_text(&sim.url(), ca.as_deref(), CANARY, &creds, false);
     error_case("401 from the sim", &text, &creds, &["401 Unauthorized"]).await;
     sim.shutdown().await;
+}
+
+/// A loopback API server that answers `/version` and refuses everything
+/// else with `status`, echoing the request's `Authorization` header in the
+/// Status message: the worst a real server (or a proxy) could do.
+fn echoing_server(status: u16) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(&stream);
+            let (mut request_line, mut auth) = (String::new(), String::new());
+            let _ = reader.read_line(&mut request_line);
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line.trim() != "" {
+                if line.to_ascii_lowercase().starts_with("authorization:") {
+                    auth = line["authorization:".len()..].trim().to_string();
+                }
+                line.clear();
+            }
+            let (code, body) = if request_line.starts_with("GET /version") {
+                (200, r#"{"major":"1","minor":"33","gitVersion":"v1.33.0","gitCommit":"","gitTreeState":"","buildDate":"","goVersion":"","compiler":"","platform":""}"#.to_string())
+            } else {
+                let reason = if status == 403 {
+                    "Forbidden"
+                } else {
+                    "InternalError"
+                };
+                (status, serde_json::json!({
+                    "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                    "message": format!("denied for {auth} (token {})", auth.trim_start_matches("Bearer ")),
+                    "reason": reason, "code": status,
+                }).to_string())
+            };
+            let _ = write!(
+                &stream,
+                "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://127.0.0.1:{port}")
+}
+
+/// Runs `case` like [`error_case`] but without requiring the file name in
+/// the line (a refusal is about permissions, not about the kubeconfig).
+async fn refused_case(case: &str, status: u16, expect: &str) {
+    let creds = Creds::new();
+    let server = echoing_server(status);
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let kubeconfig = dir.path().join("kubeconfig");
+    let text = kubeconfig_text(&server, None, CANARY, &creds, false);
+    std::fs::write(&kubeconfig, text).unwrap_or_else(|e| panic!("{e}"));
+    for (name, args) in commands(&kubeconfig, dir.path()) {
+        for verbose in [false, true] {
+            let mut argv = args.clone();
+            if verbose {
+                argv.insert(0, "-vv".to_string());
+            }
+            let run = infera_async(argv, dir.path().to_path_buf()).await;
+            let what = format!("{case} / {name}{}", if verbose { " -vv" } else { "" });
+            let files = written_files(dir.path(), &kubeconfig);
+            assert_no_canary(&what, &run, &files, &creds.canaries());
+            assert_eq!(run.code, Some(2), "{what}: {}\n{}", run.stdout, run.stderr);
+            let errors: Vec<&str> = run
+                .stderr
+                .lines()
+                .filter(|l| l.starts_with("error:"))
+                .collect();
+            // `lint --cluster` reports each kind it could not list (and
+            // lints the rest); the others stop at the first refusal.
+            let kinds = if name.starts_with("lint") { 3 } else { 1 };
+            assert_eq!(errors.len(), kinds, "{what}: {}", run.stderr);
+            assert!(
+                errors.iter().all(|e| e.contains(expect)),
+                "{what}: {errors:?}"
+            );
+        }
+    }
+}
+
+/// The simulator allows every authenticated request, so the 403 comes
+/// from a loopback server that also echoes the token back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forbidden_403_echoing_the_token() {
+    refused_case("403 echoing the token", 403, "forbidden").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_error_echoing_the_token() {
+    refused_case("500 echoing the token", 500, "500").await;
 }
 
 /// `-vv` on a whole rollout against the sim, the canary being the sim's

@@ -231,6 +231,33 @@ const KUBECONFIG_KEYS: &[&str] = &[
     "extension",
 ];
 
+/// Words of YAML parser messages, kept even when the file contains them
+/// (a credential is not one of these).
+const PARSER_WORDS: &[&str] = &[
+    "binary",
+    "string",
+    "scalar",
+    "mapping",
+    "sequence",
+    "anchor",
+    "alias",
+    "expected",
+    "found",
+    "invalid",
+    "unexpected",
+    "indentation",
+    "block",
+    "flow",
+    "quote",
+    "quoted",
+    "document",
+    "stream",
+    "tabs",
+    "null",
+    "true",
+    "false",
+];
+
 /// Free text from a parser about `source` (the file's content): quoted
 /// fragments that are not kubeconfig keys, and every word of four or more
 /// characters that occurs in `source` and is not a key, become `…`. What is
@@ -241,7 +268,8 @@ pub fn scrub_against_source(message: &str, source: &str) -> String {
         .split_whitespace()
         .map(|word| {
             let core = word.trim_matches(|c: char| !c.is_alphanumeric());
-            if core.len() >= 4 && source.contains(core) && !KUBECONFIG_KEYS.contains(&core) {
+            let known = KUBECONFIG_KEYS.contains(&core) || PARSER_WORDS.contains(&core);
+            if core.len() >= 4 && source.contains(core) && !known {
                 word.replace(core, "…")
             } else {
                 word.to_string()
