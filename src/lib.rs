@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod cli;
 pub mod cluster;
+pub mod console;
 pub mod demo;
 pub mod exit;
 pub mod generate;

@@ -5,12 +5,14 @@
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use infera::audit::{Outcome, Report};
-use infera::cli::{AuditArgs, Cli, Command, OnStall, PauseBetween};
+use infera::audit::{Outcome, Outputs, Report};
+use infera::cli::{Cli, Command};
 use infera::cluster::{Connection, connect_with};
 use infera::exit::Exit;
 use infera::rollout::target::Target;
-use infera::rollout::{Options, Request, RolloutOutcome, execute};
+use infera::rollout::{
+    Options, Recorder, Reported, Request, RolloutOutcome, execute, execute_with,
+};
 use infera::sim::faults::FaultConfig;
 use infera::sim::scenario::Scenario;
 use infera::sim::store::{Kind, Store};
@@ -44,22 +46,7 @@ async fn connect(sim: &RunningSim) -> Connection {
 }
 
 fn options() -> Options {
-    Options {
-        dry_run: false,
-        force: true,
-        yes: true,
-        abort: false,
-        pause_between: PauseBetween::Never,
-        step_timeout: Duration::from_secs(30 * 60),
-        stall_after: Duration::from_secs(5 * 60),
-        on_stall: OnStall::Abort,
-        sample_interval: Duration::from_secs(10),
-        min_ready: 1,
-        time_scale: SPEED,
-        simulated: true,
-        bars: false,
-        command_line: "infera rollout restart".into(),
-    }
+    Options::unattended(SPEED)
 }
 
 fn restart(target: &str) -> Request {
@@ -231,7 +218,31 @@ async fn whole_node_pinned_stall_is_detected_and_abort_keeps_old_pods() {
         .iter()
         .flat_map(|s| pod_names(sim.store(), &ns, s))
         .collect();
-    let outcome = roll(&sim, &format!("idep/{idep}"), options()).await;
+    // Through the Reporter the CLI implements, captured.
+    let conn = connect(&sim).await;
+    let target = format!("idep/{idep}");
+    let mut recorder = Recorder::default();
+    let outcome = execute_with(
+        &conn,
+        restart(&target),
+        options(),
+        &mut recorder,
+        std::future::pending(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("rollout of {target} failed: {e}"));
+    let lines = recorder.lines();
+    let stalled_at = lines.iter().position(|l| l.contains("STALLED: surge pod"));
+    let aborting_at = lines.iter().position(|l| l.contains("aborting: restoring"));
+    assert!(
+        matches!((stalled_at, aborting_at), (Some(s), Some(a)) if s < a),
+        "stall, then abort: {lines:#?}"
+    );
+    assert!(matches!(
+        recorder.reported.first(),
+        Some(Reported::Plan { .. })
+    ));
+    assert_eq!(recorder.reported.last(), Some(&Reported::Finish));
     let report = report(&outcome);
     assert_eq!(report.outcome, Outcome::Aborted, "{}", report.to_json());
     assert_eq!(outcome.exit, Exit::Stalled);
@@ -281,6 +292,19 @@ async fn surge_without_readiness_is_a_silent_outage() {
         report.sentence().contains("silent outage"),
         "{}",
         report.sentence()
+    );
+    // A report file that cannot be written after the rollout (its directory
+    // went away) makes the exit 2, though a role fell below (1).
+    let gone = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let outputs = Outputs {
+        report: Some(gone.path().join("report.json")),
+        timeline: Vec::new(),
+    };
+    assert!(outputs.check().is_ok());
+    drop(gone);
+    assert_eq!(
+        infera::console::finish_outputs(Some(report), &outputs, outcome.exit),
+        Exit::Usage
     );
     sim.shutdown().await;
 }
@@ -348,14 +372,15 @@ async fn faults_do_not_change_the_exact_minima() {
     sim.shutdown().await;
 }
 
-fn audit_args(argv: &[&str]) -> AuditArgs {
+/// `infera audit ARGV…` as library options.
+fn audit_args(argv: &[&str]) -> infera::audit::Options {
     let mut full = vec!["infera", "audit"];
     full.extend_from_slice(argv);
     match Cli::try_parse_from(full)
         .unwrap_or_else(|e| panic!("{e}"))
         .command
     {
-        Command::Audit(a) => a,
+        Command::Audit(a) => infera::audit::Options::from(&a),
         _ => unreachable!(),
     }
 }
@@ -508,5 +533,106 @@ async fn lint_cluster_reads_live_objects() {
         ],
         "{stdout}"
     );
+    sim.shutdown().await;
+}
+
+/// Write to a node every few milliseconds (a status heartbeat), so the
+/// global resource version moves between compactions and a resumed watch
+/// is always behind the history floor: every resume gets 410.
+async fn heartbeat(store: &Store, stop: &tokio::sync::Notify) {
+    let nodes: Vec<String> = store
+        .list(Kind::Node, None)
+        .0
+        .iter()
+        .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))
+        .map(str::to_string)
+        .collect();
+    let mut beat = 0u64;
+    loop {
+        beat += 1;
+        for node in &nodes {
+            let _ = store.mutate(Kind::Node, None, node, |n| {
+                n["metadata"]["annotations"]["test/heartbeat"] = beat.to_string().into();
+            });
+        }
+        tokio::select! {
+            _ = stop.notified() => return,
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+    }
+}
+
+/// The one reflector (`cluster::reflect`) through the 410 / re-list path:
+/// watches dropped every 200 ms, history compacted every 150 ms, so each
+/// resume is answered 410 and the watcher re-lists. Each re-list is swapped
+/// in at `InitDone`: the exact minimum never dips below the steady count
+/// (no spurious gap), and after the re-lists the cached counts are the
+/// simulator's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relist_after_410_shows_no_spurious_gap() {
+    let faults = FaultConfig {
+        drop_watches_every: Some(Duration::from_millis(200)),
+        compact_every: Some(Duration::from_millis(150)),
+        ..FaultConfig::default()
+    };
+    let sim = start("pd-1p1d", faults).await;
+    let ns = sim.namespace();
+    let conn = connect(&sim).await;
+    let idep = sim
+        .store()
+        .get(Kind::InferaDeployment, Some(&ns), "llama")
+        .expect("the scenario's InferaDeployment");
+    let roles = infera::audit::roles_from_inferadeployment(&idep).unwrap_or_else(|e| panic!("{e}"));
+    let auditor = infera::audit::Auditor::new(roles, 1, Duration::from_secs(10), SPEED);
+    let mut session = infera::audit::AuditSession::start(
+        conn.client.clone(),
+        &conn.url,
+        &conn.namespace,
+        Some("infera.amd.com/deployment=llama".into()),
+        auditor,
+    );
+    let stop = tokio::sync::Notify::new();
+    let relisted = async {
+        session
+            .wait_synced()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while session.lists() < 4 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        stop.notify_one();
+    };
+    tokio::join!(heartbeat(sim.store(), &stop), relisted);
+    assert!(session.lists() >= 4, "re-lists: {}", session.lists());
+    let lists = sim
+        .store()
+        .request_counts()
+        .get("list pods")
+        .copied()
+        .unwrap_or(0);
+    assert!(lists >= 4, "the watcher re-listed after 410s: {lists}");
+    // Correct state after the re-lists: the cache matches the simulator.
+    for counts in session.counts() {
+        let ready = ready_pods(sim.store(), &ns, &counts.role).len() as u32;
+        assert_eq!(
+            (counts.role.as_str(), counts.ready),
+            (counts.role.as_str(), ready)
+        );
+        assert_eq!(counts.ready, 1, "{counts:?}");
+    }
+    let report = session
+        .finish(Outcome::Complete)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for role in ["prefill", "decode"] {
+        let (ready, routable, _) = minima(&report, role);
+        assert_eq!(
+            (ready, routable),
+            (Some(1), Some(1)),
+            "{role}: {}",
+            report.to_json()
+        );
+    }
     sim.shutdown().await;
 }

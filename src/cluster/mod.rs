@@ -11,6 +11,7 @@
 
 mod capacity;
 mod rbac;
+pub mod reflect;
 mod status;
 
 use std::ffi::OsString;
