@@ -134,10 +134,15 @@ async fn idep_legs(
         let dep = retrying("get deployment", || deps_api.get_opt(&workload))
             .await
             .map_err(|e| conn.error(&e, "get", "deployments.apps"))?;
-        let template = dep
-            .as_ref()
-            .and_then(|d| serde_json::to_value(&d.spec.as_ref()?.template).ok())
-            .unwrap_or_default();
+        let template = match dep.as_ref().and_then(|d| d.spec.as_ref()) {
+            Some(spec) => {
+                serde_json::to_value(&spec.template).map_err(|source| RolloutError::Encode {
+                    what: format!("the pod template of deploy/{workload}"),
+                    source,
+                })?
+            }
+            None => Value::Null,
+        };
         legs.push(Leg {
             role,
             replicas: services
