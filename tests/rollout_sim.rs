@@ -38,11 +38,23 @@ async fn start(scenario: &str, faults: FaultConfig) -> RunningSim {
     sim
 }
 
+/// Connect through the simulator's kubeconfig. `connect_with` probes
+/// `/version` once; with `restart_api_every` that probe can land while the
+/// API server restarts (connection refused), so try a few times.
 async fn connect(sim: &RunningSim) -> Connection {
-    let config = sim.client_config().await.unwrap_or_else(|e| panic!("{e}"));
-    connect_with(config, Some("infera-sim".into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
+    let mut attempt = 0;
+    loop {
+        let config = sim.client_config().await.unwrap_or_else(|e| panic!("{e}"));
+        match connect_with(config, Some("infera-sim".into())).await {
+            Ok(conn) => return conn,
+            Err(e) if attempt < 5 => {
+                attempt += 1;
+                eprintln!("connect attempt {attempt}: {e}");
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
 }
 
 fn options() -> Options {
