@@ -11,7 +11,8 @@ use infera::cluster::{Connection, connect_with};
 use infera::exit::Exit;
 use infera::rollout::target::Target;
 use infera::rollout::{
-    Options, Recorder, Reported, Request, RolloutOutcome, execute, execute_with,
+    Options, PauseBetween, Question, Recorder, Reported, Request, RolloutOutcome, execute,
+    execute_with,
 };
 use infera::sim::faults::FaultConfig;
 use infera::sim::scenario::Scenario;
@@ -646,5 +647,96 @@ async fn relist_after_410_shows_no_spurious_gap() {
             report.to_json()
         );
     }
+    sim.shutdown().await;
+}
+
+/// `--pause-between legs` without `--yes`: the questions go to the
+/// Reporter, not to a terminal. "Start? yes", then "next leg? no" stops
+/// after the first leg (exit 130) with the in-flight record left on the CR;
+/// the same request again resumes the remaining leg and completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_between_legs_asks_the_reporter_and_resumes() {
+    let sim = start("pd-1p1d", FaultConfig::default()).await;
+    let ns = sim.namespace();
+    let conn = connect(&sim).await;
+    let opts = Options {
+        yes: false,
+        pause_between: PauseBetween::Legs,
+        ..options()
+    };
+    let mut recorder = Recorder {
+        answers: vec![Some(true), Some(false)],
+        ..Recorder::default()
+    };
+    let outcome = execute_with(
+        &conn,
+        restart("idep/llama"),
+        opts,
+        &mut recorder,
+        std::future::pending(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(outcome.exit, Exit::Interrupted);
+    let asked: Vec<&Question> = recorder
+        .reported
+        .iter()
+        .filter_map(|r| match r {
+            Reported::Asked(q) => Some(q),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, [&Question::Start, &Question::NextLeg]);
+    let done: Vec<&str> = recorder
+        .reported
+        .iter()
+        .filter_map(|r| match r {
+            Reported::LegDone { leg, .. } => Some(leg.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(done.len(), 1, "one leg rolled: {done:?}");
+    let in_flight = |store: &Store| {
+        store
+            .get(Kind::InferaDeployment, Some(&ns), "llama")
+            .and_then(|v| {
+                v.pointer("/metadata/annotations/infera.amd.com~1rollout-in-flight")
+                    .cloned()
+            })
+    };
+    assert!(
+        in_flight(sim.store()).is_some(),
+        "the record stays for a resume"
+    );
+    // The same request resumes the other leg.
+    let mut resumed = Recorder::default();
+    let outcome = execute_with(
+        &conn,
+        restart("idep/llama"),
+        options(),
+        &mut resumed,
+        std::future::pending(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(outcome.exit, Exit::Ok, "{}", report(&outcome).to_json());
+    assert!(
+        resumed
+            .lines()
+            .iter()
+            .any(|l| l.starts_with("Resuming the interrupted rollout")),
+        "{:#?}",
+        resumed.lines()
+    );
+    let legs_rolled = resumed
+        .reported
+        .iter()
+        .filter(|r| matches!(r, Reported::LegDone { .. }))
+        .count();
+    assert_eq!(legs_rolled, 1, "only the remaining leg");
+    assert!(
+        in_flight(sim.store()).is_none(),
+        "the record is removed at the end"
+    );
     sim.shutdown().await;
 }
