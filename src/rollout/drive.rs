@@ -4,17 +4,15 @@
 //! [`execute_with`] reads the target, resumes or refuses an in-flight
 //! record, builds the plan and asks the [`Reporter`] whether to go on; then
 //! a [`Driver`] holds the state of the drive and has one method per phase:
-//! [`trigger`](Driver::trigger) (or resume) a leg,
-//! [`watch_leg`](Driver::watch_leg) until it is complete, detect a
-//! [`stall`](Driver::check_stall), [`abort`](Driver::abort_leg) it, and
-//! [`finish_leg`](Driver::finish_leg).
+//! `trigger` (or `resume_leg`), `watch_leg` until the leg is complete,
+//! `check_stall`, `abort_leg`, `finish_leg`.
 //!
 //! Watches: one pod watch (label selector of the target, shared with the
 //! Auditor) and one Deployment watch in the namespace, both through
 //! `kube::runtime::watcher` with backoff: a dropped watch, a 410 or an API
 //! restart is recovered by a re-list, which the step trackers, the Auditor
 //! and the Deployment view reconcile through one
-//! [`Reflector`](crate::cluster::reflect::Reflector). No request is made per
+//! [`crate::cluster::reflect::Reflector`]. No request is made per
 //! sample. The driver never deletes a pod: the operator / Deployment
 //! controller does the replacing, and an abort puts the old template back so
 //! the old pods keep serving. The driver never prints: everything goes to the
