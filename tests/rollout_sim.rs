@@ -245,11 +245,19 @@ async fn whole_node_pinned_stall_is_detected_and_abort_keeps_old_pods() {
     .await
     .unwrap_or_else(|e| panic!("rollout of {target} failed: {e}"));
     let lines = recorder.lines();
-    let stalled_at = lines.iter().position(|l| l.contains("STALLED: surge pod"));
-    let aborting_at = lines.iter().position(|l| l.contains("aborting: restoring"));
+    let stalled_at = recorder.reported.iter().position(
+        |r| matches!(r, Reported::Stall { stall, .. } if stall.pod.is_some() && stall.message.contains("FailedScheduling")),
+    );
+    let aborting_at = recorder.reported.iter().position(
+        |r| matches!(r, Reported::Event { text, .. } if text.starts_with("aborting: restoring")),
+    );
     assert!(
         matches!((stalled_at, aborting_at), (Some(s), Some(a)) if s < a),
         "stall, then abort: {lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("STALLED: surge pod")),
+        "{lines:#?}"
     );
     assert!(matches!(
         recorder.reported.first(),

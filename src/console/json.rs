@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::rollout::plan::Plan;
-use crate::rollout::reporter::{Clock, Question, Reporter};
+use crate::rollout::reporter::{Clock, Question, Reporter, Stall};
 use crate::rollout::tracker::Observation;
 
 /// JSON lines on `W`; `elapsed_s` is reported time since `start`.
@@ -78,6 +78,13 @@ impl<W: Write> Reporter for JsonLines<W> {
                          "pod": obs.pod, "node": obs.node, "detail": obs.detail,
                          "elapsed_s": elapsed}),
         );
+    }
+
+    fn stall(&mut self, leg: &str, stall: &Stall, at: Instant) {
+        let elapsed = self.elapsed(at);
+        self.emit(json!({"event": "stall", "leg": leg, "pod": stall.pod,
+                         "message": stall.message, "after_s": stall.after.as_secs_f64(),
+                         "elapsed_s": elapsed}));
     }
 
     fn activity(&mut self, _: &str, _: &str, _: Instant) {}

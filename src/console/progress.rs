@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::rollout::plan::Plan;
-use crate::rollout::reporter::{Clock, Question, Reporter, human_duration};
+use crate::rollout::reporter::{Clock, Question, Reporter, Stall, human_duration};
 use crate::rollout::tracker::{Observation, StepKind};
 
 /// Steps a bar counts per replaced pod (created, scheduled, loading, Ready,
@@ -257,6 +257,10 @@ impl Reporter for Terminal {
         if let Some(p) = &mut self.progress {
             p.step(leg, obs, at);
         }
+    }
+
+    fn stall(&mut self, leg: &str, stall: &Stall, at: Instant) {
+        self.event(leg, &stall.describe(), at);
     }
 
     fn activity(&mut self, leg: &str, what: &str, at: Instant) {

@@ -32,7 +32,7 @@ use super::legs::{Leg, legs_of, preflight};
 use super::options::{OnStall, Options, PauseBetween, Request, RolloutError, RolloutOutcome};
 use super::plan::Plan;
 use super::record::{InFlight, LegRecord, combine};
-use super::reporter::{Clock, Question, Reporter, Silent, human_duration};
+use super::reporter::{Clock, Question, Reporter, Silent, Stall, human_duration};
 use super::target::TargetKind;
 use super::tracker::{LegTracker, Observation, StepKind};
 use super::trigger::{
@@ -829,14 +829,12 @@ impl<'a> Driver<'a> {
             }
             None => message,
         };
-        let text = format!(
-            "STALLED: {} for {}: {quoted}",
-            pod.as_deref()
-                .map(|p| format!("surge pod {p} unschedulable"))
-                .unwrap_or_else(|| "progress deadline exceeded".into()),
-            human_duration(self.opts.stall_after),
-        );
-        self.out.event(leg, &text, now);
+        let stall = Stall {
+            pod: pod.clone(),
+            message: quoted,
+            after: self.opts.stall_after,
+        };
+        self.out.stall(leg, &stall, now);
         self.auditor
             .step(marker(leg, "stalled", pod.map(|p| (p, None)), now));
     }

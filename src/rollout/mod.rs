@@ -32,4 +32,4 @@ mod watch;
 pub use api::inferadeployment_resource;
 pub use drive::{Driver, execute, execute_with};
 pub use options::{OnStall, Options, PauseBetween, Request, RolloutError, RolloutOutcome};
-pub use reporter::{Clock, Question, Recorder, Reported, Reporter, Silent, human_duration};
+pub use reporter::{Clock, Question, Recorder, Reported, Reporter, Silent, Stall, human_duration};

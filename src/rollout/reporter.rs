@@ -70,6 +70,33 @@ impl Question {
     }
 }
 
+/// A leg that stopped progressing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stall {
+    /// The unschedulable surge pod (`None`: the Deployment is past its
+    /// progress deadline).
+    pub pod: Option<String>,
+    /// The FailedScheduling event or the Deployment's condition, quoted.
+    pub message: String,
+    /// `--stall-after` (reported time).
+    pub after: Duration,
+}
+
+impl Stall {
+    /// `STALLED: surge pod P unschedulable for 5m00s: FailedScheduling: …`.
+    pub fn describe(&self) -> String {
+        format!(
+            "STALLED: {} for {}: {}",
+            self.pod
+                .as_deref()
+                .map(|p| format!("surge pod {p} unschedulable"))
+                .unwrap_or_else(|| "progress deadline exceeded".into()),
+            human_duration(self.after),
+            self.message
+        )
+    }
+}
+
 /// Where a rollout's output goes.
 pub trait Reporter {
     /// The preflight plan.
@@ -83,6 +110,9 @@ pub trait Reporter {
     fn event(&mut self, leg: &str, text: &str, at: Instant);
     /// A step observed on `leg`.
     fn step(&mut self, leg: &str, obs: &Observation, at: Instant);
+    /// `leg` stalled (reported once per leg); the driver's decision
+    /// (abort or wait) follows as an event.
+    fn stall(&mut self, leg: &str, stall: &Stall, at: Instant);
     /// What `leg` is waiting for now.
     fn activity(&mut self, leg: &str, what: &str, at: Instant);
     /// Periodic refresh (every 100 ms while driving).
@@ -107,6 +137,7 @@ impl Reporter for Silent {
     fn start(&mut self, _: &[(String, u64)], _: Clock) {}
     fn event(&mut self, _: &str, _: &str, _: Instant) {}
     fn step(&mut self, _: &str, _: &Observation, _: Instant) {}
+    fn stall(&mut self, _: &str, _: &Stall, _: Instant) {}
     fn activity(&mut self, _: &str, _: &str, _: Instant) {}
     fn tick(&mut self, _: Instant) {}
     fn leg_done(&mut self, _: &str, _: &str) {}
@@ -127,6 +158,7 @@ pub enum Reported {
     Start(Vec<(String, u64)>),
     Event { leg: String, text: String },
     Step { leg: String, obs: Observation },
+    Stall { leg: String, stall: Stall },
     LegDone { leg: String, summary: String },
     Finish,
     Asked(Question),
@@ -148,6 +180,7 @@ impl Recorder {
             .filter_map(|r| match r {
                 Reported::Note(t) => Some(t.clone()),
                 Reported::Event { leg, text } => Some(format!("{leg}: {text}")),
+                Reported::Stall { leg, stall } => Some(format!("{leg}: {}", stall.describe())),
                 _ => None,
             })
             .collect()
@@ -177,6 +210,12 @@ impl Reporter for Recorder {
         self.reported.push(Reported::Step {
             leg: leg.to_string(),
             obs: obs.clone(),
+        });
+    }
+    fn stall(&mut self, leg: &str, stall: &Stall, _: Instant) {
+        self.reported.push(Reported::Stall {
+            leg: leg.to_string(),
+            stall: stall.clone(),
         });
     }
     fn activity(&mut self, _: &str, _: &str, _: Instant) {}
