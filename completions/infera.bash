@@ -137,7 +137,7 @@ _infera() {
 
     case "${cmd}" in
         infera)
-            opts="-h -V --help --version lint rules render rollout audit sim demo rbac completions generate help"
+            opts="-v -h -V --verbose --help --version lint rules render rollout audit sim demo rbac completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -151,7 +151,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__audit)
-            opts="-n -h -V --for --until-complete --role --samples --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --help --version"
+            opts="-n -v -h -V --for --until-complete --role --samples --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -209,7 +209,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__completions)
-            opts="-h -V --help --version bash elvish fish powershell zsh"
+            opts="-v -h -V --verbose --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -223,7 +223,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__demo)
-            opts="-h -V --scenario --speed --stall-after --sample-interval --min-ready --report --timeline --help --version"
+            opts="-v -h -V --scenario --speed --stall-after --sample-interval --min-ready --report --timeline --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -265,7 +265,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__generate)
-            opts="-h -V --dir --help --version"
+            opts="-v -h -V --dir --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -507,7 +507,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__lint)
-            opts="-o -j -A -n -h -V --format --node-gpus --nodes --config --select --ignore --fail-on --threads --cluster --all-namespaces --kubeconfig --context --namespace --help --version"
+            opts="-o -j -A -n -v -h -V --format --node-gpus --nodes --config --select --ignore --fail-on --threads --cluster --all-namespaces --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -577,7 +577,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rbac)
-            opts="-n -o -h -V --namespace --output --help --version"
+            opts="-n -o -v -h -V --namespace --output --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -607,7 +607,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__render)
-            opts="-o -h -V --output --help --version"
+            opts="-o -v -h -V --output --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -629,7 +629,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rollout)
-            opts="-h -V --help --version restart set-image help"
+            opts="-v -h -V --verbose --help --version restart set-image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -699,7 +699,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rollout__subcmd__restart)
-            opts="-y -n -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --help --version"
+            opts="-y -n -v -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -773,7 +773,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rollout__subcmd__set__subcmd__image)
-            opts="-y -n -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --help --version"
+            opts="-y -n -v -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -847,7 +847,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rules)
-            opts="-h -V --json --help --version"
+            opts="-v -h -V --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -861,7 +861,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__sim)
-            opts="-h -V --help --version serve scenarios help"
+            opts="-v -h -V --verbose --help --version serve scenarios help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -931,7 +931,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__sim__subcmd__scenarios)
-            opts="-h -V --help --version"
+            opts="-v -h -V --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -945,7 +945,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__sim__subcmd__serve)
-            opts="-h -V --scenario --port --plain-http --token --kubeconfig-out --speed --seed --drop-watches-every --error-rate --conflict-rate --compact-every --latency --restart-api-every --help --version"
+            opts="-v -h -V --scenario --port --plain-http --token --kubeconfig-out --speed --seed --drop-watches-every --error-rate --conflict-rate --compact-every --latency --restart-api-every --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

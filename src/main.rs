@@ -8,10 +8,13 @@ use infera::exit::Exit;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    infera::cluster::trace::init_logging(cli.verbose);
     match run(cli) {
         Ok(exit) => exit.into(),
         Err(err) => {
-            eprintln!("error: {err:#}");
+            // The credentials rule applies to the last line too.
+            let text = infera::cluster::redact::scrub(&format!("{err:#}"));
+            eprintln!("error: {text}");
             Exit::Usage.into()
         }
     }

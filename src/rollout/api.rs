@@ -40,7 +40,7 @@ where
             Ok(v) => return Ok(v),
             Err(e) if attempt < 12 && transient(&e) => {
                 attempt += 1;
-                tracing_note(what, &e, attempt);
+                tracing_note(what, &e, attempt, delay);
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(2));
             }
@@ -49,7 +49,14 @@ where
     }
 }
 
-fn tracing_note(_what: &str, _e: &kube::Error, _attempt: u32) {}
+fn tracing_note(what: &str, e: &kube::Error, attempt: u32, delay: Duration) {
+    tracing::info!(
+        attempt,
+        backoff_ms = delay.as_millis() as u64,
+        "retrying {what} after a transient error: {}",
+        crate::cluster::redact::kube_error(e)
+    );
+}
 
 fn transient(e: &kube::Error) -> bool {
     match e {
