@@ -26,15 +26,15 @@ fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Rules(args) => infera::lint::rules_command(&args),
         Command::Render(args) => infera::operator::render_command(&args),
         Command::Rollout(RolloutCommand::Restart(args)) => {
-            runtime()?.block_on(infera::rollout::run(args, None))
+            runtime()?.block_on(infera::console::rollout(args, None))
         }
         Command::Rollout(RolloutCommand::SetImage(args)) => {
-            runtime()?.block_on(infera::rollout::run(args.rollout, Some(args.image)))
+            runtime()?.block_on(infera::console::rollout(args.rollout, Some(args.image)))
         }
-        Command::Audit(args) => runtime()?.block_on(infera::audit::run(args)),
+        Command::Audit(args) => runtime()?.block_on(infera::console::audit(args)),
         Command::Sim(SimCommand::Serve(args)) => runtime()?.block_on(infera::sim::serve(args)),
         Command::Sim(SimCommand::Scenarios) => infera::sim::list_scenarios(),
-        Command::Demo(args) => runtime()?.block_on(infera::demo::run(args)),
+        Command::Demo(args) => runtime()?.block_on(infera::console::demo(args)),
         Command::Rbac(args) => infera::cluster::rbac_command(&args),
         Command::Completions(args) => {
             use std::io::Write;

@@ -127,6 +127,11 @@ impl AuditSession {
         lock(&self.auditor).step(step);
     }
 
+    /// How many complete pod lists were applied (1: no re-list yet).
+    pub fn lists(&self) -> u64 {
+        lock(&self.auditor).lists()
+    }
+
     /// Current Ready/routable counts per role, from the cache.
     pub fn counts(&self) -> Vec<RoleCounts> {
         lock(&self.auditor).counts()

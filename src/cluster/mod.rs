@@ -12,6 +12,7 @@
 mod capacity;
 mod rbac;
 pub mod redact;
+pub mod reflect;
 mod status;
 pub mod trace;
 
