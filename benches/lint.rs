@@ -4,9 +4,8 @@
 //!
 //! Run it with `benches/lint-harness.sh` (or `cargo bench --bench lint`).
 //! It generates a corpus of about 60 MiB (`INFERA_BENCH_MB`) into a
-//! temporary directory: the shared corpus of real InferaDeployment manifests
-//! (`../shared/corpus/infera`, else `tests/fixtures`; `INFERA_BENCH_CORPUS`
-//! picks another directory) copied over and over, every copy with fresh
+//! temporary directory: the real InferaDeployment manifests of
+//! `tests/fixtures` (`INFERA_BENCH_CORPUS` picks another directory) copied over and over, every copy with fresh
 //! `metadata.name`s, one file per copy of a source file. The directory is
 //! removed at the end.
 //!
@@ -71,13 +70,7 @@ fn source_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("INFERA_BENCH_CORPUS") {
         return PathBuf::from(dir);
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let shared = root.join("../shared/corpus/infera");
-    if shared.is_dir() {
-        shared
-    } else {
-        root.join("tests/fixtures")
-    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
 /// `text` with every top-level `metadata.name` suffixed with `-b{copy}`, so
@@ -114,6 +107,9 @@ fn generate(target_bytes: u64) -> Corpus {
             let text = std::fs::read_to_string(&p).ok()?;
             Some((p.file_name()?.to_string_lossy().into_owned(), text))
         })
+        // Only InferaDeployment files (tests/fixtures also holds our own
+        // plain Deployments, which are not what users ship).
+        .filter(|(_, text)| text.contains("kind: InferaDeployment"))
         .collect();
     sources.sort();
     assert!(!sources.is_empty(), "no *.yaml in {}", from.display());

@@ -1,4 +1,5 @@
-//! The shared corpus of real InferaDeployment manifests (../shared/corpus).
+//! The real InferaDeployment manifests Infera ships, copied unchanged into
+//! `tests/fixtures/` (origin and licence in `tests/fixtures/README.md`).
 
 use std::path::PathBuf;
 
@@ -6,7 +7,7 @@ use infera::lint::engine::{LintOptions, lint_paths};
 
 fn corpus(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/corpus/infera")
+        .join("tests/fixtures")
         .join(name)
 }
 

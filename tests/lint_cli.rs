@@ -265,7 +265,7 @@ fn sarif_of_hand_built_findings_is_valid() {
 const PD: &str = "tests/golden/input/pd-skip-probe.yaml";
 const PLAIN: &str = "tests/golden/input/plain-deployments.yaml";
 const BROKEN: &str = "tests/golden/input/broken.yaml";
-const OPERATOR_SAMPLE: &str = "../shared/corpus/infera/infera_v1alpha1_inferadeployment.yaml";
+const OPERATOR_SAMPLE: &str = "tests/fixtures/infera_v1alpha1_inferadeployment.yaml";
 
 fn fixture_text(rel: &str) -> String {
     std::fs::read_to_string(root().join(rel)).expect("fixture")

@@ -354,8 +354,8 @@ mod tests {
             "file:///elsewhere/x.yaml"
         );
         assert_eq!(
-            artifact_uri("../shared/corpus/a.yaml", None),
-            "../shared/corpus/a.yaml"
+            artifact_uri("../manifests/a.yaml", None),
+            "../manifests/a.yaml"
         );
     }
 
