@@ -583,6 +583,12 @@ fn run_rules(w: &Workload<'_>, opts: &LintOptions) -> Vec<Hit> {
     if has(&hits, "IR001") {
         hits.retain(|h| h.code != "IR006" && h.code != "IR005");
     }
+    // An unpinned worker that needs a spare node (IR004, with the numbers
+    // and the inventory's verdict) is not also reported as IR002's "no
+    // eligible node holds both" from the same inventory.
+    if has(&hits, "IR004") {
+        hits.retain(|h| h.code != "IR002");
+    }
     hits
 }
 
