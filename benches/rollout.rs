@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use infera::cli::{Cli, OnStall, PauseBetween};
+use infera::cli::Cli;
 use infera::rollout::tracker::StepKind;
 use infera::rollout::{Options, Request, execute};
 use infera::sim::scenario::Scenario;
@@ -182,20 +182,9 @@ async fn latency_run(replicas: u64, speed: f64) {
     let before = sim.store().request_counts();
     let request = Request::restart("idep/llama".parse().expect("target"));
     let options = Options {
-        dry_run: false,
-        force: true,
-        yes: true,
-        abort: false,
-        pause_between: PauseBetween::Never,
         step_timeout: Duration::from_secs(3600),
-        stall_after: Duration::from_secs(300),
-        on_stall: OnStall::Abort,
-        sample_interval: Duration::from_secs(10),
-        min_ready: 1,
-        time_scale: speed,
-        simulated: true,
-        bars: false,
         command_line: String::new(),
+        ..Options::unattended(speed)
     };
     let started = Instant::now();
     let outcome = execute(&conn, request, options, std::future::pending())
@@ -303,7 +292,7 @@ async fn audit_memory(hours: u64, speed: f64) {
         .expect("args")
         .command
     {
-        infera::cli::Command::Audit(a) => a,
+        infera::cli::Command::Audit(a) => infera::audit::Options::from(&a),
         _ => unreachable!(),
     };
     let rss: Arc<Mutex<Vec<(f64, u64)>>> = Arc::default();

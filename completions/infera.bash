@@ -146,7 +146,7 @@ _infera() {
 
     case "${cmd}" in
         infera)
-            opts="-h -V --help --version lint rules render rollout audit sim demo rbac completions generate help"
+            opts="-v -h -V --verbose --help --version lint rules render rollout audit sim demo rbac completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -160,7 +160,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__audit)
-            opts="-n -h -V --for --until-complete --role --samples --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --help --version"
+            opts="-n -v -h -V --for --until-complete --role --samples --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -218,7 +218,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__completions)
-            opts="-h -V --help --version bash elvish fish powershell zsh"
+            opts="-v -h -V --verbose --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -232,7 +232,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__demo)
-            opts="-h -V --scenario --speed --stall-after --sample-interval --min-ready --report --timeline --help --version"
+            opts="-v -h -V --scenario --speed --stall-after --sample-interval --min-ready --report --timeline --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -274,7 +274,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__generate)
-            opts="-h -V --dir --help --version"
+            opts="-v -h -V --dir --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -530,7 +530,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__lint)
-            opts="-o -j -A -n -h -V --format --node-gpus --nodes --config --select --ignore --fail-on --threads --cluster --all-namespaces --kubeconfig --context --namespace --help --version"
+            opts="-o -j -A -n -v -h -V --format --node-gpus --nodes --config --select --ignore --fail-on --threads --cluster --all-namespaces --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -600,7 +600,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rbac)
-            opts="-n -o -h -V --namespace --output --help --version"
+            opts="-n -o -v -h -V --namespace --output --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -630,7 +630,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__render)
-            opts="-o -h -V --output --help --version"
+            opts="-o -v -h -V --output --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -652,7 +652,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rollout)
-            opts="-h -V --help --version restart set-image help"
+            opts="-v -h -V --verbose --help --version restart set-image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -722,7 +722,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rollout__subcmd__restart)
-            opts="-y -n -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --help --version"
+            opts="-y -n -v -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -796,7 +796,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rollout__subcmd__set__subcmd__image)
-            opts="-y -n -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --help --version"
+            opts="-y -n -v -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -870,7 +870,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rules)
-            opts="-h -V --json --help --version"
+            opts="-v -h -V --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -884,7 +884,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__sim)
-            opts="-h -V --help --version serve attach scenarios help"
+            opts="-v -h -V --verbose --help --version serve attach scenarios help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -898,7 +898,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__sim__subcmd__attach)
-            opts="-h -V --kubeconfig --context --scenario --speed --pod-cidr --no-operator --no-taint --cleanup --help --version"
+            opts="-v -h -V --kubeconfig --context --scenario --speed --pod-cidr --no-operator --no-taint --cleanup --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1002,7 +1002,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__sim__subcmd__scenarios)
-            opts="-h -V --help --version"
+            opts="-v -h -V --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1016,7 +1016,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__sim__subcmd__serve)
-            opts="-h -V --scenario --port --plain-http --token --kubeconfig-out --speed --seed --no-world --drop-watches-every --error-rate --conflict-rate --compact-every --latency --restart-api-every --help --version"
+            opts="-v -h -V --scenario --port --plain-http --token --kubeconfig-out --speed --seed --no-world --drop-watches-every --error-rate --conflict-rate --compact-every --latency --restart-api-every --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -18,6 +18,8 @@ set edit:completion:arg-completer[infera] = {|@words|
     }
     var completions = [
         &'infera'= {
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -52,6 +54,8 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --cluster 'Lint the live objects of a cluster instead of files'
             cand -A 'With `--cluster`: every namespace'
             cand --all-namespaces 'With `--cluster`: every namespace'
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -59,6 +63,8 @@ set edit:completion:arg-completer[infera] = {|@words|
         }
         &'infera;rules'= {
             cand --json 'Print as JSON instead of text'
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -67,12 +73,16 @@ set edit:completion:arg-completer[infera] = {|@words|
         &'infera;render'= {
             cand -o 'Output format'
             cand --output 'Output format'
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
         }
         &'infera;rollout'= {
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -103,6 +113,8 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand -y 'Do not ask for confirmation'
             cand --yes 'Do not ask for confirmation'
             cand --abort 'Undo the current leg of an interrupted rollout (restore the previous template on the target, so the old pods keep serving) and forget it'
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -130,6 +142,8 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand -y 'Do not ask for confirmation'
             cand --yes 'Do not ask for confirmation'
             cand --abort 'Undo the current leg of an interrupted rollout (restore the previous template on the target, so the old pods keep serving) and forget it'
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -159,12 +173,16 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand -n 'The namespace scope for this request (default: the context''s namespace)'
             cand --namespace 'The namespace scope for this request (default: the context''s namespace)'
             cand --until-complete 'Audit until every Deployment of TARGET is complete as `kubectl rollout status` decides it (observedGeneration caught up, all replicas updated and available, no old replicas) and has stayed so for 20 s, longer than the operator''s reconcile period. A Deployment past its progress deadline ends the audit as stalled (exit 3)'
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
         }
         &'infera;sim'= {
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -189,6 +207,8 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --restart-api-every 'Restart the API server listener every this long (state is kept)'
             cand --plain-http 'Serve plain HTTP instead of HTTPS with a generated CA. kubectl does not send a bearer token over plain HTTP, so only `kube`-based clients and curl can authenticate then'
             cand --no-world 'Serve an empty cluster (API server, Deployment/ReplicaSet controllers, scheduler, GC): no nodes, no manifests, no kubelet or operator, for `infera sim attach` to bring them'
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -203,12 +223,16 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --no-operator 'Do not run the infera operator (a real one runs in the cluster; its pods need the simulated nodes'' toleration, or `--no-taint`)'
             cand --no-taint 'Do not taint the simulated nodes'
             cand --cleanup 'Remove what attach creates for the scenario (nodes, Leases, applied objects), then exit'
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
         }
         &'infera;sim;scenarios'= {
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -236,6 +260,8 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --min-ready 'A role below this many Ready or routable pods counts as a gap'
             cand --report 'Write the report as JSON to FILE'
             cand --timeline 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both'
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -246,12 +272,16 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --namespace 'Namespace of the Role'
             cand -o 'Output format'
             cand --output 'Output format'
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
         }
         &'infera;completions'= {
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -259,6 +289,8 @@ set edit:completion:arg-completer[infera] = {|@words|
         }
         &'infera;generate'= {
             cand --dir 'Directory holding `completions/` and `man/`'
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_infera_global_optspecs
-    string join \n h/help V/version
+    string join \n v/verbose h/help V/version
 end
 
 function __fish_infera_needs_command
@@ -24,6 +24,7 @@ function __fish_infera_using_subcommand
     contains -- $cmd[1] $argv
 end
 
+complete -c infera -n "__fish_infera_needs_command" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_needs_command" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_needs_command" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_needs_command" -f -a "lint" -d 'Audit manifests for configurations where a surge rollout would stall, gap or silently retire a serving pod'
@@ -55,15 +56,19 @@ complete -c infera -n "__fish_infera_using_subcommand lint" -l context -d 'The n
 complete -c infera -n "__fish_infera_using_subcommand lint" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
 complete -c infera -n "__fish_infera_using_subcommand lint" -l cluster -d 'Lint the live objects of a cluster instead of files'
 complete -c infera -n "__fish_infera_using_subcommand lint" -s A -l all-namespaces -d 'With `--cluster`: every namespace'
+complete -c infera -n "__fish_infera_using_subcommand lint" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand lint" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c infera -n "__fish_infera_using_subcommand lint" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand rules" -l json -d 'Print as JSON instead of text'
+complete -c infera -n "__fish_infera_using_subcommand rules" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand rules" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand rules" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand render" -s o -l output -d 'Output format' -r -f -a "yaml\t''
 json\t''"
+complete -c infera -n "__fish_infera_using_subcommand render" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand render" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand render" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image help" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image help" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image help" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image help" -f -a "restart" -d 'Restart the worker pods of TARGET, one service at a time'
@@ -91,6 +96,7 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l force -d 'Proceed even when the preflight predicts a stall or a gap'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s y -l yes -d 'Do not ask for confirmation'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l abort -d 'Undo the current leg of an interrupted rollout (restore the previous template on the target, so the old pods keep serving) and forget it'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l service -d 'Service of the InferaDeployment to roll (repeatable; default: every worker service)' -r
@@ -115,6 +121,7 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l force -d 'Proceed even when the preflight predicts a stall or a gap'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s y -l yes -d 'Do not ask for confirmation'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l abort -d 'Undo the current leg of an interrupted rollout (restore the previous template on the target, so the old pods keep serving) and forget it'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from help" -f -a "restart" -d 'Restart the worker pods of TARGET, one service at a time'
@@ -131,8 +138,10 @@ complete -c infera -n "__fish_infera_using_subcommand audit" -l kubeconfig -d 'P
 complete -c infera -n "__fish_infera_using_subcommand audit" -l context -d 'The name of the kubeconfig context to use' -r
 complete -c infera -n "__fish_infera_using_subcommand audit" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
 complete -c infera -n "__fish_infera_using_subcommand audit" -l until-complete -d 'Audit until every Deployment of TARGET is complete as `kubectl rollout status` decides it (observedGeneration caught up, all replicas updated and available, no old replicas) and has stayed so for 20 s, longer than the operator\'s reconcile period. A Deployment past its progress deadline ends the audit as stalled (exit 3)'
+complete -c infera -n "__fish_infera_using_subcommand audit" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand audit" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand audit" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve attach scenarios help" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve attach scenarios help" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve attach scenarios help" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve attach scenarios help" -f -a "serve" -d 'Serve a simulated cluster until interrupted'
@@ -153,6 +162,7 @@ complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subco
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l restart-api-every -d 'Restart the API server listener every this long (state is kept)' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l plain-http -d 'Serve plain HTTP instead of HTTPS with a generated CA. kubectl does not send a bearer token over plain HTTP, so only `kube`-based clients and curl can authenticate then'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l no-world -d 'Serve an empty cluster (API server, Deployment/ReplicaSet controllers, scheduler, GC): no nodes, no manifests, no kubelet or operator, for `infera sim attach` to bring them'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l kubeconfig -d 'Kubeconfig of the cluster to attach to (default: KUBECONFIG, then ~/.kube/config)' -r -F
@@ -163,8 +173,10 @@ complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subco
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l no-operator -d 'Do not run the infera operator (a real one runs in the cluster; its pods need the simulated nodes\' toleration, or `--no-taint`)'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l no-taint -d 'Do not taint the simulated nodes'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l cleanup -d 'Remove what attach creates for the scenario (nodes, Leases, applied objects), then exit'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from scenarios" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from scenarios" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from scenarios" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from help" -f -a "serve" -d 'Serve a simulated cluster until interrupted'
@@ -178,16 +190,20 @@ complete -c infera -n "__fish_infera_using_subcommand demo" -l sample-interval -
 complete -c infera -n "__fish_infera_using_subcommand demo" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
 complete -c infera -n "__fish_infera_using_subcommand demo" -l report -d 'Write the report as JSON to FILE' -r -F
 complete -c infera -n "__fish_infera_using_subcommand demo" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
+complete -c infera -n "__fish_infera_using_subcommand demo" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand demo" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand demo" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand rbac" -s n -l namespace -d 'Namespace of the Role' -r
 complete -c infera -n "__fish_infera_using_subcommand rbac" -s o -l output -d 'Output format' -r -f -a "yaml\t''
 json\t''"
+complete -c infera -n "__fish_infera_using_subcommand rbac" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand rbac" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand rbac" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand completions" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand generate" -l dir -d 'Directory holding `completions/` and `man/`' -r -F
+complete -c infera -n "__fish_infera_using_subcommand generate" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand generate" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "lint" -d 'Audit manifests for configurations where a surge rollout would stall, gap or silently retire a serving pod'

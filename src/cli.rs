@@ -15,6 +15,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "infera", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
+    /// Log to stderr: -v requests (verb, path, status, latency), watch
+    /// restarts, retries and driver decisions; -vv debug. `RUST_LOG`
+    /// overrides. Credentials are never logged.
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -5,17 +5,16 @@
 //! preflight verdict and then proceeds as with `--force`, so a predicted gap
 //! or stall is shown happening. Durations are simulated time.
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::cli::{DemoArgs, OnStall, PauseBetween};
-use crate::exit::Exit;
 use crate::rollout::target::{Target, TargetKind};
-use crate::rollout::{Options, Request, execute, progress};
+use crate::rollout::{Reporter, Request, RolloutOutcome, execute_with};
+use crate::sim::world::kubelet::is_infera_worker;
 use crate::sim::scenario::Scenario;
 use crate::sim::store::{Kind, Store};
-use crate::sim::world::kubelet::is_infera_worker;
 use crate::sim::{RunningSim, SimOptions};
 
 /// How long (wall) the demo waits for the scenario's workloads to be serving
@@ -103,86 +102,108 @@ pub async fn wait_steady(store: &Store, ns: &str, limit: Duration) -> bool {
     false
 }
 
-/// `infera demo`.
-pub async fn run(args: DemoArgs) -> anyhow::Result<Exit> {
-    let scenario = match Scenario::load(&args.scenario) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(Exit::Usage);
-        }
-    };
+/// What `infera demo` runs (library options; the command line converts
+/// its flags in `crate::console`).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// A built-in scenario name or a scenario file.
+    pub scenario: String,
+    /// Simulated seconds per wall second.
+    pub speed: f64,
+    /// `--stall-after` (simulated time).
+    pub stall_after: Duration,
+    pub sample_interval: Duration,
+    pub min_ready: u32,
+}
+
+/// Errors of `infera demo` (all exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    #[error(transparent)]
+    Scenario(#[from] crate::sim::scenario::ScenarioError),
+    #[error("scenario {0} has no InferaDeployment or Deployment to roll")]
+    NoTarget(String),
+    #[error("--speed must be a positive number")]
+    Speed,
+    #[error("cannot start the simulator: {0}")]
+    Sim(#[from] crate::sim::SimError),
+    #[error("cannot read the simulator's kubeconfig: {0}")]
+    Kubeconfig(#[from] kube::config::KubeconfigError),
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
+    #[error("the scenario's workloads were not serving within {0:?}")]
+    NotSteady(Duration),
+    #[error(transparent)]
+    Rollout(#[from] crate::rollout::RolloutError),
+}
+
+/// How the demo went: the scenario's name and the rollout's outcome.
+#[derive(Debug)]
+pub struct DemoOutcome {
+    pub scenario: String,
+    pub rollout: RolloutOutcome,
+}
+
+/// `infera demo`: start the simulator, wait until the scenario serves, roll
+/// its target with [`Options::unattended`](crate::rollout::Options::unattended)
+/// over HTTP. The narrative and the rollout go to `out`.
+pub async fn run(
+    opts: &Options,
+    out: &mut dyn Reporter,
+    interrupt: impl Future<Output = ()>,
+) -> Result<DemoOutcome, DemoError> {
+    let scenario = Scenario::load(&opts.scenario)?;
     let Some((target, ns)) = demo_target(&scenario) else {
-        eprintln!(
-            "error: scenario {} has no InferaDeployment or Deployment to roll",
-            scenario.name
-        );
-        return Ok(Exit::Usage);
+        return Err(DemoError::NoTarget(scenario.name));
     };
-    if !(args.speed.is_finite() && args.speed > 0.0) {
-        eprintln!("error: --speed must be a positive number");
-        return Ok(Exit::Usage);
+    if !(opts.speed.is_finite() && opts.speed > 0.0) {
+        return Err(DemoError::Speed);
     }
-    let sim = RunningSim::start(SimOptions::new(scenario, args.speed)).await?;
-    println!(
-        "infera demo: scenario {} — {}",
-        sim.scenario().name,
+    let sim = RunningSim::start(SimOptions::new(scenario, opts.speed)).await?;
+    let name = sim.scenario().name.clone();
+    out.note(&format!(
+        "infera demo: scenario {name} — {}",
         sim.scenario().description
-    );
-    println!(
+    ));
+    out.note(&format!(
         "simulated cluster on {} at {}x (all durations below are simulated time)",
         sim.url(),
         sim.clock().speed()
-    );
-    println!("waiting for {target} in namespace {ns} to be serving…");
-    if !wait_steady(sim.store(), &ns, STEADY_TIMEOUT).await {
-        eprintln!("error: the scenario's workloads were not serving within {STEADY_TIMEOUT:?}");
-        sim.shutdown().await;
-        return Ok(Exit::Usage);
+    ));
+    out.note(&format!(
+        "waiting for {target} in namespace {ns} to be serving…"
+    ));
+    let result = roll(&sim, target, &ns, opts, out, interrupt).await;
+    sim.shutdown().await;
+    Ok(DemoOutcome {
+        scenario: name,
+        rollout: result?,
+    })
+}
+
+async fn roll(
+    sim: &RunningSim,
+    target: Target,
+    ns: &str,
+    opts: &Options,
+    out: &mut dyn Reporter,
+    interrupt: impl Future<Output = ()>,
+) -> Result<RolloutOutcome, DemoError> {
+    if !wait_steady(sim.store(), ns, STEADY_TIMEOUT).await {
+        return Err(DemoError::NotSteady(STEADY_TIMEOUT));
     }
     let config = sim.client_config().await?;
     let conn = crate::cluster::connect_with(config, Some(crate::sim::CONTEXT.into())).await?;
-
-    let mut knobs = args.audit.clone();
-    if knobs.timeline.is_empty() {
-        knobs
-            .timeline
-            .push(std::env::temp_dir().join(format!("infera-demo-{}.svg", sim.scenario().name)));
-    }
-    let request = Request::restart(target.clone());
-    let options = Options {
-        dry_run: false,
-        force: true,
-        yes: true,
-        abort: false,
-        pause_between: PauseBetween::Never,
-        step_timeout: Duration::from_secs(30 * 60),
-        stall_after: args.stall_after,
-        on_stall: OnStall::Abort,
-        sample_interval: knobs.sample_interval,
-        min_ready: knobs.min_ready,
-        time_scale: sim.clock().speed(),
-        simulated: true,
-        bars: progress::interactive(),
+    let options = crate::rollout::Options {
+        stall_after: opts.stall_after,
+        sample_interval: opts.sample_interval,
+        min_ready: opts.min_ready,
         command_line: format!("infera rollout restart {target}"),
+        ..crate::rollout::Options::unattended(sim.clock().speed())
     };
-    println!("$ infera rollout restart {target} --force   # against the simulator, over HTTP");
-    let interrupt = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    let outcome = execute(&conn, request, options, interrupt).await;
-    let exit = match outcome {
-        Ok(outcome) => {
-            crate::rollout::finish_outputs(&outcome, &knobs);
-            outcome.exit
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            Exit::Usage
-        }
-    };
-    sim.shutdown().await;
-    Ok(exit)
+    out.note(&format!(
+        "$ infera rollout restart {target} --force   # against the simulator, over HTTP"
+    ));
+    let request = Request::restart(target);
+    Ok(execute_with(&conn, request, options, out, interrupt).await?)
 }

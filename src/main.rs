@@ -8,10 +8,13 @@ use infera::exit::Exit;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    infera::cluster::trace::init_logging(cli.verbose);
     match run(cli) {
         Ok(exit) => exit.into(),
         Err(err) => {
-            eprintln!("error: {err:#}");
+            // The credentials rule applies to the last line too.
+            let text = infera::cluster::redact::scrub(&format!("{err:#}"));
+            eprintln!("error: {text}");
             Exit::Usage.into()
         }
     }
@@ -23,18 +26,18 @@ fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Rules(args) => infera::lint::rules_command(&args),
         Command::Render(args) => infera::operator::render_command(&args),
         Command::Rollout(RolloutCommand::Restart(args)) => {
-            runtime()?.block_on(infera::rollout::run(args, None))
+            runtime()?.block_on(infera::console::rollout(args, None))
         }
         Command::Rollout(RolloutCommand::SetImage(args)) => {
-            runtime()?.block_on(infera::rollout::run(args.rollout, Some(args.image)))
+            runtime()?.block_on(infera::console::rollout(args.rollout, Some(args.image)))
         }
-        Command::Audit(args) => runtime()?.block_on(infera::audit::run(args)),
+        Command::Audit(args) => runtime()?.block_on(infera::console::audit(args)),
         Command::Sim(SimCommand::Serve(args)) => runtime()?.block_on(infera::sim::serve(args)),
         Command::Sim(SimCommand::Attach(args)) => {
             runtime()?.block_on(infera::sim::attach::run(args))
         }
         Command::Sim(SimCommand::Scenarios) => infera::sim::list_scenarios(),
-        Command::Demo(args) => runtime()?.block_on(infera::demo::run(args)),
+        Command::Demo(args) => runtime()?.block_on(infera::console::demo(args)),
         Command::Rbac(args) => infera::cluster::rbac_command(&args),
         Command::Completions(args) => {
             use std::io::Write;

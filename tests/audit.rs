@@ -162,3 +162,25 @@ fn rbac_prints_role_and_cluster_role() {
     );
     assert_eq!(v["items"][0]["metadata"]["namespace"], "serving");
 }
+
+/// `--report` into a directory that does not exist: exit 2 before any
+/// request, with one line naming the file.
+#[test]
+fn unwritable_report_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("missing").join("audit.json");
+    let out = Command::cargo_bin("infera")
+        .unwrap()
+        .env_remove("KUBECONFIG")
+        .args(["audit", "idep/qwen", "--for", "1m", "--report"])
+        .arg(&report)
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let text = String::from_utf8_lossy(&out);
+    assert_eq!(text.trim_end().lines().count(), 1, "{text}");
+    assert!(text.contains(&report.display().to_string()), "{text}");
+    assert!(text.contains("does not exist"), "{text}");
+}

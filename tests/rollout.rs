@@ -64,3 +64,49 @@ fn unreachable_api_is_one_line_and_exit_2() {
         "no credentials in: {text}"
     );
 }
+
+/// `--report` (or `--timeline`) where it cannot be written: exit 2 before
+/// anything is rolled, with one line naming the file; the same for `rollout`
+/// and `demo` (and `audit`, in tests/audit.rs).
+#[test]
+fn unwritable_outputs_are_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("missing").join("report.json");
+    let cases: [Vec<String>; 3] = [
+        vec![
+            "rollout".into(),
+            "restart".into(),
+            "idep/qwen".into(),
+            "--report".into(),
+        ],
+        vec!["demo".into(), "--report".into()],
+        vec!["demo".into(), "--timeline".into()],
+    ];
+    for args in cases {
+        let out = infera()
+            .args(&args)
+            .arg(&report)
+            .assert()
+            .code(2)
+            .get_output()
+            .stderr
+            .clone();
+        let text = String::from_utf8_lossy(&out);
+        assert_eq!(text.trim_end().lines().count(), 1, "{args:?}: {text}");
+        assert!(
+            text.contains(&report.display().to_string()) && text.contains("does not exist"),
+            "{args:?}: {text}"
+        );
+    }
+    // A directory named as the report file.
+    let out = infera()
+        .args(["rollout", "restart", "idep/qwen", "--report"])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("is a directory"), "{text}");
+}

@@ -5,12 +5,15 @@
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use infera::audit::{Outcome, Report};
-use infera::cli::{AuditArgs, Cli, Command, OnStall, PauseBetween};
+use infera::audit::{Outcome, Outputs, Report};
+use infera::cli::{Cli, Command};
 use infera::cluster::{Connection, connect_with};
 use infera::exit::Exit;
 use infera::rollout::target::Target;
-use infera::rollout::{Options, Request, RolloutOutcome, execute};
+use infera::rollout::{
+    Options, PauseBetween, Question, Recorder, Reported, Request, RolloutOutcome, execute,
+    execute_with,
+};
 use infera::sim::faults::FaultConfig;
 use infera::sim::scenario::Scenario;
 use infera::sim::store::{Kind, Store};
@@ -36,30 +39,27 @@ async fn start(scenario: &str, faults: FaultConfig) -> RunningSim {
     sim
 }
 
+/// Connect through the simulator's kubeconfig. `connect_with` probes
+/// `/version` once; with `restart_api_every` that probe can land while the
+/// API server restarts (connection refused), so try a few times.
 async fn connect(sim: &RunningSim) -> Connection {
-    let config = sim.client_config().await.unwrap_or_else(|e| panic!("{e}"));
-    connect_with(config, Some("infera-sim".into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
+    let mut attempt = 0;
+    loop {
+        let config = sim.client_config().await.unwrap_or_else(|e| panic!("{e}"));
+        match connect_with(config, Some("infera-sim".into())).await {
+            Ok(conn) => return conn,
+            Err(e) if attempt < 5 => {
+                attempt += 1;
+                eprintln!("connect attempt {attempt}: {e}");
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
 }
 
 fn options() -> Options {
-    Options {
-        dry_run: false,
-        force: true,
-        yes: true,
-        abort: false,
-        pause_between: PauseBetween::Never,
-        step_timeout: Duration::from_secs(30 * 60),
-        stall_after: Duration::from_secs(5 * 60),
-        on_stall: OnStall::Abort,
-        sample_interval: Duration::from_secs(10),
-        min_ready: 1,
-        time_scale: SPEED,
-        simulated: true,
-        bars: false,
-        command_line: "infera rollout restart".into(),
-    }
+    Options::unattended(SPEED)
 }
 
 fn restart(target: &str) -> Request {
@@ -231,7 +231,39 @@ async fn whole_node_pinned_stall_is_detected_and_abort_keeps_old_pods() {
         .iter()
         .flat_map(|s| pod_names(sim.store(), &ns, s))
         .collect();
-    let outcome = roll(&sim, &format!("idep/{idep}"), options()).await;
+    // Through the Reporter the CLI implements, captured.
+    let conn = connect(&sim).await;
+    let target = format!("idep/{idep}");
+    let mut recorder = Recorder::default();
+    let outcome = execute_with(
+        &conn,
+        restart(&target),
+        options(),
+        &mut recorder,
+        std::future::pending(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("rollout of {target} failed: {e}"));
+    let lines = recorder.lines();
+    let stalled_at = recorder.reported.iter().position(
+        |r| matches!(r, Reported::Stall { stall, .. } if stall.pod.is_some() && stall.message.contains("FailedScheduling")),
+    );
+    let aborting_at = recorder.reported.iter().position(
+        |r| matches!(r, Reported::Event { text, .. } if text.starts_with("aborting: restoring")),
+    );
+    assert!(
+        matches!((stalled_at, aborting_at), (Some(s), Some(a)) if s < a),
+        "stall, then abort: {lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("STALLED: surge pod")),
+        "{lines:#?}"
+    );
+    assert!(matches!(
+        recorder.reported.first(),
+        Some(Reported::Plan { .. })
+    ));
+    assert_eq!(recorder.reported.last(), Some(&Reported::Finish));
     let report = report(&outcome);
     assert_eq!(report.outcome, Outcome::Aborted, "{}", report.to_json());
     assert_eq!(outcome.exit, Exit::Stalled);
@@ -281,6 +313,19 @@ async fn surge_without_readiness_is_a_silent_outage() {
         report.sentence().contains("silent outage"),
         "{}",
         report.sentence()
+    );
+    // A report file that cannot be written after the rollout (its directory
+    // went away) makes the exit 2, though a role fell below (1).
+    let gone = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let outputs = Outputs {
+        report: Some(gone.path().join("report.json")),
+        timeline: Vec::new(),
+    };
+    assert!(outputs.check().is_ok());
+    drop(gone);
+    assert_eq!(
+        infera::console::finish_outputs(Some(report), &outputs, outcome.exit),
+        Exit::Usage
     );
     sim.shutdown().await;
 }
@@ -348,14 +393,15 @@ async fn faults_do_not_change_the_exact_minima() {
     sim.shutdown().await;
 }
 
-fn audit_args(argv: &[&str]) -> AuditArgs {
+/// `infera audit ARGV…` as library options.
+fn audit_args(argv: &[&str]) -> infera::audit::Options {
     let mut full = vec!["infera", "audit"];
     full.extend_from_slice(argv);
     match Cli::try_parse_from(full)
         .unwrap_or_else(|e| panic!("{e}"))
         .command
     {
-        Command::Audit(a) => a,
+        Command::Audit(a) => infera::audit::Options::from(&a),
         _ => unreachable!(),
     }
 }
@@ -507,6 +553,198 @@ async fn lint_cluster_reads_live_objects() {
             ("IR001".to_string(), "prefill".to_string())
         ],
         "{stdout}"
+    );
+    sim.shutdown().await;
+}
+
+/// Write to a node every few milliseconds (a status heartbeat), so the
+/// global resource version moves between compactions and a resumed watch
+/// is always behind the history floor: every resume gets 410.
+async fn heartbeat(store: &Store, stop: &tokio::sync::Notify) {
+    let nodes: Vec<String> = store
+        .list(Kind::Node, None)
+        .0
+        .iter()
+        .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))
+        .map(str::to_string)
+        .collect();
+    let mut beat = 0u64;
+    loop {
+        beat += 1;
+        for node in &nodes {
+            let _ = store.mutate(Kind::Node, None, node, |n| {
+                n["metadata"]["annotations"]["test/heartbeat"] = beat.to_string().into();
+            });
+        }
+        tokio::select! {
+            _ = stop.notified() => return,
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+    }
+}
+
+/// The one reflector (`cluster::reflect`) through the 410 / re-list path:
+/// watches dropped every 200 ms, history compacted every 150 ms, so each
+/// resume is answered 410 and the watcher re-lists. Each re-list is swapped
+/// in at `InitDone`: the exact minimum never dips below the steady count
+/// (no spurious gap), and after the re-lists the cached counts are the
+/// simulator's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relist_after_410_shows_no_spurious_gap() {
+    let faults = FaultConfig {
+        drop_watches_every: Some(Duration::from_millis(200)),
+        compact_every: Some(Duration::from_millis(150)),
+        ..FaultConfig::default()
+    };
+    let sim = start("pd-1p1d", faults).await;
+    let ns = sim.namespace();
+    let conn = connect(&sim).await;
+    let idep = sim
+        .store()
+        .get(Kind::InferaDeployment, Some(&ns), "llama")
+        .expect("the scenario's InferaDeployment");
+    let roles = infera::audit::roles_from_inferadeployment(&idep).unwrap_or_else(|e| panic!("{e}"));
+    let auditor = infera::audit::Auditor::new(roles, 1, Duration::from_secs(10), SPEED);
+    let mut session = infera::audit::AuditSession::start(
+        conn.client.clone(),
+        &conn.url,
+        &conn.namespace,
+        Some("infera.amd.com/deployment=llama".into()),
+        auditor,
+    );
+    let stop = tokio::sync::Notify::new();
+    let relisted = async {
+        session
+            .wait_synced()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while session.lists() < 4 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        stop.notify_one();
+    };
+    tokio::join!(heartbeat(sim.store(), &stop), relisted);
+    assert!(session.lists() >= 4, "re-lists: {}", session.lists());
+    let lists = sim
+        .store()
+        .request_counts()
+        .get("list pods")
+        .copied()
+        .unwrap_or(0);
+    assert!(lists >= 4, "the watcher re-listed after 410s: {lists}");
+    // Correct state after the re-lists: the cache matches the simulator.
+    for counts in session.counts() {
+        let ready = ready_pods(sim.store(), &ns, &counts.role).len() as u32;
+        assert_eq!(
+            (counts.role.as_str(), counts.ready),
+            (counts.role.as_str(), ready)
+        );
+        assert_eq!(counts.ready, 1, "{counts:?}");
+    }
+    let report = session
+        .finish(Outcome::Complete)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for role in ["prefill", "decode"] {
+        let (ready, routable, _) = minima(&report, role);
+        assert_eq!(
+            (ready, routable),
+            (Some(1), Some(1)),
+            "{role}: {}",
+            report.to_json()
+        );
+    }
+    sim.shutdown().await;
+}
+
+/// `--pause-between legs` without `--yes`: the questions go to the
+/// Reporter, not to a terminal. "Start? yes", then "next leg? no" stops
+/// after the first leg (exit 130) with the in-flight record left on the CR;
+/// the same request again resumes the remaining leg and completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_between_legs_asks_the_reporter_and_resumes() {
+    let sim = start("pd-1p1d", FaultConfig::default()).await;
+    let ns = sim.namespace();
+    let conn = connect(&sim).await;
+    let opts = Options {
+        yes: false,
+        pause_between: PauseBetween::Legs,
+        ..options()
+    };
+    let mut recorder = Recorder {
+        answers: vec![Some(true), Some(false)],
+        ..Recorder::default()
+    };
+    let outcome = execute_with(
+        &conn,
+        restart("idep/llama"),
+        opts,
+        &mut recorder,
+        std::future::pending(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(outcome.exit, Exit::Interrupted);
+    let asked: Vec<&Question> = recorder
+        .reported
+        .iter()
+        .filter_map(|r| match r {
+            Reported::Asked(q) => Some(q),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, [&Question::Start, &Question::NextLeg]);
+    let done: Vec<&str> = recorder
+        .reported
+        .iter()
+        .filter_map(|r| match r {
+            Reported::LegDone { leg, .. } => Some(leg.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(done.len(), 1, "one leg rolled: {done:?}");
+    let in_flight = |store: &Store| {
+        store
+            .get(Kind::InferaDeployment, Some(&ns), "llama")
+            .and_then(|v| {
+                v.pointer("/metadata/annotations/infera.amd.com~1rollout-in-flight")
+                    .cloned()
+            })
+    };
+    assert!(
+        in_flight(sim.store()).is_some(),
+        "the record stays for a resume"
+    );
+    // The same request resumes the other leg.
+    let mut resumed = Recorder::default();
+    let outcome = execute_with(
+        &conn,
+        restart("idep/llama"),
+        options(),
+        &mut resumed,
+        std::future::pending(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(outcome.exit, Exit::Ok, "{}", report(&outcome).to_json());
+    assert!(
+        resumed
+            .lines()
+            .iter()
+            .any(|l| l.starts_with("Resuming the interrupted rollout")),
+        "{:#?}",
+        resumed.lines()
+    );
+    let legs_rolled = resumed
+        .reported
+        .iter()
+        .filter(|r| matches!(r, Reported::LegDone { .. }))
+        .count();
+    assert_eq!(legs_rolled, 1, "only the remaining leg");
+    assert!(
+        in_flight(sim.store()).is_none(),
+        "the record is removed at the end"
     );
     sim.shutdown().await;
 }

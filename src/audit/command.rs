@@ -34,13 +34,46 @@ use super::roles::{
 };
 use super::session::{AuditError, AuditSession};
 use super::tracker::{Auditor, DEPLOYMENT_LABEL, RoleSpec, SERVICE_LABEL, Step};
-use crate::cli::AuditArgs;
+use crate::cluster::reflect::{Reflector, name_key};
 use crate::cluster::{ClusterError, Connection, DeploymentProgress, deployment_progress};
-use crate::exit::Exit;
 
 /// How long (reported time) every Deployment must stay complete before
 /// `--until-complete` ends.
 pub const SETTLE: Duration = Duration::from_secs(20);
+
+/// What to audit and how (library options; the command line converts its
+/// flags in `crate::console`).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `idep/NAME` | `deploy/NAME`.
+    pub target: String,
+    /// `--for` (reported time).
+    pub duration: Option<Duration>,
+    pub until_complete: bool,
+    /// `--role NAME=SELECTOR`.
+    pub roles: Vec<String>,
+    /// `--samples FILE.csv`.
+    pub samples: Option<std::path::PathBuf>,
+    /// Reported time.
+    pub sample_interval: Duration,
+    pub min_ready: u32,
+}
+
+impl Options {
+    /// Audit `target` for `duration` (reported time), a sample every 10 s,
+    /// floor 1.
+    pub fn for_duration(target: impl Into<String>, duration: Duration) -> Options {
+        Options {
+            target: target.into(),
+            duration: Some(duration),
+            until_complete: false,
+            roles: Vec::new(),
+            samples: None,
+            sample_interval: Duration::from_secs(10),
+            min_ready: 1,
+        }
+    }
+}
 
 /// Errors of `infera audit` (all exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -67,12 +100,6 @@ pub fn inferadeployment_resource() -> ApiResource {
         &GroupVersionKind::gvk("infera.amd.com", "v1alpha1", "InferaDeployment"),
         "inferadeployments",
     )
-}
-
-fn stamp() -> String {
-    jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
 }
 
 /// Resolve the roles and the pod watch selector of `target`.
@@ -146,9 +173,7 @@ fn not_found_named(err: ClusterError, name: &str) -> ClusterError {
 
 /// Per-Deployment rollout state, watched until complete.
 struct Completion {
-    deployments: BTreeMap<String, Deployment>,
-    buffer: Option<BTreeMap<String, Deployment>>,
-    synced: bool,
+    deployments: Reflector<Deployment>,
     /// `None` = no generation check (plain Deployment, or no status on the CR).
     idep_generation_ok: Option<bool>,
     last_message: String,
@@ -164,29 +189,10 @@ enum Verdict {
 }
 
 impl Completion {
-    fn apply(&mut self, event: watcher::Event<Deployment>, only: Option<&str>) {
+    fn apply(&mut self, event: &watcher::Event<Deployment>, only: Option<&str>) {
         let keep = |d: &Deployment| only.is_none_or(|n| d.metadata.name.as_deref() == Some(n));
-        let name = |d: &Deployment| d.metadata.name.clone().unwrap_or_default();
-        match event {
-            watcher::Event::Init => self.buffer = Some(BTreeMap::new()),
-            watcher::Event::InitApply(d) => {
-                if keep(&d) {
-                    self.buffer.get_or_insert_default().insert(name(&d), d);
-                }
-            }
-            watcher::Event::InitDone => {
-                self.deployments = self.buffer.take().unwrap_or_default();
-                self.synced = true;
-            }
-            watcher::Event::Apply(d) => {
-                if keep(&d) {
-                    self.deployments.insert(name(&d), d);
-                }
-            }
-            watcher::Event::Delete(d) => {
-                self.deployments.remove(&name(&d));
-            }
-        }
+        self.deployments
+            .apply(event, name_key, |d| keep(d).then(|| d.clone()));
     }
 
     /// The verdict at `now`, and step markers for Deployments that began or
@@ -196,12 +202,13 @@ impl Completion {
         now: Instant,
         settle_wall: Duration,
         steps: &mut Vec<(String, String)>,
+        status: &dyn Fn(&str),
     ) -> Verdict {
-        if !self.synced {
+        if !self.deployments.synced() {
             return Verdict::Waiting;
         }
         let mut waiting = Vec::new();
-        for (name, d) in &self.deployments {
+        for (name, d) in self.deployments.iter() {
             let service = d
                 .metadata
                 .labels
@@ -237,7 +244,7 @@ impl Completion {
             waiting.join(" ")
         };
         if message != self.last_message {
-            eprintln!("{} {message}", stamp());
+            status(&message);
             self.last_message = message;
         }
         if !waiting.is_empty() {
@@ -262,6 +269,30 @@ fn idep_generation_ok(obj: &DynamicObject) -> Option<bool> {
     Some(observed >= generation)
 }
 
+/// The InferaDeployment itself (its generation), or nothing for a plain
+/// Deployment.
+fn idep_watch(
+    conn: &Connection,
+    target: &Target,
+) -> futures::stream::BoxStream<'static, Result<watcher::Event<DynamicObject>, watcher::Error>> {
+    match target {
+        Target::InferaDeployment(name) => {
+            let api: Api<DynamicObject> = Api::namespaced_with(
+                conn.client.clone(),
+                &conn.namespace,
+                &inferadeployment_resource(),
+            );
+            watcher(
+                api,
+                watcher::Config::default().fields(&format!("metadata.name={name}")),
+            )
+            .backoff(crate::cluster::watch_backoff())
+            .boxed()
+        }
+        Target::Deployment(_) => futures::stream::pending().boxed(),
+    }
+}
+
 /// Watch the target's Deployments (and an InferaDeployment itself) until
 /// the rollout is complete; record begin/end markers as steps.
 async fn wait_complete(
@@ -269,6 +300,7 @@ async fn wait_complete(
     target: &Target,
     session: &AuditSession,
     time_scale: f64,
+    status: &dyn Fn(&str),
 ) -> Result<Outcome, ClusterError> {
     let deployments: Api<Deployment> = Api::namespaced(conn.client.clone(), &conn.namespace);
     let (config, only) = match target {
@@ -284,27 +316,10 @@ async fn wait_complete(
     let mut deploy_stream = watcher(deployments, config)
         .backoff(crate::cluster::watch_backoff())
         .boxed();
-    let mut idep_stream = match target {
-        Target::InferaDeployment(name) => {
-            let api: Api<DynamicObject> = Api::namespaced_with(
-                conn.client.clone(),
-                &conn.namespace,
-                &inferadeployment_resource(),
-            );
-            watcher(
-                api,
-                watcher::Config::default().fields(&format!("metadata.name={name}")),
-            )
-            .backoff(crate::cluster::watch_backoff())
-            .boxed()
-        }
-        Target::Deployment(_) => futures::stream::pending().boxed(),
-    };
+    let mut idep_stream = idep_watch(conn, target);
     let settle_wall = Duration::from_secs_f64(SETTLE.as_secs_f64() / time_scale);
     let mut state = Completion {
-        deployments: BTreeMap::new(),
-        buffer: None,
-        synced: false,
+        deployments: Reflector::new(),
         idep_generation_ok: None,
         last_message: String::new(),
         complete_since: None,
@@ -319,10 +334,11 @@ async fn wait_complete(
     loop {
         tokio::select! {
             ev = deploy_stream.next() => match ev {
-                Some(Ok(ev)) => state.apply(ev, only),
+                Some(Ok(ev)) => state.apply(&ev, only),
                 Some(Err(e)) => {
                     let err = ClusterError::from_watcher(&e, &conn.url, "deployments.apps", Some(&conn.namespace));
                     if err.is_fatal() { return Err(err); }
+                    tracing::info!("watch restart: {err}; re-listing with backoff");
                 }
                 None => return Ok(Outcome::Interrupted),
             },
@@ -333,6 +349,7 @@ async fn wait_complete(
                 Some(Err(e)) => {
                     let err = ClusterError::from_watcher(&e, &conn.url, "inferadeployments.infera.amd.com", Some(&conn.namespace));
                     if err.is_fatal() { return Err(err); }
+                    tracing::info!("watch restart: {err}; re-listing with backoff");
                 }
                 None => {}
             },
@@ -340,7 +357,7 @@ async fn wait_complete(
         }
         let now = Instant::now();
         let mut steps = Vec::new();
-        let verdict = state.verdict(now, settle_wall, &mut steps);
+        let verdict = state.verdict(now, settle_wall, &mut steps, status);
         for (service, kind) in steps {
             session.step(Step {
                 service,
@@ -353,7 +370,7 @@ async fn wait_complete(
         match verdict {
             Verdict::Complete => return Ok(Outcome::Complete),
             Verdict::Stalled(m) => {
-                eprintln!("{} {m}", stamp());
+                status(&m);
                 return Ok(Outcome::Stalled);
             }
             Verdict::Waiting => {
@@ -370,31 +387,44 @@ async fn wait_complete(
     }
 }
 
-/// Run the audit of `args.target` over `conn` and return the report.
-/// `time_scale` is reported seconds per wall second (1.0 on a real cluster;
-/// the simulator's speed in tests); `--for` and `--sample-interval` are in
-/// reported time. `interrupt` resolving (Ctrl-C) ends the audit with
-/// outcome `interrupted`. Files (`--report`, `--timeline`) are not written
-/// here; see [`write_outputs`].
+/// Run the audit of `opts.target` over `conn` and return the report,
+/// saying nothing (see [`audit_target_with`]).
 pub async fn audit_target(
     conn: &Connection,
-    args: &AuditArgs,
+    opts: &Options,
     time_scale: f64,
     interrupt: impl Future<Output = ()>,
 ) -> Result<Report, AuditCommandError> {
-    if args.duration.is_none() && !args.until_complete {
+    audit_target_with(conn, opts, time_scale, &|_| {}, interrupt).await
+}
+
+/// Run the audit of `opts.target` over `conn` and return the report.
+/// `time_scale` is reported seconds per wall second (1.0 on a real cluster;
+/// the simulator's speed in tests); `--for` and `--sample-interval` are in
+/// reported time. `status` gets one line at the start and one each time the
+/// rollout's state changes (`--until-complete`). `interrupt` resolving
+/// (Ctrl-C) ends the audit with outcome `interrupted`. Files (`--report`,
+/// `--timeline`) are not written here; see [`Outputs`](super::Outputs).
+pub async fn audit_target_with(
+    conn: &Connection,
+    opts: &Options,
+    time_scale: f64,
+    status: &dyn Fn(&str),
+    interrupt: impl Future<Output = ()>,
+) -> Result<Report, AuditCommandError> {
+    if opts.duration.is_none() && !opts.until_complete {
         return Err(AuditCommandError::NoMode);
     }
-    let target = Target::parse(&args.target)?;
-    let (roles, selector) = resolve_roles(conn, &target, &args.role).await?;
+    let target = Target::parse(&opts.target)?;
+    let (roles, selector) = resolve_roles(conn, &target, &opts.roles).await?;
     let mut auditor = Auditor::new(
         roles.clone(),
-        args.audit.min_ready,
-        args.audit.sample_interval,
+        opts.min_ready,
+        opts.sample_interval,
         time_scale,
     )
     .with_target(target.to_string());
-    if let Some(path) = &args.samples {
+    if let Some(path) = &opts.samples {
         let file = std::fs::File::create(path).map_err(|source| AuditCommandError::Samples {
             path: path.display().to_string(),
             source,
@@ -402,32 +432,7 @@ pub async fn audit_target(
         auditor = auditor.with_samples_csv(Box::new(std::io::BufWriter::new(file)));
     }
     let time_scale = auditor.time_scale();
-    let describe: Vec<String> = roles
-        .iter()
-        .map(|r| {
-            if r.services.is_empty() {
-                r.role.clone()
-            } else {
-                format!("{} ({})", r.role, r.services.join(", "))
-            }
-        })
-        .collect();
-    let mode = match (args.duration, args.until_complete) {
-        (Some(d), true) => format!(
-            "until the rollout completes, at most {}",
-            humantime::format_duration(d)
-        ),
-        (Some(d), false) => format!("for {}", humantime::format_duration(d)),
-        _ => "until the rollout completes".to_string(),
-    };
-    eprintln!(
-        "{} auditing {target} in namespace {}: roles {}; a sample every {}, floor {}; {mode}",
-        stamp(),
-        conn.namespace,
-        describe.join(", "),
-        humantime::format_duration(args.audit.sample_interval),
-        args.audit.min_ready,
-    );
+    status(&describe(&target, &conn.namespace, &roles, opts));
     let mut session = AuditSession::start(
         conn.client.clone(),
         &conn.url,
@@ -440,7 +445,7 @@ pub async fn audit_target(
         r = session.wait_synced() => r?,
         _ = &mut interrupt => return Ok(session.finish(Outcome::Interrupted).await?),
     }
-    let window = args
+    let window = opts
         .duration
         .map(|d| Duration::from_secs_f64(d.as_secs_f64() / time_scale));
     let deadline = async {
@@ -449,9 +454,9 @@ pub async fn audit_target(
             None => std::future::pending().await,
         }
     };
-    let outcome = if args.until_complete {
+    let outcome = if opts.until_complete {
         tokio::select! {
-            r = wait_complete(conn, &target, &session, time_scale) => r?,
+            r = wait_complete(conn, &target, &session, time_scale, status) => r?,
             _ = deadline => Outcome::Timeout,
             _ = &mut interrupt => Outcome::Interrupted,
         }
@@ -464,55 +469,30 @@ pub async fn audit_target(
     Ok(session.finish(outcome).await?)
 }
 
-/// Print the table and the sentence to stdout and write `--report` and
-/// `--timeline` files. A file that cannot be written is reported on stderr
-/// (the evidence on stdout still stands) and returned as `false`.
-pub fn write_outputs(report: &Report, knobs: &crate::cli::AuditKnobs) -> bool {
-    report.print_table();
-    println!("{}", report.sentence());
-    let mut ok = true;
-    if let Some(msg) = &report.samples_csv_error {
-        eprintln!("error: writing the samples CSV failed part-way: {msg}");
-        ok = false;
-    }
-    if let Some(path) = &knobs.report {
-        match report.write_json(path) {
-            Ok(()) => eprintln!("report written to {}", path.display()),
-            Err(e) => {
-                eprintln!("error: {e}");
-                ok = false;
+/// `auditing TARGET in namespace NS: roles …; a sample every …; MODE`.
+fn describe(target: &Target, namespace: &str, roles: &[RoleSpec], opts: &Options) -> String {
+    let roles: Vec<String> = roles
+        .iter()
+        .map(|r| {
+            if r.services.is_empty() {
+                r.role.clone()
+            } else {
+                format!("{} ({})", r.role, r.services.join(", "))
             }
-        }
-    }
-    for path in &knobs.timeline {
-        match report.write_timeline(path) {
-            Ok(()) => eprintln!("timeline written to {}", path.display()),
-            Err(e) => {
-                eprintln!("error: {e}");
-                ok = false;
-            }
-        }
-    }
-    ok
-}
-
-/// `infera audit TARGET`.
-pub async fn run(args: AuditArgs) -> anyhow::Result<Exit> {
-    if args.duration.is_none() && !args.until_complete {
-        return Err(AuditCommandError::NoMode.into());
-    }
-    Target::parse(&args.target)?;
-    let conn = crate::cluster::connect(&args.cluster_args).await?;
-    let interrupt = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
+        })
+        .collect();
+    let mode = match (opts.duration, opts.until_complete) {
+        (Some(d), true) => format!(
+            "until the rollout completes, at most {}",
+            humantime::format_duration(d)
+        ),
+        (Some(d), false) => format!("for {}", humantime::format_duration(d)),
+        _ => "until the rollout completes".to_string(),
     };
-    let report = audit_target(&conn, &args, 1.0, interrupt).await?;
-    let files_ok = write_outputs(&report, &args.audit);
-    let exit = report.exit();
-    if !files_ok && exit == Exit::Ok {
-        return Ok(Exit::Usage);
-    }
-    Ok(exit)
+    format!(
+        "auditing {target} in namespace {namespace}: roles {}; a sample every {}, floor {}; {mode}",
+        roles.join(", "),
+        humantime::format_duration(opts.sample_interval),
+        opts.min_ready,
+    )
 }

@@ -23,9 +23,9 @@ mod timeline;
 mod tracker;
 
 pub use command::{
-    AuditCommandError, SETTLE, audit_target, inferadeployment_resource, run, write_outputs,
+    AuditCommandError, Options, SETTLE, audit_target, audit_target_with, inferadeployment_resource,
 };
-pub use report::{Outcome, Report, ReportError, RoleReport, StepRecord, format_seconds};
+pub use report::{Outcome, Outputs, Report, ReportError, RoleReport, StepRecord, format_seconds};
 pub use roles::{
     Target, TargetError, common_selector, deployment_selector, parse_role_flag, parse_selector,
     roles_from_inferadeployment, selector_string,

@@ -2,7 +2,7 @@
 //! sentence, and the timeline files.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -119,6 +119,91 @@ pub enum ReportError {
         "cannot tell the timeline format of {path}: name it FILE.svg (chart) or FILE.csv (rows)"
     )]
     UnknownFormat { path: String },
+    #[error("cannot write {path}: directory {dir} does not exist")]
+    NoDirectory { path: String, dir: String },
+    #[error("cannot write {path}: it is a directory")]
+    IsDirectory { path: String },
+    #[error("cannot encode the report as JSON: {0}")]
+    Encode(String),
+    #[error("writing the samples CSV failed part-way: {0}")]
+    Samples(String),
+}
+
+/// Where a report goes besides stdout: `--report FILE.json`,
+/// `--timeline FILE.svg|FILE.csv`.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    pub report: Option<PathBuf>,
+    pub timeline: Vec<PathBuf>,
+}
+
+impl Outputs {
+    fn paths(&self) -> impl Iterator<Item = &PathBuf> {
+        self.report.iter().chain(self.timeline.iter())
+    }
+
+    /// Before the work: every file can be created where it is named (its
+    /// directory exists, it is not a directory) and every timeline has a
+    /// format. Failures at write time are still possible (permissions, a
+    /// full disk) and reported by [`write`](Self::write).
+    pub fn check(&self) -> Result<(), ReportError> {
+        for path in self.paths() {
+            let name = path.display().to_string();
+            if path.is_dir() {
+                return Err(ReportError::IsDirectory { path: name });
+            }
+            let dir = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            if !dir.is_dir() {
+                return Err(ReportError::NoDirectory {
+                    path: name,
+                    dir: dir.display().to_string(),
+                });
+            }
+        }
+        for path in &self.timeline {
+            timeline_format(path)?;
+        }
+        Ok(())
+    }
+
+    /// Write every file; one result per file, in order (`Ok`: what was
+    /// written, `report` or `timeline`, and where). A `--samples` CSV that
+    /// failed part-way is reported too.
+    pub fn write(&self, report: &Report) -> Vec<Result<(&'static str, PathBuf), ReportError>> {
+        let mut results = Vec::new();
+        if let Some(msg) = &report.samples_csv_error {
+            results.push(Err(ReportError::Samples(msg.clone())));
+        }
+        if let Some(path) = &self.report {
+            results.push(report.write_json(path).map(|()| ("report", path.clone())));
+        }
+        for path in &self.timeline {
+            results.push(
+                report
+                    .write_timeline(path)
+                    .map(|()| ("timeline", path.clone())),
+            );
+        }
+        results
+    }
+}
+
+/// `svg` or `csv`, from the file name.
+fn timeline_format(path: &Path) -> Result<&'static str, ReportError> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("svg") => Ok("svg"),
+        Some("csv") => Ok("csv"),
+        _ => Err(ReportError::UnknownFormat {
+            path: path.display().to_string(),
+        }),
+    }
 }
 
 /// `15m10s`, `3s`, `2.5s`, `1h2m3s`, `0s`.
@@ -202,11 +287,6 @@ impl Report {
         table.to_string()
     }
 
-    /// Print the table to stdout.
-    pub fn print_table(&self) {
-        println!("{}", self.table());
-    }
-
     /// One sentence: what the evidence says.
     pub fn sentence(&self) -> String {
         let plural = if self.samples == 1 { "" } else { "s" };
@@ -262,13 +342,19 @@ impl Report {
     }
 
     /// The JSON document (`--report FILE.json`).
+    pub fn try_to_json(&self) -> Result<String, ReportError> {
+        serde_json::to_string_pretty(self).map_err(|e| ReportError::Encode(e.to_string()))
+    }
+
+    /// The JSON document for diagnostics (test messages, logs): the
+    /// encoding error in words if there is one, never a silent `{}`.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_else(|_| "{}".to_string())
+        self.try_to_json().unwrap_or_else(|e| format!("({e})"))
     }
 
     /// Write the JSON report to `path`.
     pub fn write_json(&self, path: &Path) -> Result<(), ReportError> {
-        std::fs::write(path, self.to_json() + "\n").map_err(|source| ReportError::Io {
+        std::fs::write(path, self.try_to_json()? + "\n").map_err(|source| ReportError::Io {
             path: path.display().to_string(),
             source,
         })
@@ -276,16 +362,9 @@ impl Report {
 
     /// Write the timeline to `path`: `.svg` draws a chart, `.csv` writes rows.
     pub fn write_timeline(&self, path: &Path) -> Result<(), ReportError> {
-        let ext = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase);
-        match ext.as_deref() {
-            Some("svg") => self.timeline.write_svg(path, &self.target, self.min_ready),
-            Some("csv") => self.timeline.write_csv(path),
-            _ => Err(ReportError::UnknownFormat {
-                path: path.display().to_string(),
-            }),
+        match timeline_format(path)? {
+            "svg" => self.timeline.write_svg(path, &self.target, self.min_ready),
+            _ => self.timeline.write_csv(path),
         }
     }
 }

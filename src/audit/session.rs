@@ -127,6 +127,11 @@ impl AuditSession {
         lock(&self.auditor).step(step);
     }
 
+    /// How many complete pod lists were applied (1: no re-list yet).
+    pub fn lists(&self) -> u64 {
+        lock(&self.auditor).lists()
+    }
+
     /// Current Ready/routable counts per role, from the cache.
     pub fn counts(&self) -> Vec<RoleCounts> {
         lock(&self.auditor).counts()
@@ -215,6 +220,7 @@ async fn watch_loop(
                     if err.is_fatal() {
                         return Err(err);
                     }
+                    tracing::info!("watch restart: {err}; re-listing with backoff");
                     // Transient (5xx, 429, connection reset): the backoff
                     // retries and the watcher re-lists; the numbers stay
                     // exact because the re-list is swapped in atomically.

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::report::ReportError;
@@ -183,35 +184,7 @@ impl Timeline {
                     }),
                 )
                 .map_err(|e| draw_err(&e))?;
-            // Every step is a grey line; only the milestones get a label,
-            // staggered downwards when they would overlap the previous one.
-            let span = self.secs(self.duration).max(1e-9);
-            let mut last_label: Option<(f64, usize)> = None;
-            for (at, label) in &self.steps {
-                let x = self.secs(*at);
-                chart
-                    .draw_series(std::iter::once(PathElement::new(
-                        vec![(x, 0.0), (x, f64::from(top))],
-                        BLACK.mix(0.15),
-                    )))
-                    .map_err(|e| draw_err(&e))?;
-                if !is_milestone(label) {
-                    continue;
-                }
-                let level = match last_label {
-                    Some((lx, level)) if (x - lx) / span < 0.12 => (level + 1) % 4,
-                    _ => 0,
-                };
-                last_label = Some((x, level));
-                let y = f64::from(top) * (0.93 - 0.08 * level as f64);
-                chart
-                    .draw_series(std::iter::once(Text::new(
-                        label.clone(),
-                        (x, y),
-                        ("sans-serif", 11).into_font(),
-                    )))
-                    .map_err(|e| draw_err(&e))?;
-            }
+            self.draw_steps(&mut chart, top, path)?;
             chart
                 .configure_series_labels()
                 .background_style(WHITE.mix(0.8))
@@ -221,6 +194,48 @@ impl Timeline {
                 .map_err(|e| draw_err(&e))?;
         }
         root.present().map_err(|e| draw_err(&e))
+    }
+
+    /// Every step is a grey line; only the milestones get a label,
+    /// staggered downwards when they would overlap the previous one.
+    fn draw_steps(
+        &self,
+        chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+        top: u32,
+        path: &Path,
+    ) -> Result<(), ReportError> {
+        let draw_err = |e: &dyn std::fmt::Display| ReportError::Draw {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        };
+        let span = self.secs(self.duration).max(1e-9);
+        let mut last_label: Option<(f64, usize)> = None;
+        for (at, label) in &self.steps {
+            let x = self.secs(*at);
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(x, 0.0), (x, f64::from(top))],
+                    BLACK.mix(0.15),
+                )))
+                .map_err(|e| draw_err(&e))?;
+            if !is_milestone(label) {
+                continue;
+            }
+            let level = match last_label {
+                Some((lx, level)) if (x - lx) / span < 0.12 => (level + 1) % 4,
+                _ => 0,
+            };
+            last_label = Some((x, level));
+            let y = f64::from(top) * (0.93 - 0.08 * level as f64);
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    label.clone(),
+                    (x, y),
+                    ("sans-serif", 11).into_font(),
+                )))
+                .map_err(|e| draw_err(&e))?;
+        }
+        Ok(())
     }
 }
 

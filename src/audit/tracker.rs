@@ -10,12 +10,14 @@
 //! (no sleeping, no timing-dependent asserts). The watch loop that feeds it
 //! from a cluster lives in [`super::session`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::{Duration, Instant, SystemTime};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher::Event;
+
+use crate::cluster::reflect::{Delta, Reflector, namespaced_key};
 
 use super::report::{Outcome, Report, RoleReport, StepRecord};
 use super::timeline::{Timeline, TimelinePoint};
@@ -290,8 +292,7 @@ pub struct Auditor {
     sample_interval: Duration,
     time_scale: f64,
     target: String,
-    pods: HashMap<String, PodState>,
-    relist: Option<HashMap<String, PodState>>,
+    pods: Reflector<PodState>,
     /// Set at the first `InitDone`: numbers are only meaningful from then on.
     origin: Option<Instant>,
     /// Pairs an `Instant` with the wall clock, to print step times in UTC.
@@ -303,7 +304,6 @@ pub struct Auditor {
     samples_csv_error: Option<String>,
     steps: Vec<StepRecord>,
     steps_dropped: u64,
-    relists: u64,
 }
 
 impl std::fmt::Debug for Auditor {
@@ -351,8 +351,7 @@ impl Auditor {
             sample_interval,
             time_scale,
             target: String::new(),
-            pods: HashMap::new(),
-            relist: None,
+            pods: Reflector::new(),
             origin: None,
             clock_anchor: (Instant::now(), SystemTime::now()),
             samples: 0,
@@ -362,7 +361,6 @@ impl Auditor {
             samples_csv_error: None,
             steps: Vec::new(),
             steps_dropped: 0,
-            relists: 0,
         }
     }
 
@@ -410,68 +408,26 @@ impl Auditor {
 
     /// How many times the pod list was (re)received (1 = no re-list).
     pub fn lists(&self) -> u64 {
-        self.relists
-    }
-
-    fn key(pod: &Pod) -> String {
-        format!(
-            "{}/{}",
-            pod.metadata.namespace.as_deref().unwrap_or(""),
-            pod.metadata.name.as_deref().unwrap_or("")
-        )
-    }
-
-    fn classify(&self, pod: &Pod) -> Option<PodState> {
-        let role = self.roles.iter().position(|r| r.spec.matches(pod))?;
-        Some(PodState {
-            role,
-            ready: pod_is_ready(pod),
-            routable: pod_is_serving(pod),
-        })
+        self.pods.lists()
     }
 
     /// Apply one watcher event at `now`. Exact: every change of a count is
     /// recorded at the instant its event is applied.
     pub fn apply(&mut self, event: &Event<Pod>, now: Instant) {
-        match event {
-            Event::Init => {
-                self.relist = Some(HashMap::new());
-                return;
-            }
-            Event::InitApply(pod) => {
-                let key = Self::key(pod);
-                let state = self.classify(pod);
-                let buffer = self.relist.get_or_insert_with(HashMap::new);
-                match state {
-                    Some(s) => buffer.insert(key, s),
-                    None => buffer.remove(&key),
-                };
-                return;
-            }
-            Event::InitDone => {
-                self.pods = self.relist.take().unwrap_or_default();
-                self.relists += 1;
-                if self.origin.is_none() {
-                    self.origin = Some(now);
-                }
-            }
-            Event::Apply(pod) => {
-                let key = Self::key(pod);
-                let state = self.classify(pod);
-                for map in std::iter::once(&mut self.pods).chain(self.relist.as_mut()) {
-                    match state {
-                        Some(s) => map.insert(key.clone(), s),
-                        None => map.remove(&key),
-                    };
-                }
-            }
-            Event::Delete(pod) => {
-                let key = Self::key(pod);
-                self.pods.remove(&key);
-                if let Some(buffer) = self.relist.as_mut() {
-                    buffer.remove(&key);
-                }
-            }
+        let roles = &self.roles;
+        let delta = self.pods.apply(event, namespaced_key, |pod| {
+            let role = roles.iter().position(|r| r.spec.matches(pod))?;
+            Some(PodState {
+                role,
+                ready: pod_is_ready(pod),
+                routable: pod_is_serving(pod),
+            })
+        });
+        if matches!(event, Event::Init | Event::InitApply(_)) {
+            return;
+        }
+        if matches!(delta, Delta::Relisted { .. }) && self.origin.is_none() {
+            self.origin = Some(now);
         }
         self.recount(now);
     }

@@ -11,7 +11,10 @@
 
 mod capacity;
 mod rbac;
+pub mod redact;
+pub mod reflect;
 mod status;
+pub mod trace;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -37,11 +40,10 @@ pub enum ClusterError {
         home_config: String,
         in_cluster: String,
     },
-    #[error("cannot load kubeconfig {source_desc}: {message}")]
-    Kubeconfig {
-        source_desc: String,
-        message: String,
-    },
+    /// The file, the line and the kind of problem; never the file's content
+    /// (see [`redact`]).
+    #[error("cannot load kubeconfig {0}")]
+    Kubeconfig(redact::KubeconfigProblem),
     #[error("context \"{context}\" not found in {source_desc}; known contexts: {}", known_list(.known))]
     UnknownContext {
         context: String,
@@ -113,9 +115,10 @@ fn rbac_ns(ns: &Option<String>) -> String {
     ns.as_ref().map(|n| format!(" -n {n}")).unwrap_or_default()
 }
 
-/// Collapse a message to one line (server and library messages may wrap).
+/// Collapse a message to one line (server and library messages may wrap)
+/// and apply the credentials rule ([`redact::scrub`]).
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    redact::scrub(&s.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 impl ClusterError {
@@ -134,21 +137,21 @@ impl ClusterError {
             kube::Error::Api(status) => Self::from_status(status, url, verb, resource, namespace),
             kube::Error::HyperError(e) => ClusterError::Unreachable {
                 url: url.to_string(),
-                reason: one_line(&error_chain(e)),
+                reason: redact::error_chain(e),
             },
             kube::Error::Service(e) => ClusterError::Unreachable {
                 url: url.to_string(),
-                reason: one_line(&error_chain(e.as_ref())),
+                reason: redact::error_chain(e.as_ref()),
             },
             kube::Error::Auth(e) => ClusterError::Client {
                 url: url.to_string(),
-                message: format!("authentication failed: {}", one_line(&e.to_string())),
+                message: format!("authentication failed: {}", redact::auth_error(e)),
             },
             other => ClusterError::Request {
                 verb: verb.to_string(),
                 resource: resource.to_string(),
                 namespace,
-                message: one_line(&other.to_string()),
+                message: redact::kube_error(other),
             },
         }
     }
@@ -223,6 +226,24 @@ impl ClusterError {
         }
     }
 
+    /// Name the kubeconfig (or in-cluster account) a connection error came
+    /// from: `… at https://k:6443 (kubeconfig ~/.kube/config) …`.
+    pub fn with_source(self, source_desc: &str) -> ClusterError {
+        let tag = |url: String| format!("{url} ({source_desc})");
+        match self {
+            ClusterError::Unreachable { url, reason } => ClusterError::Unreachable {
+                url: tag(url),
+                reason,
+            },
+            ClusterError::Unauthorized { url } => ClusterError::Unauthorized { url: tag(url) },
+            ClusterError::Client { url, message } => ClusterError::Client {
+                url: tag(url),
+                message,
+            },
+            other => other,
+        }
+    }
+
     /// Errors that retrying will not fix (permissions, credentials, a
     /// missing object): a watch loop stops on these instead of backing off.
     pub fn is_fatal(&self) -> bool {
@@ -233,20 +254,6 @@ impl ClusterError {
                 | ClusterError::NotFound { .. }
         )
     }
-}
-
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = s.source();
-    }
-    out
 }
 
 /// A connected client and the namespace commands act in.
@@ -346,20 +353,40 @@ fn home_dir() -> Option<PathBuf> {
 }
 
 fn load_kubeconfig(source: &ConfigSource) -> Result<Kubeconfig, ClusterError> {
-    let err = |e: kube::config::KubeconfigError| ClusterError::Kubeconfig {
-        source_desc: source.describe(),
-        message: one_line(&e.to_string()),
+    let config = match source {
+        ConfigSource::Flag(p) | ConfigSource::Home(p) => read_kubeconfig(p)?,
+        ConfigSource::Env(paths) => {
+            let mut merged = Kubeconfig::default();
+            for p in paths {
+                merged = merged.merge(read_kubeconfig(p)?).map_err(|e| {
+                    ClusterError::Kubeconfig(redact::KubeconfigProblem::kube(
+                        &source.describe(),
+                        &e,
+                    ))
+                })?;
+            }
+            merged
+        }
+        ConfigSource::InCluster => Kubeconfig::default(),
     };
-    match source {
-        ConfigSource::Flag(p) | ConfigSource::Home(p) => Kubeconfig::read_from(p).map_err(err),
-        ConfigSource::Env(paths) => paths
-            .iter()
-            .try_fold(Kubeconfig::default(), |merged, p| {
-                Kubeconfig::read_from(p).and_then(|c| merged.merge(c))
-            })
-            .map_err(err),
-        ConfigSource::InCluster => Ok(Kubeconfig::default()),
-    }
+    redact::register_kubeconfig(&config);
+    Ok(config)
+}
+
+/// Read one kubeconfig file. A YAML error names the file, the line and the
+/// kind of problem, never a line of the file: `kube`'s own message embeds a
+/// code frame with the neighbouring lines (tokens, keys).
+pub fn read_kubeconfig(path: &Path) -> Result<Kubeconfig, ClusterError> {
+    Kubeconfig::read_from(path).map_err(|e| {
+        let problem = match &e {
+            kube::config::KubeconfigError::Parse(yaml) => {
+                let source = std::fs::read_to_string(path).unwrap_or_default();
+                redact::KubeconfigProblem::yaml(path, yaml, &source)
+            }
+            other => redact::KubeconfigProblem::kube(&path.display().to_string(), other),
+        };
+        ClusterError::Kubeconfig(problem)
+    })
 }
 
 /// Build the client `Config` for `args` without touching the network.
@@ -367,13 +394,24 @@ fn load_kubeconfig(source: &ConfigSource) -> Result<Kubeconfig, ClusterError> {
 pub async fn resolve_config(
     args: &crate::cli::ClusterArgs,
 ) -> Result<(Config, Option<String>), ClusterError> {
-    let source = ConfigSource::resolve(
+    resolve_config_from(&source_of(args), args).await
+}
+
+/// Where `args` says the kubeconfig comes from (kubectl's precedence).
+fn source_of(args: &crate::cli::ClusterArgs) -> ConfigSource {
+    ConfigSource::resolve(
         args.kubeconfig.as_deref(),
         std::env::var_os("KUBECONFIG"),
         home_dir(),
         |p| p.is_file(),
-    );
-    let (mut config, context) = match &source {
+    )
+}
+
+async fn resolve_config_from(
+    source: &ConfigSource,
+    args: &crate::cli::ClusterArgs,
+) -> Result<(Config, Option<String>), ClusterError> {
+    let (mut config, context) = match source {
         ConfigSource::InCluster => {
             if let Some(context) = &args.context {
                 return Err(ClusterError::UnknownContext {
@@ -391,7 +429,7 @@ pub async fn resolve_config(
             (config, None)
         }
         _ => {
-            let kubeconfig = load_kubeconfig(&source)?;
+            let kubeconfig = load_kubeconfig(source)?;
             let known: Vec<String> = kubeconfig.contexts.iter().map(|c| c.name.clone()).collect();
             let context = match args.context.clone().or(kubeconfig.current_context.clone()) {
                 Some(c) => c,
@@ -416,9 +454,11 @@ pub async fn resolve_config(
             };
             let config = Config::from_custom_kubeconfig(kubeconfig, &options)
                 .await
-                .map_err(|e| ClusterError::Kubeconfig {
-                    source_desc: source.describe(),
-                    message: one_line(&e.to_string()),
+                .map_err(|e| {
+                    ClusterError::Kubeconfig(redact::KubeconfigProblem::kube(
+                        &source.describe(),
+                        &e,
+                    ))
                 })?;
             (config, Some(context))
         }
@@ -479,9 +519,22 @@ const CONNECT_PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Connect with kubectl's precedence and check the API server answers
 /// (one `GET /version`; any HTTP answer but 401 counts as reachable).
+/// A connection error names the kubeconfig it came from.
 pub async fn connect(args: &crate::cli::ClusterArgs) -> Result<Connection, ClusterError> {
-    let (config, context) = resolve_config(args).await?;
-    connect_with(config, context).await
+    let source = source_of(args);
+    let (config, context) = resolve_config_from(&source, args).await?;
+    tracing::info!(
+        "kubeconfig {}: context {}, server {}",
+        source.describe(),
+        context.as_deref().unwrap_or("(in-cluster)"),
+        display_url(&config.cluster_url)
+    );
+    connect_with(config, context)
+        .await
+        .map_err(|e| match source {
+            ConfigSource::InCluster => e.with_source(&source.describe()),
+            _ => e.with_source(&format!("kubeconfig {}", source.describe())),
+        })
 }
 
 /// [`connect`] from an already-built `Config`.
@@ -495,10 +548,10 @@ pub async fn connect_with(
     probe_config.default_retry = false;
     let client_err = |e: kube::Error| ClusterError::Client {
         url: url.clone(),
-        message: one_line(&e.to_string()),
+        message: redact::kube_error(&e),
     };
-    let client = Client::try_from(config).map_err(client_err)?;
-    let probe_client = Client::try_from(probe_config).map_err(client_err)?;
+    let client = trace::client(config).map_err(client_err)?;
+    let probe_client = trace::client(probe_config).map_err(client_err)?;
     match tokio::time::timeout(CONNECT_PROBE_TIMEOUT, client.apiserver_version()).await {
         Err(_) => {
             return Err(ClusterError::Unreachable {

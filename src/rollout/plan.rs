@@ -360,32 +360,41 @@ impl Plan {
         table
     }
 
-    /// Print the plan: header, table, findings, verdict reasons.
-    pub fn print(&self) {
-        println!(
-            "Plan for {} ({}) in namespace {}:",
-            self.target, self.what, self.namespace
-        );
-        println!("{}", self.table());
+    /// The plan as text: header, table, findings, verdict reasons.
+    pub fn render(&self) -> String {
+        let mut lines = vec![
+            format!(
+                "Plan for {} ({}) in namespace {}:",
+                self.target, self.what, self.namespace
+            ),
+            self.table().to_string(),
+        ];
         for leg in &self.legs {
             for f in &leg.findings {
-                println!("  {} {} [{}]: {}", leg.leg, f.severity, f.code, f.message);
+                lines.push(format!(
+                    "  {} {} [{}]: {}",
+                    leg.leg, f.severity, f.code, f.message
+                ));
             }
             if !leg.why.is_empty() {
-                println!("  {}: {}", leg.leg, leg.why);
+                lines.push(format!("  {}: {}", leg.leg, leg.why));
             }
         }
         for f in &self.other_findings {
-            println!("  (other) {} [{}]: {}", f.severity, f.code, f.message);
+            lines.push(format!(
+                "  (other) {} [{}]: {}",
+                f.severity, f.code, f.message
+            ));
         }
         for leg in self.blocking() {
-            println!(
+            lines.push(format!(
                 "  predicted {} on leg {}: {}",
                 leg.verdict.label(),
                 leg.leg,
                 leg.verdict.reason()
-            );
+            ));
         }
+        lines.join("\n")
     }
 }
 

@@ -44,6 +44,8 @@ pub enum RecordError {
          inspect it with `kubectl get -o yaml` and remove it if nothing is rolling"
     )]
     Corrupt(String),
+    #[error("cannot encode the in-flight rollout record: {0}")]
+    Encode(String),
 }
 
 impl InFlight {
@@ -62,9 +64,9 @@ impl InFlight {
     }
 
     /// The `metadata` part of a merge patch writing this record.
-    pub fn annotation_patch(&self) -> Value {
-        let text = serde_json::to_string(self).unwrap_or_default();
-        json!({"metadata": {"annotations": { IN_FLIGHT_ANNOTATION: text }}})
+    pub fn annotation_patch(&self) -> Result<Value, RecordError> {
+        let text = serde_json::to_string(self).map_err(|e| RecordError::Encode(e.to_string()))?;
+        Ok(json!({"metadata": {"annotations": { IN_FLIGHT_ANNOTATION: text }}}))
     }
 
     /// The merge patch removing the record.
@@ -152,7 +154,10 @@ mod tests {
     #[test]
     fn round_trips_through_the_annotation() {
         let r = record();
-        let obj = combine(json!({"metadata": {"name": "x"}}), &r.annotation_patch());
+        let obj = combine(
+            json!({"metadata": {"name": "x"}}),
+            &r.annotation_patch().unwrap(),
+        );
         assert_eq!(InFlight::from_object(&obj).unwrap(), Some(r));
         let cleared = combine(obj, &InFlight::removal_patch());
         assert_eq!(InFlight::from_object(&cleared).unwrap(), None);

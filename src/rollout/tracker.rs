@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher::Event;
 
 use super::trigger::{Change, pod_has_change};
+use crate::cluster::reflect::{Delta, Reflector, name_key};
 
 /// Worker registration annotation (operator-semantics §5).
 pub const WORKER_INFO_ANNOTATION: &str = "infera.amd.com/worker-info";
@@ -177,9 +178,8 @@ pub struct LegTracker {
     selector: BTreeMap<String, String>,
     change: Change,
     inferadeployment: bool,
-    pods: BTreeMap<String, PodFacts>,
+    pods: Reflector<PodFacts>,
     seen: BTreeMap<String, Seen>,
-    relist: Option<BTreeMap<String, PodFacts>>,
     /// Some pod of the leg was seen registered (routable): this fleet's
     /// workers register, so a replacement is not done until it has too.
     registers: bool,
@@ -199,72 +199,45 @@ impl LegTracker {
             selector,
             change,
             inferadeployment,
-            pods: BTreeMap::new(),
+            pods: Reflector::new(),
             seen: BTreeMap::new(),
-            relist: None,
             registers: false,
         }
     }
 
-    fn selects(&self, pod: &Pod) -> bool {
-        let labels = pod.metadata.labels.as_ref();
-        self.selector
-            .iter()
-            .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
-    }
-
     /// Feed one watch event; returns what happened, in step order.
     pub fn apply(&mut self, event: &Event<Pod>) -> Vec<Observation> {
-        match event {
-            Event::Init => {
-                self.relist = Some(BTreeMap::new());
-                Vec::new()
-            }
-            Event::InitApply(pod) => {
-                if self.selects(pod) {
-                    let facts = pod_facts(pod, &self.change, self.inferadeployment);
-                    if let Some(buffer) = self.relist.as_mut() {
-                        buffer.insert(facts.name.clone(), facts);
-                        return Vec::new();
-                    }
-                    return self.upsert(facts);
-                }
-                Vec::new()
-            }
-            Event::InitDone => {
-                let Some(listed) = self.relist.take() else {
-                    return Vec::new();
-                };
-                let vanished: Vec<String> = self
-                    .pods
-                    .keys()
-                    .filter(|name| !listed.contains_key(*name))
-                    .cloned()
-                    .collect();
+        let (selector, change, idep) = (&self.selector, &self.change, self.inferadeployment);
+        let delta = self.pods.apply(event, name_key, |pod| {
+            let labels = pod.metadata.labels.as_ref();
+            selector
+                .iter()
+                .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+                .then(|| pod_facts(pod, change, idep))
+        });
+        match delta {
+            Delta::Nothing => Vec::new(),
+            Delta::Upserted(name) => self.observe(&name),
+            Delta::Removed(name, facts) => self.observe_gone(&name, &facts),
+            Delta::Relisted { vanished } => {
                 let mut out = Vec::new();
-                for name in vanished {
-                    out.extend(self.remove(&name));
+                for (name, facts) in vanished {
+                    out.extend(self.observe_gone(&name, &facts));
                 }
-                for facts in listed.into_values() {
-                    out.extend(self.upsert(facts));
+                let listed: Vec<String> = self.pods.iter().map(|(k, _)| k.clone()).collect();
+                for name in listed {
+                    out.extend(self.observe(&name));
                 }
                 out
-            }
-            Event::Apply(pod) => {
-                if !self.selects(pod) {
-                    return Vec::new();
-                }
-                let facts = pod_facts(pod, &self.change, self.inferadeployment);
-                self.upsert(facts)
-            }
-            Event::Delete(pod) => {
-                let name = pod.metadata.name.clone().unwrap_or_default();
-                self.remove(&name)
             }
         }
     }
 
-    fn upsert(&mut self, facts: PodFacts) -> Vec<Observation> {
+    /// The steps the live facts of `name` show that were not reported yet.
+    fn observe(&mut self, name: &str) -> Vec<Observation> {
+        let Some(facts) = self.pods.get(name) else {
+            return Vec::new();
+        };
         let seen = self.seen.entry(facts.name.clone()).or_default();
         let mut out = Vec::new();
         let mut emit = |kind: StepKind, detail: Option<String>, seen: &mut Seen| {
@@ -311,14 +284,11 @@ impl LegTracker {
             emit(StepKind::OldTerminating, None, seen);
         }
         self.registers |= facts.registered;
-        self.pods.insert(facts.name.clone(), facts);
         out
     }
 
-    fn remove(&mut self, name: &str) -> Vec<Observation> {
-        let Some(facts) = self.pods.remove(name) else {
-            return Vec::new();
-        };
+    /// The steps of a pod leaving the leg (deleted, or missing from a re-list).
+    fn observe_gone(&mut self, name: &str, facts: &PodFacts) -> Vec<Observation> {
         let seen = self.seen.entry(name.to_string()).or_default();
         let mut out = Vec::new();
         let kind = if facts.new {
@@ -445,7 +415,7 @@ impl LegTracker {
     /// probe, or a `/health` probe) still serves nothing; moving on to the
     /// next leg or declaring success then would hide a gap.
     pub fn complete(&self, desired: usize) -> bool {
-        self.relist.is_none()
+        !self.pods.relisting()
             && self.old_remaining() == 0
             && self.new_ready() >= desired
             && (!self.registers || self.new_routable() >= desired)

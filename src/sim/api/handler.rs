@@ -76,9 +76,19 @@ fn authorized(shared: &Shared, headers: &HeaderMap) -> bool {
     else {
         return false;
     };
-    // Constant-time comparison: the token is a credential.
-    let (a, b) = (token.trim().as_bytes(), shared.token.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    tokens_equal(token.trim(), &shared.token)
+}
+
+/// Compare a presented bearer token with the expected one in constant time:
+/// both are hashed to equal-length SHA-256 digests first (so neither the
+/// length nor a matching prefix shows in the timing), then compared with
+/// `subtle`'s constant-time equality (no early exit, no data-dependent branch).
+fn tokens_equal(presented: &str, expected: &str) -> bool {
+    use ring::digest::{SHA256, digest};
+    use subtle::ConstantTimeEq;
+    let a = digest(&SHA256, presented.as_bytes());
+    let b = digest(&SHA256, expected.as_bytes());
+    a.as_ref().ct_eq(b.as_ref()).into()
 }
 
 /// A parsed resource URL.
@@ -1467,6 +1477,14 @@ async fn run_watch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_compare_by_content_and_length() {
+        assert!(tokens_equal("abc-123", "abc-123"));
+        assert!(!tokens_equal("abc-124", "abc-123"));
+        assert!(!tokens_equal("abc-123x", "abc-123"));
+        assert!(!tokens_equal("", "abc-123"));
+    }
 
     #[test]
     fn routes_resource_paths() {

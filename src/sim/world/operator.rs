@@ -53,7 +53,7 @@ struct Operator {
 
 /// Run the operator until aborted.
 pub(super) async fn run(shared: Arc<Shared>) {
-    let idep_resource = crate::rollout::drive::inferadeployment_resource();
+    let idep_resource = crate::audit::inferadeployment_resource();
     let deploy_resource = ApiResource::erase::<Deployment>(&());
     let client = shared.client.clone();
     let ideps = watcher::watcher(

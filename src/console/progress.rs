@@ -11,29 +11,13 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::tracker::{Observation, StepKind};
+use crate::rollout::plan::Plan;
+use crate::rollout::reporter::{Clock, Question, Reporter, Stall, human_duration};
+use crate::rollout::tracker::{Observation, StepKind};
 
 /// Steps a bar counts per replaced pod (created, scheduled, loading, Ready,
 /// /ready via proxy, routable, old terminating, old gone).
 pub const STEPS_PER_POD: u64 = 8;
-
-/// `1m05s`, `3.2s`, `250ms`.
-pub fn human_duration(d: Duration) -> String {
-    let secs = d.as_secs_f64();
-    if secs < 1.0 {
-        return format!("{}ms", d.as_millis());
-    }
-    if secs < 60.0 {
-        return format!("{secs:.1}s");
-    }
-    let total = d.as_secs();
-    let (h, m, s) = (total / 3600, (total % 3600) / 60, total % 60);
-    if h > 0 {
-        format!("{h}h{m:02}m{s:02}s")
-    } else {
-        format!("{m}m{s:02}s")
-    }
-}
 
 #[derive(Debug)]
 struct LegBar {
@@ -48,8 +32,7 @@ pub struct Progress {
     multi: Option<MultiProgress>,
     legs: BTreeMap<String, LegBar>,
     started: Instant,
-    time_scale: f64,
-    simulated: bool,
+    clock: Clock,
 }
 
 /// Whether to draw bars: both streams a terminal and `NO_COLOR` unset.
@@ -62,7 +45,7 @@ pub fn interactive() -> bool {
 impl Progress {
     /// `legs`: (name, number of pods to replace). `simulated` labels every
     /// duration as simulated time.
-    pub fn new(legs: &[(String, u64)], time_scale: f64, simulated: bool, bars: bool) -> Self {
+    pub fn new(legs: &[(String, u64)], clock: Clock, bars: bool) -> Self {
         let started = Instant::now();
         let multi = bars.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
         let style = ProgressStyle::with_template(
@@ -94,19 +77,17 @@ impl Progress {
             multi,
             legs,
             started,
-            time_scale,
-            simulated,
+            clock,
         }
     }
 
     /// Wall time since `since`, in reported time.
     pub fn scaled(&self, since: Instant, now: Instant) -> Duration {
-        now.saturating_duration_since(since)
-            .mul_f64(self.time_scale.max(0.0))
+        self.clock.scaled(since, now)
     }
 
     fn label(&self) -> &'static str {
-        if self.simulated { " sim" } else { "" }
+        if self.clock.simulated { " sim" } else { "" }
     }
 
     /// Print a line above the bars (or plainly).
@@ -123,6 +104,7 @@ impl Progress {
 
     /// A timestamped line: `18:45:12Z +1m05s sim  decode  text`.
     pub fn event(&self, leg: &str, text: &str, now: Instant) {
+        tracing::debug!(target: "infera::rollout::driver", leg, "{text}");
         let at = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ");
         let elapsed = human_duration(self.scaled(self.started, now));
         self.line(&format!(
@@ -232,25 +214,105 @@ fn counts(kind: StepKind) -> bool {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The command line's [`Reporter`]: the plan and notes on stdout, steps as
+/// bars on a TTY (timestamped lines otherwise), questions on the terminal.
+#[derive(Debug)]
+pub struct Terminal {
+    bars: bool,
+    progress: Option<Progress>,
+}
 
-    #[test]
-    fn durations_read_well() {
-        assert_eq!(human_duration(Duration::from_millis(250)), "250ms");
-        assert_eq!(human_duration(Duration::from_millis(3200)), "3.2s");
-        assert_eq!(human_duration(Duration::from_secs(65)), "1m05s");
-        assert_eq!(human_duration(Duration::from_secs(3725)), "1h02m05s");
+impl Terminal {
+    /// `bars`: draw progress bars (see [`interactive`]).
+    pub fn new(bars: bool) -> Self {
+        Terminal {
+            bars,
+            progress: None,
+        }
+    }
+}
+
+impl Reporter for Terminal {
+    fn plan(&mut self, plan: &Plan) {
+        self.note(&plan.render());
     }
 
-    #[test]
-    fn scaled_time() {
-        let p = Progress::new(&[("decode".into(), 1)], 70.0, true, false);
-        let t0 = Instant::now();
-        assert_eq!(
-            p.scaled(t0, t0 + Duration::from_secs(2)),
-            Duration::from_secs(140)
-        );
+    fn note(&mut self, text: &str) {
+        match &self.progress {
+            Some(p) => p.line(text),
+            None => println!("{text}"),
+        }
     }
+
+    fn start(&mut self, legs: &[(String, u64)], clock: Clock) {
+        self.progress = Some(Progress::new(legs, clock, self.bars));
+    }
+
+    fn event(&mut self, leg: &str, text: &str, at: Instant) {
+        if let Some(p) = &self.progress {
+            p.event(leg, text, at);
+        }
+    }
+
+    fn step(&mut self, leg: &str, obs: &Observation, at: Instant) {
+        if let Some(p) = &mut self.progress {
+            p.step(leg, obs, at);
+        }
+    }
+
+    fn stall(&mut self, leg: &str, stall: &Stall, at: Instant) {
+        self.event(leg, &stall.describe(), at);
+    }
+
+    fn activity(&mut self, leg: &str, what: &str, at: Instant) {
+        if let Some(p) = &mut self.progress {
+            p.activity(leg, what, at);
+        }
+    }
+
+    fn tick(&mut self, now: Instant) {
+        if let Some(p) = &self.progress {
+            p.tick(now);
+        }
+    }
+
+    fn leg_done(&mut self, leg: &str, summary: &str) {
+        if let Some(p) = &mut self.progress {
+            p.leg_done(leg, summary);
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(p) = &mut self.progress {
+            p.finish();
+        }
+    }
+
+    fn interactive(&self) -> bool {
+        std::io::stdin().is_terminal()
+    }
+
+    fn ask(&mut self, question: &Question) -> Option<bool> {
+        let terminal = match question {
+            Question::Start => self.interactive() && std::io::stdout().is_terminal(),
+            _ => self.interactive(),
+        };
+        if !terminal {
+            return None;
+        }
+        let text = question.text();
+        Some(match &self.progress {
+            Some(p) => p.suspend(|| confirm(&text)),
+            None => confirm(&text),
+        })
+    }
+}
+
+/// `question [y/N]` on stdout, the answer from stdin.
+fn confirm(question: &str) -> bool {
+    use std::io::Write;
+    print!("{question} [y/N] ");
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes")
 }

@@ -1,0 +1,71 @@
+# shellcheck shell=bash
+# Helpers shared by lab/up and lab/down (sourced, not run).
+
+# The process start time (clock ticks since boot, field 22 of /proc/PID/stat):
+# with the PID it names one process for good, so a recycled PID is never taken
+# for one of ours.
+lab_starttime() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }         # drop "PID (comm) ", comm may hold spaces
+  # shellcheck disable=SC2086
+  set -- $stat              # now $1 is field 3 (state), so field 22 is ${20}
+  printf '%s\n' "${20}"
+}
+
+# lab_alive PID STARTTIME: is that very process still running (not a zombie)?
+lab_alive() {
+  local st state
+  st=$(lab_starttime "$1") || return 1
+  [[ $st == "$2" ]] || return 1
+  state=$(awk '{ sub(/^.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ $state != Z ]]
+}
+
+# lab_netns_name DIR: the network namespace name for a lab directory.
+lab_netns_name() {
+  printf 'infera-lab-%s\n' "$(printf '%s' "$1" | sha256sum | cut -c1-10)"
+}
+
+lab_netns_exists() {
+  [[ -e /run/netns/$1 ]] || ip netns list 2>/dev/null | awk '{print $1}' | grep -qx -- "$1"
+}
+
+# lab_stop DIR: stop the processes listed in DIR/pids (last started first):
+# TERM, up to 10 s grace, then KILL; then delete the namespace in DIR/netns.
+# Only processes whose PID and start time match the record are signalled.
+lab_stop() {
+  local dir=$1 name pid st ns i
+  local -a pids=() names=() sts=()
+  if [[ -f $dir/pids ]]; then
+    while read -r name pid st; do
+      [[ -n ${st:-} ]] || continue
+      names+=("$name"); pids+=("$pid"); sts+=("$st")
+    done <"$dir/pids"
+  fi
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    if lab_alive "${pids[i]}" "${sts[i]}"; then
+      printf 'lab: stopping %s (pid %s)\n' "${names[i]}" "${pids[i]}" >&2
+      kill -TERM "${pids[i]}" 2>/dev/null || true
+      local deadline=$((SECONDS + 10))
+      while lab_alive "${pids[i]}" "${sts[i]}" && ((SECONDS < deadline)); do sleep 0.1; done
+      if lab_alive "${pids[i]}" "${sts[i]}"; then
+        printf 'lab: %s (pid %s) ignored TERM; KILL\n' "${names[i]}" "${pids[i]}" >&2
+        kill -KILL "${pids[i]}" 2>/dev/null || true
+        deadline=$((SECONDS + 5))
+        while lab_alive "${pids[i]}" "${sts[i]}" && ((SECONDS < deadline)); do sleep 0.1; done
+      fi
+    fi
+  done
+  rm -f "$dir/pids"
+  ns=$(cat "$dir/netns" 2>/dev/null || true)
+  if [[ -n $ns ]] && lab_netns_exists "$ns"; then
+    local others
+    others=$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ' || true)
+    if [[ -n ${others// /} ]]; then
+      printf 'lab: warning: processes not started by lab/up still run in %s (pids %s); left alone, they keep the namespace alive after its name is deleted\n' "$ns" "$others" >&2
+    fi
+    ip netns del "$ns" || printf 'lab: warning: could not delete netns %s\n' "$ns" >&2
+  fi
+  rm -f "$dir/netns"
+}

@@ -1,0 +1,139 @@
+//! `-v` / `-vv` / `RUST_LOG`: `tracing` logs on stderr, every line through
+//! [`redact::scrub`], and one `infera::http` line per API request (verb,
+//! path, status, latency). Headers and bodies are never logged; the
+//! `Authorization` header is added by `kube`'s auth layer *below* the
+//! request-log layer, so the layer never sees it.
+
+use std::io::Write;
+use std::time::Instant;
+
+use futures::future::BoxFuture;
+use kube::Client;
+use kube::client::ClientBuilder;
+
+use super::redact;
+
+/// The filter for a verbosity: off by default, `-v` info for infera and the
+/// request lines, `-vv` debug for infera and `kube`'s watcher. `RUST_LOG`, when set,
+/// wins over both.
+pub fn filter_for(verbosity: u8) -> &'static str {
+    match verbosity {
+        0 => "off",
+        1 => "infera=info",
+        _ => "infera=debug,kube_runtime=debug",
+    }
+}
+
+/// Install the stderr subscriber. Never writes to stdout, so `--format
+/// json` and `-o json` stay clean.
+pub fn init_logging(verbosity: u8) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(value) if !value.trim().is_empty() => EnvFilter::try_new(value.trim())
+            .unwrap_or_else(|_| EnvFilter::new(filter_for(verbosity))),
+        _ => EnvFilter::new(filter_for(verbosity)),
+    };
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(|| ScrubbingStderr)
+        .with_ansi(ansi)
+        .with_target(true)
+        .try_init();
+}
+
+/// stderr, with [`redact::scrub`] over each formatted event (the fmt layer
+/// writes one event per `write` call).
+struct ScrubbingStderr;
+
+impl Write for ScrubbingStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        std::io::stderr().write_all(redact::scrub(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+/// A `kube` client for `config` with the request-log layer on top.
+pub fn client(config: kube::Config) -> Result<Client, kube::Error> {
+    Ok(ClientBuilder::try_from(config)?
+        .with_layer(&RequestLogLayer)
+        .build())
+}
+
+/// Logs `VERB path status latency` per request at info (`infera::http`).
+#[derive(Debug, Clone, Copy)]
+pub struct RequestLogLayer;
+
+impl<S> tower::Layer<S> for RequestLogLayer {
+    type Service = RequestLog<S>;
+
+    fn layer(&self, inner: S) -> RequestLog<S> {
+        RequestLog { inner }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RequestLog<S> {
+    inner: S,
+}
+
+impl<S, B, R> tower::Service<http::Request<B>> for RequestLog<S>
+where
+    S: tower::Service<http::Request<B>, Response = http::Response<R>>,
+    S::Future: Send + 'static,
+    S::Error: Into<tower::BoxError>,
+    B: 'static,
+    R: 'static,
+{
+    type Response = http::Response<R>;
+    type Error = tower::BoxError;
+    type Future = BoxFuture<'static, Result<http::Response<R>, tower::BoxError>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        if !tracing::enabled!(target: "infera::http", tracing::Level::INFO) {
+            let fut = self.inner.call(req);
+            return Box::pin(async move { fut.await.map_err(Into::into) });
+        }
+        let method = req.method().clone();
+        let path = request_path(req.uri());
+        let start = Instant::now();
+        let fut = self.inner.call(req);
+        Box::pin(async move {
+            let result = fut.await.map_err(Into::into);
+            let ms = start.elapsed().as_millis();
+            match &result {
+                Ok(res) => tracing::info!(
+                    target: "infera::http",
+                    "{method} {path} {} {ms}ms",
+                    res.status().as_u16()
+                ),
+                Err(e) => tracing::warn!(
+                    target: "infera::http",
+                    "{method} {path} failed after {ms}ms: {}",
+                    redact::error_chain(e.as_ref())
+                ),
+            }
+            result
+        })
+    }
+}
+
+/// Path and query of a request URI (never the authority: it may carry
+/// userinfo), scrubbed.
+fn request_path(uri: &http::Uri) -> String {
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    redact::scrub(path)
+}

@@ -1,0 +1,146 @@
+//! A [`Reporter`] writing one JSON object per line (for a log collector or
+//! another program; not selected by any flag yet). Never asks: a question
+//! is reported as an event and answered "cannot ask".
+
+use std::io::Write;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use crate::rollout::plan::Plan;
+use crate::rollout::reporter::{Clock, Question, Reporter, Stall};
+use crate::rollout::tracker::Observation;
+
+/// JSON lines on `W`; `elapsed_s` is reported time since `start`.
+#[derive(Debug)]
+pub struct JsonLines<W: Write> {
+    out: W,
+    started: Option<(Instant, Clock)>,
+}
+
+impl<W: Write> JsonLines<W> {
+    pub fn new(out: W) -> Self {
+        JsonLines { out, started: None }
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
+    fn elapsed(&self, at: Instant) -> Option<f64> {
+        self.started
+            .map(|(t0, clock)| clock.scaled(t0, at).as_secs_f64())
+    }
+
+    fn emit(&mut self, value: Value) {
+        // A closed pipe is not the rollout's problem: the drive goes on.
+        let _ = writeln!(self.out, "{value}");
+    }
+}
+
+impl<W: Write> Reporter for JsonLines<W> {
+    fn plan(&mut self, plan: &Plan) {
+        let legs: Vec<Value> = plan
+            .legs
+            .iter()
+            .map(|l| {
+                json!({"leg": l.leg, "role": l.role, "workload": l.workload,
+                       "replicas": l.replicas, "strategy": l.strategy.describe(),
+                       "verdict": l.verdict.label()})
+            })
+            .collect();
+        self.emit(json!({"event": "plan", "target": plan.target,
+                         "namespace": plan.namespace, "what": plan.what, "legs": legs}));
+    }
+
+    fn note(&mut self, text: &str) {
+        self.emit(json!({"event": "note", "text": text}));
+    }
+
+    fn start(&mut self, legs: &[(String, u64)], clock: Clock) {
+        self.started = Some((Instant::now(), clock));
+        let legs: Vec<Value> = legs
+            .iter()
+            .map(|(leg, pods)| json!({"leg": leg, "pods": pods}))
+            .collect();
+        self.emit(json!({"event": "start", "legs": legs, "simulated": clock.simulated}));
+    }
+
+    fn event(&mut self, leg: &str, text: &str, at: Instant) {
+        let elapsed = self.elapsed(at);
+        self.emit(json!({"event": "event", "leg": leg, "text": text, "elapsed_s": elapsed}));
+    }
+
+    fn step(&mut self, leg: &str, obs: &Observation, at: Instant) {
+        let elapsed = self.elapsed(at);
+        self.emit(
+            json!({"event": "step", "leg": leg, "kind": obs.kind.as_str(),
+                         "pod": obs.pod, "node": obs.node, "detail": obs.detail,
+                         "elapsed_s": elapsed}),
+        );
+    }
+
+    fn stall(&mut self, leg: &str, stall: &Stall, at: Instant) {
+        let elapsed = self.elapsed(at);
+        self.emit(json!({"event": "stall", "leg": leg, "pod": stall.pod,
+                         "message": stall.message, "after_s": stall.after.as_secs_f64(),
+                         "elapsed_s": elapsed}));
+    }
+
+    fn activity(&mut self, _: &str, _: &str, _: Instant) {}
+
+    fn tick(&mut self, _: Instant) {}
+
+    fn leg_done(&mut self, leg: &str, summary: &str) {
+        self.emit(json!({"event": "leg-done", "leg": leg, "summary": summary}));
+    }
+
+    fn finish(&mut self) {
+        self.emit(json!({"event": "finish"}));
+    }
+
+    fn interactive(&self) -> bool {
+        false
+    }
+
+    fn ask(&mut self, question: &Question) -> Option<bool> {
+        self.emit(json!({"event": "question", "text": question.text(), "answer": null}));
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rollout::tracker::StepKind;
+
+    #[test]
+    fn one_object_per_line() {
+        let mut r = JsonLines::new(Vec::new());
+        r.start(
+            &[("decode".into(), 1)],
+            Clock {
+                time_scale: 70.0,
+                simulated: true,
+            },
+        );
+        let obs = Observation {
+            kind: StepKind::Ready,
+            pod: "p".into(),
+            node: Some("n".into()),
+            detail: None,
+        };
+        r.step("decode", &obs, Instant::now());
+        assert_eq!(r.ask(&Question::Start), None);
+        let text = String::from_utf8(r.into_inner()).unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(lines[1]["event"], "step");
+        assert_eq!(lines[1]["kind"], StepKind::Ready.as_str());
+        assert_eq!(lines[1]["node"], "n");
+        assert_eq!(lines[2]["event"], "question");
+    }
+}

@@ -1,0 +1,131 @@
+//! The command line's edge of `infera rollout`, `infera audit` and
+//! `infera demo`: flags into library options ([`convert`]), the terminal
+//! [`Reporter`](crate::rollout::Reporter) ([`progress`]), the report on
+//! stdout, the output files and the exit codes. The libraries
+//! (`crate::rollout`, `crate::audit`, `crate::demo`) neither print, nor
+//! read a terminal, nor know clap; this module does, and moves to the
+//! binary crate with the workspace split.
+//!
+//! Every output-file failure (`--report`, `--timeline`, `--samples`) exits
+//! 2 from every command, with one line naming the file: before any work
+//! when the file cannot be created where it is named, after it when the
+//! write fails.
+
+pub mod convert;
+pub mod json;
+pub mod progress;
+
+use crate::audit::{self, AuditCommandError, Outputs, Report};
+use crate::cli::{AuditArgs, DemoArgs, RolloutArgs};
+use crate::exit::Exit;
+use crate::rollout;
+
+pub use progress::{Terminal, interactive};
+
+/// Ctrl-C; never resolves when the signal cannot be listened for.
+async fn ctrl_c() {
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+fn stamp() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// `error: …` on stderr; exit 2.
+fn usage(e: impl std::fmt::Display) -> Exit {
+    eprintln!("error: {e}");
+    Exit::Usage
+}
+
+/// Print the table and the sentence to stdout and write the output files.
+/// A file that cannot be written is reported on stderr (the evidence on
+/// stdout still stands) and makes the exit 2.
+pub fn finish_outputs(report: Option<&Report>, outputs: &Outputs, exit: Exit) -> Exit {
+    let Some(report) = report else {
+        return exit;
+    };
+    println!("{}", report.table());
+    println!("{}", report.sentence());
+    let mut failed = false;
+    for result in outputs.write(report) {
+        match result {
+            Ok((what, path)) => eprintln!("{what} written to {}", path.display()),
+            Err(e) => {
+                eprintln!("error: {e}");
+                failed = true;
+            }
+        }
+    }
+    if failed { Exit::Usage } else { exit }
+}
+
+/// `infera rollout restart|set-image`.
+pub async fn rollout(args: RolloutArgs, image: Option<String>) -> anyhow::Result<Exit> {
+    let request = match convert::request(&args, image) {
+        Ok(r) => r,
+        Err(e) => return Ok(usage(e)),
+    };
+    let outputs = Outputs::from(&args.audit);
+    if let Err(e) = outputs.check() {
+        return Ok(usage(e));
+    }
+    let options = rollout::Options::from(&args);
+    let conn = match crate::cluster::connect(&args.cluster_args).await {
+        Ok(c) => c,
+        Err(e) => return Ok(usage(e)),
+    };
+    let mut out = Terminal::new(interactive());
+    match rollout::execute_with(&conn, request, options, &mut out, ctrl_c()).await {
+        Ok(outcome) => Ok(finish_outputs(
+            outcome.report.as_ref(),
+            &outputs,
+            outcome.exit,
+        )),
+        Err(e) => Ok(usage(e)),
+    }
+}
+
+/// `infera audit TARGET`.
+pub async fn audit(args: AuditArgs) -> anyhow::Result<Exit> {
+    let options = audit::Options::from(&args);
+    if options.duration.is_none() && !options.until_complete {
+        return Err(AuditCommandError::NoMode.into());
+    }
+    audit::Target::parse(&args.target)?;
+    let outputs = Outputs::from(&args.audit);
+    outputs.check()?;
+    let conn = crate::cluster::connect(&args.cluster_args).await?;
+    let status = |line: &str| eprintln!("{} {line}", stamp());
+    let report = audit::audit_target_with(&conn, &options, 1.0, &status, ctrl_c()).await?;
+    let exit = report.exit();
+    Ok(finish_outputs(Some(&report), &outputs, exit))
+}
+
+/// `infera demo`. The SVG timeline goes to the temp directory unless
+/// `--timeline` is given.
+pub async fn demo(args: DemoArgs) -> anyhow::Result<Exit> {
+    let mut outputs = Outputs::from(&args.audit);
+    if let Err(e) = outputs.check() {
+        return Ok(usage(e));
+    }
+    let mut out = Terminal::new(interactive());
+    let demo = match crate::demo::run(&(&args).into(), &mut out, ctrl_c()).await {
+        Ok(d) => d,
+        Err(e) => return Ok(usage(e)),
+    };
+    if outputs.timeline.is_empty() {
+        outputs
+            .timeline
+            .push(std::env::temp_dir().join(format!("infera-demo-{}.svg", demo.scenario)));
+    }
+    let rollout = &demo.rollout;
+    Ok(finish_outputs(
+        rollout.report.as_ref(),
+        &outputs,
+        rollout.exit,
+    ))
+}
