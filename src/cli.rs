@@ -192,6 +192,27 @@ pub enum RolloutCommand {
     Restart(RolloutArgs),
     /// Change the image of `--service` in TARGET and roll it.
     SetImage(SetImageArgs),
+    /// Print the last rollouts infera drove on TARGET, newest first.
+    History(HistoryArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryFormat {
+    /// A table, newest first.
+    Table,
+    /// A JSON array, newest first.
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HistoryArgs {
+    /// `idep/NAME` (`inferadeployment/NAME`) or `deploy/NAME`.
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+    #[arg(long, short = 'o', value_enum, default_value_t = HistoryFormat::Table)]
+    pub output: HistoryFormat,
+    #[command(flatten)]
+    pub cluster_args: ClusterArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

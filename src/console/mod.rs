@@ -12,6 +12,7 @@
 //! write fails.
 
 pub mod convert;
+pub mod history;
 pub mod html;
 pub mod json;
 pub mod progress;
