@@ -87,7 +87,7 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 wait\t''"
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l sample-interval -d 'Seconds between two readiness samples (the field check uses 10 s)' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
-complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l report -d 'Write the report as JSON to FILE' -r -F
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l report -d 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l context -d 'The name of the kubeconfig context to use' -r
@@ -112,7 +112,7 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 wait\t''"
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l sample-interval -d 'Seconds between two readiness samples (the field check uses 10 s)' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
-complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l report -d 'Write the report as JSON to FILE' -r -F
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l report -d 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l context -d 'The name of the kubeconfig context to use' -r
@@ -142,7 +142,7 @@ complete -c infera -n "__fish_infera_using_subcommand audit" -l role -d 'For pla
 complete -c infera -n "__fish_infera_using_subcommand audit" -l samples -d 'Stream every sample to FILE as CSV' -r -F
 complete -c infera -n "__fish_infera_using_subcommand audit" -l sample-interval -d 'Seconds between two readiness samples (the field check uses 10 s)' -r
 complete -c infera -n "__fish_infera_using_subcommand audit" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
-complete -c infera -n "__fish_infera_using_subcommand audit" -l report -d 'Write the report as JSON to FILE' -r -F
+complete -c infera -n "__fish_infera_using_subcommand audit" -l report -d 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report' -r -F
 complete -c infera -n "__fish_infera_using_subcommand audit" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
 complete -c infera -n "__fish_infera_using_subcommand audit" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
 complete -c infera -n "__fish_infera_using_subcommand audit" -l context -d 'The name of the kubeconfig context to use' -r
@@ -184,7 +184,7 @@ complete -c infera -n "__fish_infera_using_subcommand demo" -l speed -d 'Simulat
 complete -c infera -n "__fish_infera_using_subcommand demo" -l stall-after -d 'A surge pod Unschedulable for this long (simulated time) is a stall' -r
 complete -c infera -n "__fish_infera_using_subcommand demo" -l sample-interval -d 'Seconds between two readiness samples (the field check uses 10 s)' -r
 complete -c infera -n "__fish_infera_using_subcommand demo" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
-complete -c infera -n "__fish_infera_using_subcommand demo" -l report -d 'Write the report as JSON to FILE' -r -F
+complete -c infera -n "__fish_infera_using_subcommand demo" -l report -d 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report' -r -F
 complete -c infera -n "__fish_infera_using_subcommand demo" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
 complete -c infera -n "__fish_infera_using_subcommand demo" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand demo" -s h -l help -d 'Print help'

@@ -83,7 +83,9 @@ pub struct AuditKnobs {
     /// A role below this many Ready or routable pods counts as a gap.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub min_ready: u32,
-    /// Write the report as JSON to FILE.
+    /// Write the report to FILE: `.html` writes a self-contained incident
+    /// report page (plan, steps, per-role table, verdict, chart), any other
+    /// name the JSON report.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows.
