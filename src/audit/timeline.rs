@@ -54,10 +54,34 @@ impl Timeline {
             }
     }
 
-    /// Chart x coordinate: reported minutes (so the axis ticks fall on
-    /// round m:ss values).
+    /// Reported seconds per chart x unit: minutes from two minutes on (so
+    /// the ticks fall on round m:ss values), seconds below.
+    fn unit(&self) -> f64 {
+        if self.secs(self.duration) >= 120.0 {
+            60.0
+        } else {
+            1.0
+        }
+    }
+
+    /// Chart x coordinate of a wall offset.
     fn x(&self, d: Duration) -> f64 {
-        self.secs(d) / 60.0
+        self.secs(d) / self.unit()
+    }
+
+    /// An x coordinate as m:ss (m:ss.s when the chart spans under 20 s, so
+    /// sub-second ticks stay distinct).
+    fn x_text(&self, x: f64) -> String {
+        let seconds = x * self.unit();
+        if self.secs(self.duration) >= 20.0 {
+            return minutes_seconds(seconds);
+        }
+        let tenths = if seconds.is_finite() && seconds > 0.0 {
+            (seconds * 10.0).round() as u64
+        } else {
+            0
+        };
+        format!("{}:{:02}.{}", tenths / 600, (tenths / 10) % 60, tenths % 10)
     }
 
     /// Rows `elapsed_s,role,ready,routable,event`: one per count change,
@@ -159,7 +183,7 @@ impl Timeline {
     ) -> Result<(), String> {
         let err = |e: &dyn std::fmt::Display| e.to_string();
         let (role, points) = &self.roles[i];
-        let end = self.x(self.duration).max(1.0 / 60.0);
+        let end = self.x(self.duration).max(1.0 / self.unit());
         let top = points
             .iter()
             .map(|p| p.ready.max(p.routable))
@@ -183,7 +207,8 @@ impl Timeline {
             .configure_mesh()
             .x_desc(x_label)
             .y_desc("pods")
-            .x_label_formatter(&|x| minutes_seconds(*x * 60.0))
+            .x_label_formatter(&|x| self.x_text(*x))
+            .y_label_formatter(&|y| format!("{y:.0}"))
             .y_labels(top as usize + 1)
             .draw()
             .map_err(|e| err(&e))?;
@@ -312,7 +337,7 @@ impl Timeline {
                 .into_font()
                 .color(&BLACK)
                 .pos(Pos::new(h, VPos::Top));
-            let text = format!(" {label} ({}) ", minutes_seconds(x * 60.0));
+            let text = format!(" {label} ({}) ", self.x_text(x));
             chart
                 .draw_series(std::iter::once(Text::new(text, (x, y), style)))
                 .map_err(|e| e.to_string())?;
@@ -406,5 +431,71 @@ fn csv_field(s: &str) -> String {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timeline(seconds: f64) -> Timeline {
+        Timeline {
+            time_scale: 1.0,
+            duration: Duration::from_secs_f64(seconds),
+            ..Timeline::default()
+        }
+    }
+
+    #[test]
+    fn axis_labels_are_m_ss_and_distinct_on_short_charts() {
+        assert_eq!(minutes_seconds(65.4), "1:05");
+        assert_eq!(minutes_seconds(-3.0), "0:00");
+        assert_eq!(minutes_seconds(f64::NAN), "0:00");
+        let long = timeline(340.0);
+        assert_eq!(long.x_text(1.5), "1:30");
+        let medium = timeline(90.0);
+        assert_eq!(medium.x_text(75.0), "1:15");
+        let short = timeline(6.4);
+        assert_eq!(short.x_text(0.5), "0:00.5");
+        assert_ne!(short.x_text(1.0), short.x_text(1.5));
+    }
+
+    #[test]
+    fn a_role_panel_marks_only_its_own_steps_and_shades_gaps() {
+        let point = |s: u64, ready: u32, routable: u32| TimelinePoint {
+            at: Duration::from_secs(s),
+            ready,
+            routable,
+        };
+        let t = Timeline {
+            time_scale: 1.0,
+            duration: Duration::from_secs(300),
+            roles: vec![
+                ("prefill".into(), vec![point(0, 1, 1), point(300, 1, 1)]),
+                (
+                    "decode".into(),
+                    vec![
+                        point(0, 1, 1),
+                        point(10, 0, 0),
+                        point(40, 1, 0),
+                        point(90, 1, 1),
+                    ],
+                ),
+            ],
+            samples: Vec::new(),
+            steps: vec![
+                (Duration::from_secs(10), "decode trigger".into()),
+                (Duration::from_secs(200), "prefill trigger".into()),
+            ],
+        };
+        let services = [vec!["prefill".to_string()], vec!["decode".to_string()]];
+        let svg = t.svg("idep/x", 1, &services).unwrap();
+        assert_eq!(svg.matches("decode trigger (0:10)").count(), 1, "{svg}");
+        assert_eq!(svg.matches("prefill trigger (3:20)").count(), 1);
+        // decode: Ready below 10..40 s, routable-only below 40..90 s; each
+        // shade once there plus once in the legend; prefill never below.
+        let ready_shade = svg.matches("fill=\"#D62728\"").count();
+        let routable_shade = svg.matches("fill=\"#FFBE78\"").count();
+        assert_eq!((ready_shade, routable_shade), (2, 2), "{svg}");
     }
 }
