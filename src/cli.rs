@@ -83,7 +83,9 @@ pub struct AuditKnobs {
     /// A role below this many Ready or routable pods counts as a gap.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub min_ready: u32,
-    /// Write the report as JSON to FILE.
+    /// Write the report to FILE: `.html` writes a self-contained incident
+    /// report page (plan, steps, per-role table, verdict, chart), any other
+    /// name the JSON report.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows.
@@ -192,6 +194,27 @@ pub enum RolloutCommand {
     Restart(RolloutArgs),
     /// Change the image of `--service` in TARGET and roll it.
     SetImage(SetImageArgs),
+    /// Print the last rollouts infera drove on TARGET, newest first.
+    History(HistoryArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryFormat {
+    /// A table, newest first.
+    Table,
+    /// A JSON array, newest first.
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HistoryArgs {
+    /// `idep/NAME` (`inferadeployment/NAME`) or `deploy/NAME`.
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+    #[arg(long, short = 'o', value_enum, default_value_t = HistoryFormat::Table)]
+    pub output: HistoryFormat,
+    #[command(flatten)]
+    pub cluster_args: ClusterArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -31,6 +31,9 @@ fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Rollout(RolloutCommand::SetImage(args)) => {
             runtime()?.block_on(infera::console::rollout(args.rollout, Some(args.image)))
         }
+        Command::Rollout(RolloutCommand::History(args)) => {
+            runtime()?.block_on(infera::console::history::history(args))
+        }
         Command::Audit(args) => runtime()?.block_on(infera::console::audit(args)),
         Command::Sim(SimCommand::Serve(args)) => runtime()?.block_on(infera::sim::serve(args)),
         Command::Sim(SimCommand::Attach(args)) => {

@@ -164,7 +164,8 @@ async fn pd_1p1d_rolls_surge_first_and_never_drops_a_role() {
         assert!(pos("routable") < pos("old-gone"), "{kinds:?}");
         assert!(kinds.contains(&"ready-via-proxy"), "{kinds:?}");
     }
-    // The in-flight record is gone once the rollout completes.
+    // The in-flight record is gone once the rollout completes (the history
+    // stays).
     let idep = sim
         .store()
         .get(Kind::InferaDeployment, Some("llm"), "llama")
@@ -174,9 +175,9 @@ async fn pd_1p1d_rolls_surge_first_and_never_drops_a_role() {
         .cloned()
         .unwrap_or_default();
     assert!(
-        annotations
-            .as_object()
-            .is_none_or(|a| a.keys().all(|k| !k.contains("rollout"))),
+        annotations.as_object().is_none_or(|a| a
+            .keys()
+            .all(|k| !k.contains("rollout") || k == infera::rollout::history::HISTORY_ANNOTATION)),
         "{annotations}"
     );
     sim.shutdown().await;

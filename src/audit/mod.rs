@@ -31,7 +31,7 @@ pub use roles::{
     roles_from_inferadeployment, selector_string,
 };
 pub use session::{AuditError, AuditSession, run_auditor};
-pub use timeline::{Timeline, TimelinePoint};
+pub use timeline::{Timeline, TimelinePoint, minutes_seconds};
 pub use tracker::{
     Auditor, DEPLOYMENT_LABEL, RoleCounts, RoleSpec, SERVICE_LABEL, Step, WORKER_INFO_ANNOTATION,
     pod_is_ready, pod_is_routable,

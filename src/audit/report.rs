@@ -360,10 +360,19 @@ impl Report {
         })
     }
 
+    /// The services of each role, in role order (the chart marks a role's
+    /// own steps only).
+    pub fn role_services(&self) -> Vec<Vec<String>> {
+        self.roles.iter().map(|r| r.services.clone()).collect()
+    }
+
     /// Write the timeline to `path`: `.svg` draws a chart, `.csv` writes rows.
     pub fn write_timeline(&self, path: &Path) -> Result<(), ReportError> {
         match timeline_format(path)? {
-            "svg" => self.timeline.write_svg(path, &self.target, self.min_ready),
+            "svg" => {
+                self.timeline
+                    .write_svg(path, &self.target, self.min_ready, &self.role_services())
+            }
             _ => self.timeline.write_csv(path),
         }
     }

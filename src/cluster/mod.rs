@@ -270,6 +270,9 @@ pub struct Connection {
     pub url: String,
     /// Context name (`None` in-cluster).
     pub context: Option<String>,
+    /// The kubeconfig user name of the context (never a credential; `None`
+    /// in-cluster or unknown), for the rollout history.
+    pub user: Option<String>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -529,12 +532,26 @@ pub async fn connect(args: &crate::cli::ClusterArgs) -> Result<Connection, Clust
         context.as_deref().unwrap_or("(in-cluster)"),
         display_url(&config.cluster_url)
     );
+    let user = context.as_deref().and_then(|c| context_user(&source, c));
     connect_with(config, context)
         .await
+        .map(|conn| Connection { user, ..conn })
         .map_err(|e| match source {
             ConfigSource::InCluster => e.with_source(&source.describe()),
             _ => e.with_source(&format!("kubeconfig {}", source.describe())),
         })
+}
+
+/// The user name context `context` of the kubeconfig at `source` names.
+fn context_user(source: &ConfigSource, context: &str) -> Option<String> {
+    let kubeconfig = load_kubeconfig(source).ok()?;
+    kubeconfig
+        .contexts
+        .into_iter()
+        .find(|c| c.name == context)
+        .and_then(|c| c.context)
+        .and_then(|c| c.user)
+        .filter(|u| !u.is_empty())
 }
 
 /// [`connect`] from an already-built `Config`.
@@ -572,6 +589,7 @@ pub async fn connect_with(
         namespace,
         url,
         context,
+        user: None,
     })
 }
 

@@ -464,6 +464,10 @@ impl<'a> Driver<'a> {
                 .await?;
         }
         let report = self.auditor.finish(outcome, now);
+        if let Err(e) = super::history::record_rollout(&self.api, &plan, &report).await {
+            self.out
+                .note(&format!("could not record the rollout history: {e}"));
+        }
         Ok(RolloutOutcome {
             exit: report.exit(),
             plan: Some(plan),

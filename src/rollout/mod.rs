@@ -2,6 +2,7 @@
 //!
 //! * [`target`] — `idep/NAME` | `deploy/NAME`.
 //! * [`trigger`] — the change as merge patches on the CR (or Deployment), and its undo.
+//! * [`history`] — the last rollouts, kept on the object (`infera rollout history`).
 //! * [`record`] — the in-flight record (annotation) that makes resume and `--abort` work.
 //! * [`plan`] — the preflight table: strategy, surge capacity, lint, verdict; leg order.
 //! * [`tracker`] — the per-leg step state machine over pod watch events.
@@ -18,6 +19,7 @@
 
 mod api;
 pub mod drive;
+pub mod history;
 mod legs;
 mod lint_bridge;
 pub mod options;
