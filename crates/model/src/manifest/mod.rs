@@ -424,6 +424,9 @@ pub fn objects(root: &Node) -> Vec<(Path, &Node)> {
     vec![(Vec::new(), root)]
 }
 
+/// One object of a source with its first line, or the error of its document.
+pub type LoadedValue = Result<(usize, serde_json::Value), ManifestError>;
+
 /// Why [`load_path_values`] could not read a source at all.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -439,13 +442,13 @@ pub enum LoadError {
 /// each item is the object with its first line, or the error of its document.
 pub fn load_path_values(
     path: &FsPath,
-) -> Result<Vec<Result<(usize, serde_json::Value), ManifestError>>, LoadError> {
+) -> Result<Vec<LoadedValue>, LoadError> {
     with_parse_stack(|| load_path_values_inner(path))?
 }
 
 fn load_path_values_inner(
     path: &FsPath,
-) -> Result<Vec<Result<(usize, serde_json::Value), ManifestError>>, LoadError> {
+) -> Result<Vec<LoadedValue>, LoadError> {
     let name = display_path(path);
     let bytes = read_source(path)?;
     let mut out = Vec::new();
