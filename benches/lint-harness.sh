@@ -12,8 +12,7 @@
 #   benches/lint-harness.sh --callgrind           # instruction counts instead (valgrind)
 #
 # Knobs: INFERA_BENCH_MB (corpus size, default 60), INFERA_BENCH_CORPUS
-# (directory of manifests to copy, default ../shared/corpus/infera, else
-# tests/fixtures), INFERA_BENCH_RUNS (single-file runs, default 100).
+# (directory of manifests to copy, default tests/fixtures), INFERA_BENCH_RUNS (single-file runs, default 100).
 #
 # Wall-clock figures are only comparable on an idle machine (the load average
 # is printed with them). `--callgrind` counts instructions instead, which do

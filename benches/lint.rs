@@ -4,9 +4,8 @@
 //!
 //! Run it with `benches/lint-harness.sh` (or `cargo bench --bench lint`).
 //! It generates a corpus of about 60 MiB (`INFERA_BENCH_MB`) into a
-//! temporary directory: the shared corpus of real InferaDeployment manifests
-//! (`../shared/corpus/infera`, else `tests/fixtures`; `INFERA_BENCH_CORPUS`
-//! picks another directory) copied over and over, every copy with fresh
+//! temporary directory: the real InferaDeployment manifests of
+//! `tests/fixtures` (`INFERA_BENCH_CORPUS` picks another directory) copied over and over, every copy with fresh
 //! `metadata.name`s, one file per copy of a source file. The directory is
 //! removed at the end.
 //!
@@ -22,7 +21,9 @@
 //! - `lint-json`: [`engine::lint_paths`] + [`lint::apply`] + the JSON printer
 //!   into a sink — what `infera lint --format json` does;
 //!
-//! each on 1 and 2 threads.
+//! each on 1 and 2 threads; and `generic-parse/1`: serde-saphyr parsing the
+//! same files into `serde_json::Value` on one thread, the denominator of the
+//! issue's lint / parse ratio (target >= 1.0).
 //!
 //! Every throughput is printed as a ratio against parse-only measured in the
 //! same run, next to its target, because the machine is shared and absolute
@@ -71,13 +72,7 @@ fn source_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("INFERA_BENCH_CORPUS") {
         return PathBuf::from(dir);
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let shared = root.join("../shared/corpus/infera");
-    if shared.is_dir() {
-        shared
-    } else {
-        root.join("tests/fixtures")
-    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
 /// `text` with every top-level `metadata.name` suffixed with `-b{copy}`, so
@@ -114,6 +109,9 @@ fn generate(target_bytes: u64) -> Corpus {
             let text = std::fs::read_to_string(&p).ok()?;
             Some((p.file_name()?.to_string_lossy().into_owned(), text))
         })
+        // Only InferaDeployment files (tests/fixtures also holds our own
+        // plain Deployments, which are not what users ship).
+        .filter(|(_, text)| text.contains("kind: InferaDeployment"))
         .collect();
     sources.sort();
     assert!(!sources.is_empty(), "no *.yaml in {}", from.display());
@@ -155,6 +153,13 @@ fn generate(target_bytes: u64) -> Corpus {
 // In-process measurements
 // ---------------------------------------------------------------------------
 
+/// The generic-parse baseline's benchmark name.
+const GENERIC: &str = "generic-parse/1";
+
+/// lint / generic parse throughput, one thread (issue: lint at least as fast
+/// as serde-saphyr into `serde_json::Value`).
+const TARGET_LINT_VS_GENERIC: f64 = 1.0;
+
 /// Per-iteration times recorded while criterion measures, by benchmark.
 static TIMES: Mutex<BTreeMap<String, Vec<Duration>>> = Mutex::new(BTreeMap::new());
 
@@ -186,6 +191,28 @@ fn options(threads: usize) -> engine::LintOptions {
 fn parse_only(paths: &[PathBuf], threads: usize) -> usize {
     let outcome = engine::load_paths(paths, &options(threads));
     outcome.summary.objects
+}
+
+/// The issue's yardstick: serde-saphyr parsing every file of the corpus into
+/// a generic `serde_json::Value` (all documents), on this one thread. No
+/// typed views, no spans, no rules.
+fn generic_parse(dir: &Path) -> usize {
+    let mut stack = vec![dir.to_path_buf()];
+    let mut documents = 0;
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("list the corpus").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("read a corpus file");
+            let docs: Vec<serde_json::Value> =
+                serde_saphyr::from_multiple(&text).expect("the corpus parses");
+            documents += black_box(docs).len();
+        }
+    }
+    documents
 }
 
 fn lint_json(paths: &[PathBuf], threads: usize, effective: &config::Effective) -> usize {
@@ -220,6 +247,17 @@ fn bench_in_process(c: &mut Criterion, corpus: &Corpus) {
         .sample_size(10)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(5));
+    group.bench_function(GENERIC, |b| {
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                black_box(generic_parse(corpus.dir.path()));
+            }
+            let elapsed = start.elapsed();
+            record(GENERIC, elapsed / iters.max(1) as u32);
+            elapsed
+        })
+    });
     for threads in [1usize, 2] {
         let name = format!("parse-only/{threads}");
         group.bench_function(&name, |b| {
@@ -415,6 +453,15 @@ fn summary(corpus: &Corpus, cli: Option<&CliFigures>) {
         );
     };
     row(&mut out, "parse-only, 1 thread", p1, "(baseline)");
+    let generic = median(GENERIC);
+    if let Some(g) = generic {
+        row(
+            &mut out,
+            "serde-saphyr -> Value, 1 thread",
+            g,
+            "(denominator of lint/parse)",
+        );
+    }
     let ratio = p1.as_secs_f64() / l1.as_secs_f64();
     row(
         &mut out,
@@ -434,6 +481,14 @@ fn summary(corpus: &Corpus, cli: Option<&CliFigures>) {
         row(&mut out, "lint + JSON to a sink, 2 threads", l2, "");
     }
     let _ = writeln!(out, "\nratios");
+    if let Some(g) = generic {
+        let r = g.as_secs_f64() / l1.as_secs_f64();
+        let _ = writeln!(
+            out,
+            "  lint / generic parse (serde-saphyr -> serde_json::Value), 1 thread   {r:.2}   target >= {TARGET_LINT_VS_GENERIC:.2}  {}",
+            verdict(r >= TARGET_LINT_VS_GENERIC)
+        );
+    }
     let _ = writeln!(
         out,
         "  lint / parse-only throughput, 1 thread   {ratio:.2}   target >= {TARGET_LINT_VS_PARSE:.2}  {}",
@@ -531,8 +586,11 @@ fn run_one(what: &str, corpus: &Corpus) {
     let n = match what {
         "parse-only" => parse_only(&paths, threads),
         "lint-json" => lint_json(&paths, threads, &effective),
+        "generic-parse" => generic_parse(corpus.dir.path()),
         "none" => 0,
-        other => panic!("INFERA_BENCH_ONE={other}: expected parse-only, lint-json or none"),
+        other => panic!(
+            "INFERA_BENCH_ONE={other}: expected parse-only, lint-json, generic-parse or none"
+        ),
     };
     println!(
         "{what}: {n} over {:.1} MiB on {threads} thread(s)",

@@ -1,4 +1,5 @@
-//! The shared corpus of real InferaDeployment manifests (../shared/corpus).
+//! The real InferaDeployment manifests Infera ships, copied unchanged into
+//! `tests/fixtures/` (origin and licence in `tests/fixtures/README.md`).
 
 use std::path::PathBuf;
 
@@ -6,7 +7,7 @@ use infera::lint::engine::{LintOptions, lint_paths};
 
 fn corpus(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/corpus/infera")
+        .join("tests/fixtures")
         .join(name)
 }
 
@@ -91,13 +92,7 @@ fn a_broken_document_does_not_hide_the_others() {
     );
     let path = dir.path().join("mixed.yaml");
     std::fs::write(&path, text).unwrap();
-    let out = lint_paths(
-        &[path],
-        &LintOptions {
-            node_gpus: 8,
-            ..Default::default()
-        },
-    );
+    let out = lint_at(path);
     assert_eq!(out.input_errors.len(), 2, "{:?}", out.input_errors);
     assert!(out.input_errors.iter().all(|e| e.line.is_some()));
     assert!(
@@ -119,13 +114,7 @@ fn lint_ignore_annotation_suppresses_per_service() {
     );
     let path = dir.path().join("ignored.yaml");
     std::fs::write(&path, text).unwrap();
-    let out = lint_paths(
-        &[path],
-        &LintOptions {
-            node_gpus: 8,
-            ..Default::default()
-        },
-    );
+    let out = lint_at(path);
     let found: Vec<_> = out
         .findings
         .iter()
@@ -186,13 +175,7 @@ spec:
         .replace("amd.com/gpu: 8", "amd.com/gpu: 4")
         .replace("gpu-1}", "gpu-1}\n        hostNetwork: false");
     std::fs::write(&path, low).unwrap();
-    let out = lint_paths(
-        &[path],
-        &LintOptions {
-            node_gpus: 8,
-            ..Default::default()
-        },
-    );
+    let out = lint_at(path);
     assert!(
         out.findings.iter().any(|f| f.code == "IR009"),
         "{:?}",
@@ -229,13 +212,7 @@ spec:
 "#;
     let path = dir.path().join("d.yaml");
     std::fs::write(&path, text).unwrap();
-    let out = lint_paths(
-        &[path],
-        &LintOptions {
-            node_gpus: 8,
-            ..Default::default()
-        },
-    );
+    let out = lint_at(path);
     let found: Vec<_> = out
         .findings
         .iter()
@@ -277,6 +254,121 @@ fn hostile_input_gets_an_error_not_a_crash() {
         assert!(
             out.findings.iter().any(|f| f.code == "IR012"),
             "{name}: other file still linted"
+        );
+    }
+}
+
+/// Lint one file with 8 GPUs a node.
+fn lint_at(path: PathBuf) -> infera::lint::engine::LintOutcome {
+    lint_paths(
+        &[path],
+        &LintOptions {
+            node_gpus: 8,
+            ..Default::default()
+        },
+    )
+}
+
+fn lint_text(name: &str, text: &str) -> Vec<infera::lint::finding::Finding> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    let out = lint_at(path);
+    assert!(out.input_errors.is_empty(), "{:?}", out.input_errors);
+    out.findings
+}
+
+fn has(found: &[infera::lint::finding::Finding], code: &str, svc: &str) -> bool {
+    found
+        .iter()
+        .any(|f| f.code == code && f.object.service.as_deref() == Some(svc))
+}
+
+/// The pinned hostNetwork recipes as shipped skip the probe (IR001, an
+/// old-pod-first gap); IR001 warns that its fix alone would stall, and the
+/// hostname placeholder blocks nothing.
+#[test]
+fn pinned_host_network_recipes_as_shipped() {
+    let found = lint_text(
+        "pd.yaml",
+        &std::fs::read_to_string(corpus("pd-1p1d-mooncake.yaml")).unwrap(),
+    );
+    for (svc, node) in [("prefill", "<PREFILL_NODE>"), ("decode", "<DECODE_NODE>")] {
+        let ir001 = found
+            .iter()
+            .find(|f| f.code == "IR001" && f.object.service.as_deref() == Some(svc))
+            .expect("IR001");
+        assert!(
+            ir001
+                .message
+                .contains(&format!("pinned to one node (whichever `{node}` names)"))
+                && ir001.message.contains("stall"),
+            "{}",
+            ir001.message
+        );
+        let ir011 = found
+            .iter()
+            .find(|f| {
+                f.code == "IR011"
+                    && f.message.contains(node)
+                    && f.object.service.as_deref() == Some(svc)
+            })
+            .expect("IR011 on the hostname");
+        assert!(ir011.message.contains("blocks: none"), "{}", ir011.message);
+        // Old-pod-first: no surge, so no surge stall to report.
+        assert!(!has(&found, "IR002", svc) && !has(&found, "IR003", svc));
+    }
+}
+
+/// The recipe family the issue describes: probed (IR001's fix applied),
+/// pinned with `<PREFILL_NODE>`, `hostNetwork: true`, 8 GPUs. Every pinned
+/// service raises IR002 and IR003; IR011 stays as information.
+#[test]
+fn probed_whole_node_pinned_recipe_raises_ir002_and_ir003_per_service() {
+    let shipped = std::fs::read_to_string(corpus("pd-1p1d-mooncake.yaml")).unwrap();
+    let probed = shipped
+        .replace("      skipReadinessProbe: true\n", "")
+        .replace("amd.com/gpu: 1}", "amd.com/gpu: 8}");
+    assert_ne!(probed, shipped);
+    let found = lint_text("pd.yaml", &probed);
+    for (svc, node) in [("prefill", "<PREFILL_NODE>"), ("decode", "<DECODE_NODE>")] {
+        for code in ["IR002", "IR003"] {
+            let f = found
+                .iter()
+                .find(|f| f.code == code && f.object.service.as_deref() == Some(svc))
+                .unwrap_or_else(|| panic!("no {code} for {svc}: {found:?}"));
+            assert!(
+                f.message
+                    .contains(&format!("pinned to one node (whichever `{node}` names)")),
+                "{}",
+                f.message
+            );
+        }
+        assert!(has(&found, "IR011", svc));
+        assert!(!has(&found, "IR001", svc) && !has(&found, "IR004", svc));
+    }
+    // 1 GPU of 8 fits twice: IR003 (host ports) only.
+    let one_gpu = shipped.replace("      skipReadinessProbe: true\n", "");
+    let found = lint_text("pd.yaml", &one_gpu);
+    assert!(has(&found, "IR003", "prefill") && has(&found, "IR003", "decode"));
+    assert!(!has(&found, "IR002", "prefill") && !has(&found, "IR002", "decode"));
+}
+
+/// The 8-GPU Kimi-K3 and GLM-5.2 recipes are probed and not pinned: the
+/// surge pod needs a whole free node (IR004, a warning without inventory).
+#[test]
+fn whole_node_recipes_need_a_spare_node() {
+    for file in ["kimi-k3-vllm.yaml", "glm5.2-sglang.yaml"] {
+        let found = lint_text(file, &std::fs::read_to_string(corpus(file)).unwrap());
+        let f = found
+            .iter()
+            .find(|f| f.code == "IR004" && f.object.service.as_deref() == Some("worker"))
+            .unwrap_or_else(|| panic!("{file}: no IR004 in {found:?}"));
+        assert!(
+            f.message
+                .contains("needs 1 free node with 8 amd.com/gpu while the old pod runs"),
+            "{file}: {}",
+            f.message
         );
     }
 }

@@ -265,7 +265,7 @@ fn sarif_of_hand_built_findings_is_valid() {
 const PD: &str = "tests/golden/input/pd-skip-probe.yaml";
 const PLAIN: &str = "tests/golden/input/plain-deployments.yaml";
 const BROKEN: &str = "tests/golden/input/broken.yaml";
-const OPERATOR_SAMPLE: &str = "../shared/corpus/infera/infera_v1alpha1_inferadeployment.yaml";
+const OPERATOR_SAMPLE: &str = "tests/fixtures/infera_v1alpha1_inferadeployment.yaml";
 
 fn fixture_text(rel: &str) -> String {
     std::fs::read_to_string(root().join(rel)).expect("fixture")
@@ -660,4 +660,64 @@ fn rules_prints_one_page_by_code_or_name() {
         .status(2)
         .stderr("unknown rule `IR999`")
         .run();
+}
+
+// ---------------------------------------------------------------------------
+// Hostname placeholders, end to end (stdin, with and without --nodes)
+// ---------------------------------------------------------------------------
+
+/// A probed worker pinned by `pin`, `hostNetwork: true`, 8 GPUs.
+fn pinned_idep(pin: &str) -> String {
+    format!(
+        "apiVersion: infera.amd.com/v1alpha1\nkind: InferaDeployment\nmetadata: {{name: big}}\nspec:\n  services:\n    prefill:\n      componentType: worker\n      role: prefill\n      extraPodSpec:\n        hostNetwork: true\n        {pin}\n        containers:\n          - name: main\n            image: x\n            command: [python3, -m, infera.engine.sglang]\n            resources: {{limits: {{amd.com/gpu: 8}}}}\n"
+    )
+}
+
+#[test]
+fn hostname_placeholders_are_one_node_on_the_command_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let nodes = dir.path().join("nodes.yaml");
+    std::fs::write(
+        &nodes,
+        "apiVersion: v1\nkind: List\nitems:\n- {kind: Node, metadata: {name: gpu-a}, status: {allocatable: {amd.com/gpu: \"8\"}}}\n- {kind: Node, metadata: {name: gpu-b}, status: {allocatable: {amd.com/gpu: \"16\"}}}\n",
+    )
+    .expect("write nodes");
+    let nodes = nodes.to_string_lossy().into_owned();
+    let affinity = |h: &str| {
+        format!(
+            "affinity: {{nodeAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {{nodeSelectorTerms: [{{matchExpressions: [{{key: kubernetes.io/hostname, operator: In, values: [\"{h}\"]}}]}}]}}}}}}"
+        )
+    };
+    for host in [
+        "<PREFILL_NODE>",
+        "${PREFILL_NODE}",
+        "{{ .Values.prefillNode }}",
+    ] {
+        let pinned = format!("pinned to one node (whichever `{host}` names)");
+        for pin in [
+            format!("nodeSelector: {{kubernetes.io/hostname: \"{host}\"}}"),
+            affinity(host),
+        ] {
+            let text = pinned_idep(&pin);
+            // 8-GPU nodes assumed: IR002 and IR003 are errors.
+            infera(&["lint", "--format", "github", "-"])
+                .stdin(&text)
+                .status(1)
+                .stdout("::error file=-,line=")
+                .stdout("title=IR002")
+                .stdout("title=IR003")
+                .stdout(&pinned)
+                .stdout("blocks: none")
+                .run();
+            // An inventory of 8 and 16 GPUs: the placeholder may name
+            // either, so IR002 is decided on both (a warning), IR003 stays.
+            infera(&["lint", "--format", "github", "--nodes", &nodes, "-"])
+                .stdin(&text)
+                .status(1)
+                .stdout("::warning file=-,line=")
+                .stdout("worst gpu-a (8 amd.com/gpu), best gpu-b (16 amd.com/gpu)")
+                .stdout("title=IR003")
+                .run();
+        }
+    }
 }

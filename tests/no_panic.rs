@@ -67,10 +67,7 @@ const TOKENS: &[&str] = &[
 fn seeds() -> Vec<Vec<u8>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files: Vec<PathBuf> = Vec::new();
-    for dir in [
-        root.join("tests/fixtures"),
-        root.join("../shared/corpus/infera"),
-    ] {
+    for dir in [root.join("tests/fixtures"), root.join("tests/golden/input")] {
         if let Ok(entries) = std::fs::read_dir(&dir) {
             files.extend(
                 entries

@@ -6,6 +6,7 @@
 //! (bad flags, bad config, unknown rule) or input errors (a file that cannot
 //! be read or parsed — every other file is still linted and printed).
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -18,13 +19,18 @@ use infera_lint::{apply, describe_input_error, rule_page, rules_listing, write_r
 use crate::cli::{FailOn, LintArgs, LintFormat, RulesArgs};
 use crate::exit::Exit;
 
+/// [`engine::lint_live`]'s signature.
+pub type LintLiveFn =
+    fn(&[serde_json::Value], &str, &LintOptions, Option<Vec<engine::InventoryNode>>) -> LintOutcome;
+
 /// The engine entry points the command layer calls (the contract of
 /// INTERFACES.md, "lint engine"). Passed in so the command layer can be
 /// wired and tested independently of the engine's implementation.
 #[derive(Clone, Copy)]
 pub struct EngineFns {
     pub lint_paths: fn(&[PathBuf], &LintOptions) -> LintOutcome,
-    pub lint_objects: fn(&[serde_json::Value], &str, &LintOptions) -> LintOutcome,
+    /// Live objects, with the live node inventory when it could be read.
+    pub lint_objects: LintLiveFn,
     pub rules: fn() -> &'static [RuleMeta],
 }
 
@@ -34,7 +40,7 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
         args,
         &EngineFns {
             lint_paths: engine::lint_paths,
-            lint_objects: engine::lint_objects,
+            lint_objects: engine::lint_live,
             rules: engine::rules,
         },
     )
@@ -144,10 +150,56 @@ fn lint_cluster(
         let connection = infera_cluster::connect(&args.cluster_args.options()).await?;
         let namespace = (!args.all_namespaces).then_some(connection.namespace.as_str());
         let (objects, errors) = list_live_objects(&connection, namespace).await?;
-        let mut outcome = (engine.lint_objects)(&objects, "cluster", options);
+        let live = live_inventory(&connection).await;
+        let mut outcome = (engine.lint_objects)(&objects, "cluster", options, live);
         outcome.input_errors.extend(errors);
         Ok(outcome)
     })
+}
+
+/// Nodes with their allocatable and free (allocatable minus the requests of
+/// the pods bound there) extended resources, as the rollout preflight sees
+/// them. None, with a note on stderr, when nodes or pods cannot be listed
+/// (the capacity rules then judge without an inventory).
+async fn live_inventory(
+    connection: &crate::cluster::Connection,
+) -> Option<Vec<engine::InventoryNode>> {
+    let inventory = match crate::cluster::NodeInventory::fetch(connection).await {
+        Ok(inv) => inv,
+        Err(e) => {
+            eprintln!(
+                "note: cannot read nodes and pods for the live capacity ({e}); IR002/IR004 judge without an inventory (grant the `infera-capacity` ClusterRole of `infera rbac`)"
+            );
+            return None;
+        }
+    };
+    let whole = |list: &crate::cluster::ResourceList| {
+        list.iter()
+            .filter_map(|(k, v)| Some((k.clone(), i64::try_from(v / 1000).ok()?)))
+            .collect::<BTreeMap<String, i64>>()
+    };
+    let labels: BTreeMap<String, BTreeMap<String, String>> = inventory
+        .nodes
+        .iter()
+        .map(|n| {
+            (
+                n.metadata.name.clone().unwrap_or_default(),
+                n.metadata.labels.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    Some(
+        inventory
+            .capacity()
+            .into_iter()
+            .map(|c| engine::InventoryNode {
+                labels: labels.get(&c.node).cloned().unwrap_or_default(),
+                gpus: whole(&c.allocatable),
+                free: Some(whole(&c.free)),
+                name: c.node,
+            })
+            .collect(),
+    )
 }
 
 /// The kinds `infera lint --cluster` reads: (group, version, kind, plural).
@@ -320,7 +372,12 @@ mod tests {
         assert_eq!(opts.node_gpus, 4, "--node-gpus reaches the engine");
         outcome
     }
-    fn fake_objects(_: &[serde_json::Value], _: &str, _: &LintOptions) -> LintOutcome {
+    fn fake_objects(
+        _: &[serde_json::Value],
+        _: &str,
+        _: &LintOptions,
+        _: Option<Vec<engine::InventoryNode>>,
+    ) -> LintOutcome {
         LintOutcome::default()
     }
     fn fake_rules() -> &'static [RuleMeta] {

@@ -109,7 +109,8 @@ use std::path::Path as FsPath;
 use rayon::prelude::*;
 
 use super::finding::ObjectRef;
-use super::rules::{Capacity, Hit, InventoryNode, REGISTRY, RollKind, Workload, deployment_roll};
+pub use super::rules::InventoryNode;
+use super::rules::{Capacity, Hit, REGISTRY, RollKind, Workload, deployment_roll};
 use infera_model::manifest::{self, ConvertOutcome, Node, Seg, TypedObject};
 use infera_model::operator::{self, Role, Strategy};
 
@@ -139,7 +140,11 @@ struct FileResult {
     source: Option<(String, SourceLines)>,
 }
 
-fn load_capacity(opts: &LintOptions, errors: &mut Vec<InputError>) -> Capacity {
+fn load_capacity(
+    opts: &LintOptions,
+    live: Option<Vec<InventoryNode>>,
+    errors: &mut Vec<InputError>,
+) -> Capacity {
     let node_gpus = if opts.node_gpus == 0 {
         8
     } else {
@@ -149,6 +154,10 @@ fn load_capacity(opts: &LintOptions, errors: &mut Vec<InputError>) -> Capacity {
         node_gpus,
         inventory: None,
     };
+    if live.is_some() {
+        cap.inventory = live;
+        return cap;
+    }
     let Some(path) = &opts.nodes else { return cap };
     match manifest::load_path_values(path) {
         Ok(items) => {
@@ -200,13 +209,18 @@ fn collect_nodes(v: &serde_json::Value, out: &mut Vec<InventoryNode>) {
         .and_then(|n| n.as_str())
         .unwrap_or_default()
         .to_string();
-    out.push(InventoryNode { name, labels, gpus });
+    out.push(InventoryNode {
+        name,
+        labels,
+        gpus,
+        free: None,
+    });
 }
 
 /// Lint files, directories (recursively) and `-` (stdin), in parallel.
 pub fn lint_paths(paths: &[std::path::PathBuf], opts: &LintOptions) -> LintOutcome {
     let mut outcome = LintOutcome::default();
-    let capacity = load_capacity(opts, &mut outcome.input_errors);
+    let capacity = load_capacity(opts, None, &mut outcome.input_errors);
     run_paths(paths, opts, Stage::Lint(&capacity), outcome)
 }
 
@@ -224,7 +238,7 @@ pub fn load_paths(paths: &[std::path::PathBuf], opts: &LintOptions) -> LintOutco
 /// panic, whatever the bytes.
 pub fn lint_source(file: &str, bytes: &[u8], opts: &LintOptions) -> LintOutcome {
     let mut outcome = LintOutcome::default();
-    let capacity = load_capacity(opts, &mut outcome.input_errors);
+    let capacity = load_capacity(opts, None, &mut outcome.input_errors);
     let linted = manifest::with_parse_stack(|| {
         let mut r = FileResult::default();
         lint_bytes(file, bytes, opts, Stage::Lint(&capacity), &mut r);
@@ -473,8 +487,20 @@ pub fn lint_objects(
     source: &str,
     opts: &LintOptions,
 ) -> LintOutcome {
+    lint_live(objects, source, opts, None)
+}
+
+/// [`lint_objects`] with a live node inventory (`infera lint --cluster`:
+/// allocatable and free GPUs per node), which takes the place of
+/// `opts.nodes`.
+pub fn lint_live(
+    objects: &[serde_json::Value],
+    source: &str,
+    opts: &LintOptions,
+    live: Option<Vec<InventoryNode>>,
+) -> LintOutcome {
     let mut outcome = LintOutcome::default();
-    let capacity = load_capacity(opts, &mut outcome.input_errors);
+    let capacity = load_capacity(opts, live, &mut outcome.input_errors);
     let mut r = FileResult::default();
     let linted = manifest::with_parse_stack(|| {
         let mut r = FileResult::default();
@@ -539,10 +565,13 @@ fn ignored(
 
 fn run_rules(w: &Workload<'_>, opts: &LintOptions) -> Vec<Hit> {
     let mut hits = Vec::new();
-    for (meta, check) in &REGISTRY {
-        if !opts.enabled.is_empty() && !opts.enabled.contains(&meta.code) {
-            continue;
-        }
+    let enabled = |code: &str| opts.enabled.is_empty() || opts.enabled.contains(&code);
+    // IR011 last: it reports which verdicts its placeholders blocked.
+    let (last, rest): (Vec<_>, Vec<_>) = REGISTRY
+        .iter()
+        .filter(|(meta, _)| enabled(meta.code))
+        .partition(|(meta, _)| meta.code == super::rules::PLACEHOLDER_RULE);
+    for (_, check) in rest.into_iter().chain(last) {
         check(w, &mut hits);
     }
     // One root cause, one finding: a skipped probe or an unknowable port
@@ -553,6 +582,12 @@ fn run_rules(w: &Workload<'_>, opts: &LintOptions) -> Vec<Hit> {
     }
     if has(&hits, "IR001") {
         hits.retain(|h| h.code != "IR006" && h.code != "IR005");
+    }
+    // An unpinned worker that needs a spare node (IR004, with the numbers
+    // and the inventory's verdict) is not also reported as IR002's "no
+    // eligible node holds both" from the same inventory.
+    if has(&hits, "IR004") {
+        hits.retain(|h| h.code != "IR002");
     }
     hits
 }
@@ -603,6 +638,7 @@ fn lint_typed(
                     replicas: rw.replicas,
                     number_of_nodes: rw.number_of_nodes,
                     roll,
+                    max_surge: 1,
                     strategy: Some(rw.strategy),
                     pod: &rw.pod,
                     pod_labels: rw.pod_labels.clone(),
@@ -617,6 +653,7 @@ fn lint_typed(
                     base,
                     placeholders: mine,
                     capacity,
+                    blocked: Default::default(),
                 };
                 if !worker {
                     continue;
@@ -651,12 +688,18 @@ fn lint_typed(
                 .strategy
                 .as_ref()
                 .and_then(|s| s.rolling_update.as_ref());
-            let roll = deployment_roll(
-                spec.strategy.as_ref().and_then(|s| s.type_.as_deref()),
+            let strategy_type = spec.strategy.as_ref().and_then(|s| s.type_.as_deref());
+            let (max_surge, max_unavailable) = (
                 ru.and_then(|r| r.max_surge.as_ref()),
                 ru.and_then(|r| r.max_unavailable.as_ref()),
+            );
+            let roll = deployment_roll(
+                strategy_type,
+                max_surge,
+                max_unavailable,
                 replicas.unwrap_or(1),
             );
+            let max_surge = deployment_max_surge(max_surge, max_unavailable, replicas.unwrap_or(1));
             let main = operator::main_container_index(pod);
             let labels = spec
                 .template
@@ -664,19 +707,18 @@ fn lint_typed(
                 .as_ref()
                 .and_then(|m| m.labels.clone())
                 .unwrap_or_default();
-            out.extend(plain_workload(
-                "Deployment",
-                &d.metadata,
+            let plain = Plain {
+                kind: "Deployment",
+                meta: &d.metadata,
                 pod,
-                labels,
+                pod_labels: labels,
                 main,
                 replicas,
-                None,
+                number_of_nodes: None,
                 roll,
-                placeholders,
-                opts,
-                capacity,
-            ));
+                max_surge,
+            };
+            out.extend(plain_workload(plain, placeholders, opts, capacity));
         }
         TypedObject::LeaderWorkerSet(lws) => {
             let tpl = &lws.spec.leader_worker_template;
@@ -699,38 +741,73 @@ fn lint_typed(
                 .and_then(|t| t.metadata.as_ref())
                 .and_then(|m| m.labels.clone())
                 .unwrap_or_default();
-            out.extend(plain_workload(
-                "LeaderWorkerSet",
-                &lws.metadata,
+            let plain = Plain {
+                kind: "LeaderWorkerSet",
+                meta: &lws.metadata,
                 pod,
-                labels,
+                pod_labels: labels,
                 main,
                 replicas,
-                size,
-                RollKind::Lws,
-                placeholders,
-                opts,
-                capacity,
-            ));
+                number_of_nodes: size,
+                roll: RollKind::Lws,
+                max_surge: 0,
+            };
+            out.extend(plain_workload(plain, placeholders, opts, capacity));
         }
     }
     out
 }
 
-#[allow(clippy::too_many_arguments)]
-fn plain_workload(
+/// A Deployment or LeaderWorkerSet, as the rules see it.
+struct Plain<'a> {
     kind: &'static str,
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-    pod: &k8s_openapi::api::core::v1::PodSpec,
+    meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    pod: &'a k8s_openapi::api::core::v1::PodSpec,
     pod_labels: std::collections::BTreeMap<String, String>,
     main: usize,
     replicas: Option<i32>,
     number_of_nodes: Option<i32>,
     roll: RollKind,
+    max_surge: i64,
+}
+
+/// maxSurge of an apps/v1 Deployment after upstream rounding.
+fn deployment_max_surge(
+    max_surge: Option<&k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>,
+    max_unavailable: Option<&k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>,
+    replicas: i32,
+) -> i64 {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    let as_json = |v: Option<&IntOrString>| match v {
+        Some(IntOrString::Int(n)) => Some(serde_json::Value::from(*n)),
+        Some(IntOrString::String(s)) => Some(serde_json::Value::from(s.as_str())),
+        None => None,
+    };
+    infera_model::rolling::resolve_fenceposts(
+        as_json(max_surge).as_ref(),
+        as_json(max_unavailable).as_ref(),
+        i64::from(replicas),
+    )
+    .0
+}
+
+fn plain_workload(
+    plain: Plain<'_>,
     placeholders: Vec<(manifest::Path, String)>,
     opts: &LintOptions,
     capacity: &Capacity,
 ) -> Vec<(Hit, ObjectRef)> {
+    let Plain {
+        kind,
+        meta,
+        pod,
+        pod_labels,
+        main,
+        replicas,
+        number_of_nodes,
+        roll,
+        max_surge,
+    } = plain;
     let worker = pod
         .containers
         .get(main)
@@ -757,6 +834,7 @@ fn plain_workload(
         replicas,
         number_of_nodes,
         roll,
+        max_surge,
         strategy: None,
         pod,
         pod_labels,
@@ -772,6 +850,7 @@ fn plain_workload(
         pod_path: Some(pod_path),
         placeholders,
         capacity,
+        blocked: Default::default(),
     };
     let object_ref = ObjectRef {
         kind: kind.into(),

@@ -253,15 +253,122 @@ fn information_uri() -> Option<String> {
         .map(str::to_string)
 }
 
-/// Pretty-printed, with a trailing newline.
+/// Pretty-printed, with a trailing newline: the same bytes as
+/// `serde_json::to_writer_pretty(out, &to_sarif(..))`, but streamed. Only
+/// the small parts (rules, invocation) are built as SARIF objects; each
+/// result is built, written and dropped in turn, so memory does not grow
+/// with the number of findings beyond the findings themselves.
 pub fn write(
     out: &mut dyn Write,
     outcome: &LintOutcome,
     rules: &[RuleMeta],
     base: Option<&Path>,
 ) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, &to_sarif(outcome, rules, base))?;
+    let empty = LintOutcome {
+        findings: Vec::new(),
+        input_errors: outcome.input_errors.clone(),
+        summary: outcome.summary.clone(),
+        sources: Default::default(),
+    };
+    // Every code the results use gets a descriptor, as in `to_sarif`.
+    let mut codes: Vec<&str> = rules.iter().map(|r| r.code).collect();
+    let mut skeleton = to_sarif(&empty, rules, base);
+    for finding in &outcome.findings {
+        if !codes.contains(&finding.code) {
+            codes.push(finding.code);
+            if let Some(run) = skeleton.runs.first_mut() {
+                run.tool.driver.rules.get_or_insert_with(Vec::new).push(
+                    ReportingDescriptor::builder()
+                        .id(finding.code)
+                        .name(finding.name)
+                        .build(),
+                );
+            }
+        }
+    }
+    let Some(run) = skeleton.runs.first_mut() else {
+        return Err(io::Error::other("SARIF skeleton without a run"));
+    };
+    run.results = None;
+    let run = serde_json::to_value(&*run).map_err(io::Error::other)?;
+    skeleton.runs.clear();
+    let head = serde_json::to_value(&skeleton).map_err(io::Error::other)?;
+    let (serde_json::Value::Object(mut head), serde_json::Value::Object(mut run)) = (head, run)
+    else {
+        return Err(io::Error::other("SARIF skeleton is not an object"));
+    };
+    head.remove("runs");
+    run.remove("results");
+    let document = Streamed {
+        head,
+        run,
+        results: Results {
+            findings: &outcome.findings,
+            codes: &codes,
+            base,
+        },
+    };
+    serde_json::to_writer_pretty(&mut *out, &document)?;
     writeln!(out)
+}
+
+/// The document: `head` (everything but `runs`) with one run, `run`
+/// (everything but `results`) plus the streamed results. Keys are written
+/// in sorted order, as serde-sarif's alphabetical fields are.
+struct Streamed<'a> {
+    head: serde_json::Map<String, serde_json::Value>,
+    run: serde_json::Map<String, serde_json::Value>,
+    results: Results<'a>,
+}
+
+struct Results<'a> {
+    findings: &'a [Finding],
+    codes: &'a [&'a str],
+    base: Option<&'a Path>,
+}
+
+struct RunWithResults<'a>(&'a Streamed<'a>);
+
+/// `map` with `extra` (key, value) inserted in sorted key order.
+fn serialize_with<S: serde::Serializer, T: serde::Serialize + ?Sized>(
+    serializer: S,
+    map: &serde_json::Map<String, serde_json::Value>,
+    extra: (&str, &T),
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut keys: Vec<&str> = map.keys().map(String::as_str).collect();
+    keys.push(extra.0);
+    keys.sort_unstable();
+    let mut m = serializer.serialize_map(Some(keys.len()))?;
+    for key in keys {
+        if key == extra.0 {
+            m.serialize_entry(key, extra.1)?;
+        } else if let Some(v) = map.get(key) {
+            m.serialize_entry(key, v)?;
+        }
+    }
+    m.end()
+}
+
+impl serde::Serialize for Streamed<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serialize_with(serializer, &self.head, ("runs", &[RunWithResults(self)]))
+    }
+}
+
+impl serde::Serialize for RunWithResults<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serialize_with(serializer, &self.0.run, ("results", &self.0.results))
+    }
+}
+
+impl serde::Serialize for Results<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.findings.iter().map(|f| {
+            let index = self.codes.iter().position(|c| *c == f.code).unwrap_or(0);
+            result(f, index, self.base)
+        }))
+    }
 }
 
 #[cfg(test)]
@@ -300,6 +407,27 @@ mod tests {
             "InferaDeployment/prod/pd/decode"
         );
         assert_eq!(run["invocations"][0]["executionSuccessful"], true);
+    }
+
+    #[test]
+    fn streamed_bytes_equal_the_built_document() {
+        let mut outcome = outcome_with(sample_findings());
+        outcome.input_errors.push(input_error());
+        // A code outside the registry still gets its descriptor.
+        let mut stray = sample_findings()[0].clone();
+        stray.code = "IR999";
+        stray.name = "stray";
+        outcome.findings.push(stray);
+        for o in [outcome, outcome_with(Vec::new())] {
+            let mut built = serde_json::to_vec_pretty(&to_sarif(&o, RULES, None)).unwrap();
+            built.push(b'\n');
+            let mut streamed = Vec::new();
+            write(&mut streamed, &o, RULES, None).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&streamed),
+                String::from_utf8_lossy(&built)
+            );
+        }
     }
 
     #[test]
@@ -354,8 +482,8 @@ mod tests {
             "file:///elsewhere/x.yaml"
         );
         assert_eq!(
-            artifact_uri("../shared/corpus/a.yaml", None),
-            "../shared/corpus/a.yaml"
+            artifact_uri("../manifests/a.yaml", None),
+            "../manifests/a.yaml"
         );
     }
 

@@ -98,7 +98,7 @@ pub fn gpus_needed(tokens: &[String]) -> Option<i64> {
 }
 
 pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
-    if !w.worker || !w.serving || w.placeholder_in("resources") {
+    if !w.worker || !w.serving {
         return;
     }
     let Some(c) = w.main_container() else { return };
@@ -106,6 +106,9 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     let Some(needed) = gpus_needed(&tokens) else {
         return;
     };
+    if w.unknown(super::Slot::Gpu, RULE.code) {
+        return;
+    }
     // Multi-node groups split parallelism across nodes.
     let per_node = needed / i64::from(w.number_of_nodes.unwrap_or(1).max(1));
     let requested = w.gpu_request().map_or(0, |(_, n)| n);

@@ -45,6 +45,9 @@ macro_rules! declare_rule {
 }
 pub(crate) use declare_rule;
 
+/// The code of the rule that reports placeholders (run after the others).
+pub const PLACEHOLDER_RULE: &str = unresolved_placeholder::RULE.code;
+
 /// A rule's check over one workload.
 pub type Check = fn(&Workload<'_>, &mut Vec<Hit>);
 
@@ -116,7 +119,11 @@ pub enum RollKind {
 pub struct InventoryNode {
     pub name: String,
     pub labels: BTreeMap<String, String>,
+    /// Allocatable extended resources (whole units), by name.
     pub gpus: BTreeMap<String, i64>,
+    /// Free now (allocatable minus the requests of the pods bound to the
+    /// node), when the inventory is live (`infera lint --cluster`).
+    pub free: Option<BTreeMap<String, i64>>,
 }
 
 /// Cluster facts the capacity rules use.
@@ -142,6 +149,9 @@ pub struct Workload<'a> {
     pub replicas: Option<i32>,
     pub number_of_nodes: Option<i32>,
     pub roll: RollKind,
+    /// Surge pods created at once when rolling surge-first (maxSurge after
+    /// upstream rounding; 1 for an operator-rendered worker).
+    pub max_surge: i64,
     /// Operator-predicted strategy (InferaDeployment only).
     pub strategy: Option<Strategy>,
     /// The pod as it will run (rendered by the operator for an InferaDeployment).
@@ -159,6 +169,46 @@ pub struct Workload<'a> {
     /// Fields that hold unresolved placeholders (path inside the object, raw text).
     pub placeholders: Vec<(Path, String)>,
     pub capacity: &'a Capacity,
+    /// Verdicts a placeholder kept a rule from reaching: (what the
+    /// placeholder stands for, rule code). Filled by [`Workload::unknown`]
+    /// while the rules run; IR011 (run last) reports it.
+    pub blocked: std::cell::RefCell<Vec<(Slot, &'static str)>>,
+}
+
+/// What a placeholder stands for, as far as the rules are concerned: the
+/// verdicts it can block follow from this, not from where it sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Slot {
+    /// The one hostname the pod is pinned to (`nodeSelector`
+    /// `kubernetes.io/hostname`, or required node affinity `In [one]`): one
+    /// node whatever the value names, so it blocks no verdict.
+    Host,
+    /// Any other node selection (labels, affinity): where the pod may land.
+    Selector,
+    /// A GPU count or GPU resource name: the GPU arithmetic.
+    Gpu,
+    /// `replicas` or `numberOfNodes`.
+    Count,
+    /// A port: which port is bound, not whether one is.
+    Port,
+}
+
+impl Slot {
+    /// How IR011 names the slot.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Slot::Host => "the hostname the pod is pinned to",
+            Slot::Selector => "the placement: node selector or affinity",
+            Slot::Gpu => "the GPU request",
+            Slot::Count => "the replica or node count",
+            Slot::Port => "a port",
+        }
+    }
+}
+
+/// True when `raw` is an unresolved placeholder (`<X>`, `${X}`, `{{ … }}`).
+pub fn is_placeholder(raw: &str) -> bool {
+    infera_model::manifest::has_placeholder(raw)
 }
 
 impl Workload<'_> {
@@ -199,12 +249,65 @@ impl Workload<'_> {
         join(&self.base, segs)
     }
 
-    /// True when a placeholder sits in a field under one of these path prefixes
-    /// (compared as text, e.g. `nodeSelector`, `resources`).
-    pub fn placeholder_in(&self, needle: &str) -> bool {
-        self.placeholders
+    /// What the placeholder at `path` stands for, or None when no rule
+    /// reads that field (a memory request, a CPU limit).
+    pub fn slot_of(&self, path: &Path, raw: &str) -> Option<Slot> {
+        let has = |needle: &str| path.iter().any(|s| matches!(s, Seg::Key(k) if k == needle));
+        let last = path.iter().rev().find_map(|s| match s {
+            Seg::Key(k) => Some(k.as_str()),
+            Seg::Index(_) => None,
+        });
+        if has("nodeSelector") || has("affinity") {
+            let pin = self.pinned_host();
+            return Some(match pin {
+                Some((host, _)) if host == raw => Slot::Host,
+                _ => Slot::Selector,
+            });
+        }
+        if has("resources") {
+            let gpu = last.is_some_and(|k| k == "gpu" || k == "gpuType" || k.ends_with("/gpu"));
+            return gpu.then_some(Slot::Gpu);
+        }
+        if has("replicas") || has("numberOfNodes") {
+            return Some(Slot::Count);
+        }
+        (has("ports") || has("port")).then_some(Slot::Port)
+    }
+
+    /// True when a placeholder stands for `slot`; then `code` could not
+    /// reach its verdict, which is recorded for IR011.
+    pub fn unknown(&self, slot: Slot, code: &'static str) -> bool {
+        let found = self
+            .placeholders
             .iter()
-            .any(|(p, _)| p.iter().any(|s| matches!(s, Seg::Key(k) if k == needle)))
+            .any(|(p, raw)| self.slot_of(p, raw) == Some(slot));
+        if found {
+            let mut blocked = self.blocked.borrow_mut();
+            if !blocked.contains(&(slot, code)) {
+                blocked.push((slot, code));
+            }
+        }
+        found
+    }
+
+    /// True when a placeholder stands for a whole node selection
+    /// (`nodeSelector: ${SEL}`), which might pin the pod to one node; then
+    /// `code` could not decide whether it is pinned (recorded for IR011).
+    pub fn pin_unknown(&self, code: &'static str) -> bool {
+        let whole = self.placeholders.iter().any(|(p, _)| {
+            matches!(p.last(), Some(Seg::Key(k)) if k == "nodeSelector" || k == "affinity" || k == "nodeAffinity")
+        });
+        whole && self.unknown(Slot::Selector, code)
+    }
+
+    /// How messages name the node a pinned pod must land on: `node gpu-7`,
+    /// or `one node (whichever `<PREFILL_NODE>` names)`.
+    pub fn pin_phrase(host: &str) -> String {
+        if is_placeholder(host) {
+            format!("one node (whichever `{host}` names)")
+        } else {
+            format!("node {host}")
+        }
     }
 
     /// GPUs the main container requests (requests, else limits), by resource name.

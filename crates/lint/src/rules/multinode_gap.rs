@@ -27,8 +27,23 @@ declare_rule! {
 }
 
 pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
-    let nodes = w.number_of_nodes.unwrap_or(1);
-    if nodes <= 1 || w.replicas != Some(1) || (w.service.is_some() && !w.worker) {
+    if w.service.is_some() && !w.worker {
+        return;
+    }
+    // A plain Deployment has no node count; None elsewhere is a placeholder.
+    let nodes = if w.kind == "Deployment" && w.service.is_none() {
+        Some(1)
+    } else {
+        w.number_of_nodes
+    };
+    if nodes.is_some_and(|n| n <= 1) {
+        return;
+    }
+    let (Some(nodes), Some(replicas)) = (nodes, w.replicas) else {
+        w.unknown(super::Slot::Count, RULE.code);
+        return;
+    };
+    if replicas != 1 {
         return;
     }
     let path = if w.service.is_some() {

@@ -14,6 +14,12 @@ declare_rule! {
     /// one: it rolls the worker old-pod-first, and a `/health` probe turns
     /// Ready before the worker is routable.
     ///
+    /// ## Severity
+    /// Declared a warning. **Escalates to an error** on an InferaDeployment
+    /// service with exactly one replica: old-pod-first then leaves the role
+    /// with no serving pod for the whole restart, the gap IR001 reports as an
+    /// error too.
+    ///
     /// ## Example
     /// ```yaml
     /// readinessProbe:

@@ -13,6 +13,13 @@ declare_rule! {
     /// and rolls the worker old-pod-first. The worker's own parser (Python
     /// `int()`) is looser, so it still binds a port nobody probes.
     ///
+    /// ## Severity
+    /// Declared an error: with one replica (or on a plain workload) the role
+    /// has no serving pod for the whole restart. **Lowered to a warning** on
+    /// an InferaDeployment service with more than one replica (or a
+    /// placeholder count), where each replacement costs one serving pod but
+    /// the role keeps serving, as IR005 rates the same old-pod-first roll.
+    ///
     /// ## Example
     /// ```yaml
     /// env:

@@ -25,7 +25,7 @@ declare_rule! {
 }
 
 pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
-    if w.kind != "Deployment" || w.replicas != Some(1) {
+    if w.kind != "Deployment" {
         return;
     }
     let how = match w.roll {
@@ -33,6 +33,14 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
         RollKind::Recreate => "uses Recreate",
         _ => return,
     };
+    match w.replicas {
+        Some(1) => {}
+        Some(_) => return,
+        None => {
+            w.unknown(super::Slot::Count, RULE.code);
+            return;
+        }
+    }
     out.push(Hit::new(
         &RULE,
         Severity::Error,

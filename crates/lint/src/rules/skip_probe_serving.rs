@@ -54,8 +54,30 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
         Severity::Error,
         w.base_field(&["skipReadinessProbe"]),
         format!(
-            "skipReadinessProbe makes the operator roll {} old-pod-first: {gap}; remove skipReadinessProbe so the operator injects the /ready probe and rolls surge-first",
-            w.who()
+            "skipReadinessProbe makes the operator roll {} old-pod-first: {gap}; remove skipReadinessProbe so the operator injects the /ready probe and rolls surge-first{}",
+            w.who(),
+            surge_caveat(w)
         ),
     ));
+}
+
+/// What surge-first will then run into on a pinned pod (IR002/IR003's
+/// stalls), so the fix does not trade the gap for a stall.
+fn surge_caveat(w: &Workload<'_>) -> String {
+    let Some((host, _)) = w.pinned_host() else {
+        return String::new();
+    };
+    let ports = w.host_ports();
+    let whole = w
+        .gpu_request()
+        .is_some_and(|(_, n)| n > i64::from(w.capacity.node_gpus) - n);
+    let why = match (ports.is_empty(), whole) {
+        (false, _) => format!("the old pod holds host ports {ports:?} there"),
+        (true, true) => "the old pod holds more than half of its GPUs".to_string(),
+        (true, false) => return String::new(),
+    };
+    format!(
+        "; but it is pinned to {} and {why}, so surge-first would stall forever (IR002/IR003): allow a second node as well",
+        Workload::pin_phrase(&host)
+    )
 }

@@ -5,7 +5,8 @@ declare_rule! {
     /// ## What it does
     /// Flags a surge-first worker that binds host ports (`hostNetwork: true`
     /// turns every container port into a host port, or an explicit
-    /// `hostPort`) while pinned to one node.
+    /// `hostPort`) while pinned to one node. A placeholder hostname
+    /// (`<NODE>`, `${NODE}`, `{{ .Values.node }}`) still pins to one node.
     ///
     /// ## Why is this bad?
     /// The replacement must land on the same node as the old pod, where its
@@ -27,14 +28,17 @@ declare_rule! {
 }
 
 pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
-    if w.roll != RollKind::SurgeFirst || w.placeholder_in("nodeSelector") {
+    if w.roll != RollKind::SurgeFirst {
         return;
     }
     let ports = w.host_ports();
     if ports.is_empty() {
         return;
     }
+    // A hostname placeholder still pins to one node; only a placeholder
+    // standing for the whole node selection might pin an unpinned pod.
     let Some((host, _)) = w.pinned_host() else {
+        w.pin_unknown(RULE.code);
         return;
     };
     let path = if w.pod.host_network == Some(true) {
@@ -47,8 +51,9 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
         Severity::Error,
         path,
         format!(
-            "{} rolls surge-first but the replacement will stay Pending forever: it must land on {host}, where the old pod holds host ports {ports:?}; allow a second node or stop binding host ports"
-            , w.who()
+            "{} rolls surge-first but the replacement will stay Pending forever: it is pinned to {}, where the old pod holds host ports {ports:?}; allow a second node or stop binding host ports",
+            w.who(),
+            Workload::pin_phrase(&host)
         ),
     ));
 }

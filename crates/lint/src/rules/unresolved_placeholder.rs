@@ -1,11 +1,15 @@
-use super::{Hit, Workload, declare_rule};
+use super::{Hit, Slot, Workload, declare_rule};
 use crate::finding::Severity;
 
 declare_rule! {
     /// ## What it does
-    /// Flags `<…>`, `${…}` or `{{…}}` left in a field the rules need: node
-    /// selector values and affinity, resources, replicas, ports. Says which
-    /// rules could not decide; the other rules still run.
+    /// Flags `<…>`, `${…}` or `{{…}}` left in a field the rules read: node
+    /// selector values and affinity, GPU requests, replicas, numberOfNodes,
+    /// ports. Says which verdicts it actually blocked (`blocks: none` when
+    /// none): a hostname pin is one node whatever it names, so IR002 and
+    /// IR003 are decided for it; a GPU count placeholder blocks only the GPU
+    /// arithmetic (IR002, IR004's whole-node check, IR009). The other rules
+    /// still run.
     ///
     /// ## Why is this bad?
     /// A template that was not rendered cannot be applied as is, and whether
@@ -24,25 +28,41 @@ declare_rule! {
     "a placeholder left in a field a rule needs"
 }
 
+/// Runs after every other rule (see `engine::run_rules`), so it knows which
+/// verdicts each placeholder actually blocked.
 pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
+    let blocked = w.blocked.borrow();
     for (path, raw) in &w.placeholders {
+        let Some(slot) = w.slot_of(path, raw) else {
+            continue;
+        };
         let text = infera_model::manifest::node::path_string(path);
-        let rules = if text.contains("nodeSelector") || text.contains("affinity") {
-            "IR002 surge-stall-gpu, IR003 surge-stall-host-port, IR004 surge-needs-spare-node"
-        } else if text.contains("resources") {
-            "IR002 surge-stall-gpu, IR009 gpu-request-below-parallelism"
-        } else if text.contains("replicas") || text.contains("numberOfNodes") {
-            "IR001/IR005/IR006/IR008 (how large the gap is), IR012 multinode-gap"
+        let codes: Vec<String> = blocked
+            .iter()
+            .filter(|(s, _)| *s == slot)
+            .filter_map(|(_, code)| {
+                let meta = crate::engine::rule(code)?;
+                Some(format!("{} {}", meta.code, meta.name))
+            })
+            .collect();
+        let blocks = if codes.is_empty() {
+            let why = if slot == Slot::Host {
+                " (a hostname pin is one node whatever it names, so the rules decided without it)"
+            } else {
+                " (no rule's verdict depended on it)"
+            };
+            format!("blocks: none{why}")
         } else {
-            "the capacity and port rules"
+            format!("blocks: {}", codes.join(", "))
         };
         out.push(Hit::new(
             &RULE,
             Severity::Warning,
             path.clone(),
             format!(
-                "{}: `{text}` is the unresolved placeholder {raw:?}, so {rules} could not decide; lint the rendered manifest (e.g. `envsubst < FILE | infera lint -`)",
-                w.who()
+                "{}: `{text}` ({}) is the unresolved placeholder {raw:?}; {blocks}; lint the rendered manifest (e.g. `envsubst < FILE | infera lint -`)",
+                w.who(),
+                slot.describe()
             ),
         ));
     }

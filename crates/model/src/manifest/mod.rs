@@ -440,15 +440,11 @@ pub enum LoadError {
 
 /// Load every object of one source as wire-form JSON (for `infera render`):
 /// each item is the object with its first line, or the error of its document.
-pub fn load_path_values(
-    path: &FsPath,
-) -> Result<Vec<LoadedValue>, LoadError> {
+pub fn load_path_values(path: &FsPath) -> Result<Vec<LoadedValue>, LoadError> {
     with_parse_stack(|| load_path_values_inner(path))?
 }
 
-fn load_path_values_inner(
-    path: &FsPath,
-) -> Result<Vec<LoadedValue>, LoadError> {
+fn load_path_values_inner(path: &FsPath) -> Result<Vec<LoadedValue>, LoadError> {
     let name = display_path(path);
     let bytes = read_source(path)?;
     let mut out = Vec::new();
