@@ -22,13 +22,11 @@ use infera_cluster::reflect::{Delta, Reflector, namespaced_key};
 use super::report::{Outcome, Report, RoleReport, StepRecord};
 use super::timeline::{Timeline, TimelinePoint};
 
-/// Pod annotation a worker writes when it registers with the router
-/// (operator-semantics §5).
-pub const WORKER_INFO_ANNOTATION: &str = "infera.amd.com/worker-info";
-/// Label the operator puts on every object of an InferaDeployment.
-pub const DEPLOYMENT_LABEL: &str = "infera.amd.com/deployment";
-/// Label the operator puts on every object of one service.
-pub const SERVICE_LABEL: &str = "infera.amd.com/service";
+/// The worker's registration annotation and the operator's labels
+/// (operator-semantics §1, §5).
+pub use infera_model::worker::{
+    LABEL_DEPLOYMENT as DEPLOYMENT_LABEL, LABEL_SERVICE as SERVICE_LABEL, WORKER_INFO_ANNOTATION,
+};
 
 /// Points kept per role in the in-memory timeline before it is decimated.
 const TIMELINE_CAP: usize = 4096;

@@ -113,6 +113,7 @@ pub use super::rules::InventoryNode;
 use super::rules::{Capacity, Hit, REGISTRY, RollKind, Workload, deployment_roll};
 use infera_model::manifest::{self, ConvertOutcome, Node, Seg, TypedObject};
 use infera_model::operator::{self, Role, Strategy};
+use infera_model::worker;
 
 /// Object annotation listing rule codes/names to ignore (`IR001/prefill` per service).
 pub const LINT_IGNORE_ANNOTATION: &str = "infera.amd.com/lint-ignore";
@@ -202,7 +203,7 @@ fn collect_nodes(v: &serde_json::Value, out: &mut Vec<InventoryNode>) {
     let labels = str_map(v.pointer("/metadata/labels"));
     let gpus = str_map(v.pointer("/status/allocatable"))
         .into_iter()
-        .filter_map(|(k, q)| Some((k, q.trim().parse::<i64>().ok()?)))
+        .filter_map(|(k, q)| Some((k, worker::whole_quantity(&q)?)))
         .collect();
     let name = v
         .pointer("/metadata/name")
@@ -468,14 +469,14 @@ fn live_inferadeployments(objects: &[serde_json::Value]) -> Vec<(String, String)
 fn rendered_by_linted_owner(v: &serde_json::Value, owners: &[(String, String)]) -> bool {
     let labels = v.pointer("/metadata/labels");
     let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(|x| x.as_str());
-    if label("app.kubernetes.io/managed-by") != Some("infera-operator") {
+    if label(worker::LABEL_MANAGED_BY) != Some(worker::MANAGED_BY_VALUE) {
         return false;
     }
     let ns = v
         .pointer("/metadata/namespace")
         .and_then(|x| x.as_str())
         .unwrap_or_default();
-    label("infera.amd.com/deployment")
+    label(worker::LABEL_DEPLOYMENT)
         .is_some_and(|owner| owners.iter().any(|(n, o)| n == ns && o == owner))
 }
 

@@ -7,3 +7,4 @@ pub mod manifest;
 pub mod operator;
 pub mod rolling;
 pub mod scheduling;
+pub mod worker;

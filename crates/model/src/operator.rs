@@ -21,13 +21,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::{Deserialize, Deserializer, Serialize};
 
-/// The pod annotation a worker writes when it registers (§5).
-pub const WORKER_INFO_ANNOTATION: &str = "infera.amd.com/worker-info";
-/// Label keys the operator puts on every object and pod it renders (§1).
-pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
-pub const MANAGED_BY_VALUE: &str = "infera-operator";
-pub const LABEL_DEPLOYMENT: &str = "infera.amd.com/deployment";
-pub const LABEL_SERVICE: &str = "infera.amd.com/service";
+pub use crate::worker::{
+    DEFAULT_GPU_TYPE, DEFAULT_READINESS_PORT, LABEL_DEPLOYMENT, LABEL_MANAGED_BY, LABEL_SERVICE,
+    MANAGED_BY_VALUE, READINESS_PORT_ENV, ReadinessPort, WORKER_INFO_ANNOTATION, go_atoi,
+    readiness_port,
+};
 /// Annotations `infera render` adds to the printed objects (not part of what
 /// the operator creates).
 pub const PREDICTED_STRATEGY_ANNOTATION: &str = "infera.amd.com/predicted-strategy";
@@ -38,14 +36,11 @@ pub const KIND: &str = "InferaDeployment";
 pub const LWS_API_VERSION: &str = "leaderworkerset.x-k8s.io/v1";
 pub const LWS_KIND: &str = "LeaderWorkerSet";
 
-pub const READINESS_PORT_ENV: &str = "INFERA_READINESS_PORT";
 pub const DRAIN_TIMEOUT_ENV: &str = "INFERA_DRAIN_TIMEOUT";
 pub const DRAIN_TIMEOUT_FLAG: &str = "--drain-timeout";
-pub const DEFAULT_READINESS_PORT: u16 = 30090;
 pub const READY_PATH: &str = "/ready";
 pub const DEFAULT_SERVER_PORT: i32 = 8000;
 pub const DEFAULT_WORKER_PORT: i32 = 30000;
-pub const DEFAULT_GPU_TYPE: &str = "amd.com/gpu";
 /// Injected probe timings (§2).
 pub const PROBE_INITIAL_DELAY_SECONDS: i32 = 15;
 pub const PROBE_PERIOD_SECONDS: i32 = 15;
@@ -290,84 +285,6 @@ impl std::fmt::Display for Strategy {
     }
 }
 
-/// The readiness port of a container, as the operator resolves it (§2).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum ReadinessPort {
-    /// `INFERA_READINESS_PORT` absent: the default 30090 (the operator adds it).
-    Default { port: u16 },
-    /// A literal the operator accepts.
-    Literal { port: u16, raw: String },
-    /// Set from `valueFrom`: the operator cannot know it.
-    ValueFrom,
-    /// A literal the operator rejects (whitespace, `_`, out of range, not a number).
-    Rejected { raw: String },
-}
-
-impl ReadinessPort {
-    /// The port number, when the operator can know it.
-    pub fn known(&self) -> Option<u16> {
-        match self {
-            ReadinessPort::Default { port } | ReadinessPort::Literal { port, .. } => Some(*port),
-            ReadinessPort::ValueFrom | ReadinessPort::Rejected { .. } => None,
-        }
-    }
-    pub fn is_knowable(&self) -> bool {
-        self.known().is_some()
-    }
-    /// A short human description (`30090 (default)`, `valueFrom (unknowable)`).
-    pub fn describe(&self) -> String {
-        match self {
-            ReadinessPort::Default { port } => format!("{port} (default)"),
-            ReadinessPort::Literal { port, .. } => port.to_string(),
-            ReadinessPort::ValueFrom => "set from valueFrom (unknowable)".to_string(),
-            ReadinessPort::Rejected { raw } => format!("{raw:?} (rejected, unknowable)"),
-        }
-    }
-}
-
-/// Resolve `INFERA_READINESS_PORT` from a container's env, with the
-/// operator's exact rule: absent → 30090; `valueFrom` → unknowable; a literal
-/// is knowable only when Go's `strconv.Atoi` accepts it (optional leading `+`
-/// or `-`, then ASCII digits only: no whitespace, no `_`) and it is in
-/// 1..=65535. The first entry with the name is the one the operator reads.
-pub fn readiness_port(env: &[EnvVar]) -> ReadinessPort {
-    let Some(var) = env.iter().find(|e| e.name == READINESS_PORT_ENV) else {
-        return ReadinessPort::Default {
-            port: DEFAULT_READINESS_PORT,
-        };
-    };
-    if var.value_from.is_some() {
-        return ReadinessPort::ValueFrom;
-    }
-    let raw = var.value.clone().unwrap_or_default();
-    match go_atoi(&raw) {
-        Some(n) if (1..=65535).contains(&n) => ReadinessPort::Literal {
-            port: n as u16,
-            raw,
-        },
-        _ => ReadinessPort::Rejected { raw },
-    }
-}
-
-/// Go's `strconv.Atoi` (base 10, no underscores, no whitespace). `None` on
-/// any syntax error or overflow of i64.
-pub fn go_atoi(s: &str) -> Option<i64> {
-    let (negative, digits) = match s.as_bytes().first() {
-        Some(b'+') => (false, &s[1..]),
-        Some(b'-') => (true, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let mut n: i64 = 0;
-    for b in digits.bytes() {
-        n = n.checked_mul(10)?.checked_add(i64::from(b - b'0'))?;
-    }
-    Some(if negative { -n } else { n })
-}
-
 /// The readiness port of one container (its own env).
 pub fn container_readiness_port(c: &Container) -> ReadinessPort {
     readiness_port(c.env.as_deref().unwrap_or(&[]))
@@ -376,9 +293,7 @@ pub fn container_readiness_port(c: &Container) -> ReadinessPort {
 /// Index of the main container of a pod spec: the one named `main` or
 /// `infera`, else the first.
 pub fn main_container_index(pod: &PodSpec) -> usize {
-    pod.containers
-        .iter()
-        .position(|c| c.name == "main" || c.name == "infera")
+    crate::worker::main_container_position(pod.containers.iter().map(|c| c.name.as_str()))
         .unwrap_or(0)
 }
 

@@ -44,7 +44,7 @@ use infera_audit::{Auditor, Outcome, RoleSpec, Step};
 use infera_cluster::reflect::{Reflector, name_key};
 use infera_cluster::{ClusterError, Connection};
 
-const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+use infera_model::worker::LABEL_MANAGED_BY as MANAGED_BY_LABEL;
 
 /// `infera rollout` as a library call that reports nothing and asks
 /// nobody (tests, benches).

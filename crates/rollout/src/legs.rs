@@ -20,9 +20,10 @@ use super::trigger;
 use infera_audit::RoleSpec;
 use infera_cluster::Connection;
 
-pub(crate) const DEPLOYMENT_LABEL: &str = "infera.amd.com/deployment";
-pub(crate) const SERVICE_LABEL: &str = "infera.amd.com/service";
-const DEFAULT_READINESS_PORT: u16 = 30090;
+pub(crate) use infera_model::worker::{
+    LABEL_DEPLOYMENT as DEPLOYMENT_LABEL, LABEL_SERVICE as SERVICE_LABEL,
+};
+use infera_model::worker::{READINESS_PORT_ENV, worker_readiness_port};
 
 /// A leg as the driver needs it.
 #[derive(Debug, Clone)]
@@ -42,18 +43,17 @@ fn readiness_port_of(template: &Value) -> u16 {
         .cloned()
         .unwrap_or_default();
     let main = trigger::main_container_index(&containers).and_then(|i| containers.get(i).cloned());
-    let env_port = main
+    let value = main
         .as_ref()
         .and_then(|c| c.get("env"))
         .and_then(Value::as_array)
         .and_then(|env| {
             env.iter()
-                .find(|e| e.get("name").and_then(Value::as_str) == Some("INFERA_READINESS_PORT"))
+                .find(|e| e.get("name").and_then(Value::as_str) == Some(READINESS_PORT_ENV))
                 .and_then(|e| e.get("value").and_then(Value::as_str))
-                // The worker parses with Python int(): whitespace and `_` allowed.
-                .and_then(|v| v.trim().replace('_', "").parse::<u16>().ok())
         });
-    env_port.unwrap_or(DEFAULT_READINESS_PORT)
+    // The worker parses with Python int(): whitespace and `_` allowed.
+    worker_readiness_port(value)
 }
 
 /// Roles to audit and legs to roll.
@@ -374,6 +374,7 @@ fn lint_findings(objects: &[Value]) -> Vec<(PlanFinding, Option<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use infera_model::worker::DEFAULT_READINESS_PORT;
     use serde_json::json;
 
     #[test]

@@ -15,7 +15,7 @@ use super::trigger::{Change, pod_has_change};
 use infera_cluster::reflect::{Delta, Reflector, name_key};
 
 /// Worker registration annotation (operator-semantics §5).
-pub const WORKER_INFO_ANNOTATION: &str = "infera.amd.com/worker-info";
+pub use infera_model::worker::WORKER_INFO_ANNOTATION;
 
 /// One step of a pod replacement, in the order a surge rollout goes through them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -106,15 +106,11 @@ pub fn annotation_timestamp(now: jiff::Timestamp) -> String {
 /// The main container: named `main` or `infera`, else the first
 /// (operator-semantics §2).
 pub fn main_container_index(containers: &[Value]) -> Option<usize> {
-    containers
-        .iter()
-        .position(|c| {
-            matches!(
-                c.get("name").and_then(Value::as_str),
-                Some("main" | "infera")
-            )
-        })
-        .or(if containers.is_empty() { None } else { Some(0) })
+    infera_model::worker::main_container_position(
+        containers
+            .iter()
+            .map(|c| c.get("name").and_then(Value::as_str).unwrap_or_default()),
+    )
 }
 
 fn service<'a>(cr: &'a Value, name: &str) -> Result<&'a Value, TriggerError> {

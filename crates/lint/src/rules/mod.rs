@@ -319,8 +319,8 @@ impl Workload<'_> {
             .flatten()
         {
             for (k, v) in map {
-                if k.ends_with("/gpu")
-                    && let Ok(n) = v.0.trim().parse::<i64>()
+                if infera_model::worker::is_gpu_resource(k)
+                    && let Some(n) = infera_model::worker::whole_quantity(&v.0)
                 {
                     return Some((k.clone(), n));
                 }

@@ -31,8 +31,8 @@ use crate::clock::SimClock;
 use crate::scenario::Timings;
 use crate::store::{Kind, Store};
 
-pub const WORKER_INFO_ANNOTATION: &str = "infera.amd.com/worker-info";
-const DEFAULT_READINESS_PORT: u16 = 30090;
+pub use infera_model::worker::WORKER_INFO_ANNOTATION;
+use infera_model::worker::{READINESS_PORT_ENV, main_container_position};
 
 /// What the manager tells a pod's kubelet task.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -125,10 +125,8 @@ fn main_container(pod: &Value) -> Value {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    containers
-        .iter()
-        .find(|c| matches!(str_at(c, "/name"), "main" | "infera"))
-        .or_else(|| containers.first())
+    main_container_position(containers.iter().map(|c| str_at(c, "/name")))
+        .and_then(|i| containers.get(i))
         .cloned()
         .unwrap_or(Value::Null)
 }
@@ -140,12 +138,11 @@ fn worker_readiness_port(c: &Value) -> u16 {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    env.iter()
-        .find(|e| str_at(e, "/name") == "INFERA_READINESS_PORT")
-        .and_then(|e| e.get("value").and_then(Value::as_str))
-        .and_then(|v| v.trim().replace('_', "").parse::<u16>().ok())
-        .filter(|p| *p > 0)
-        .unwrap_or(DEFAULT_READINESS_PORT)
+    infera_model::worker::worker_readiness_port(
+        env.iter()
+            .find(|e| str_at(e, "/name") == READINESS_PORT_ENV)
+            .and_then(|e| e.get("value").and_then(Value::as_str)),
+    )
 }
 
 /// Whether the simulated kubelet runs `pod` as an infera worker (its main
