@@ -104,30 +104,7 @@ pub struct Report {
     pub timeline: Timeline,
 }
 
-/// Errors writing report files.
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    #[error("cannot write {path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot draw the timeline {path}: {message}")]
-    Draw { path: String, message: String },
-    #[error(
-        "cannot tell the timeline format of {path}: name it FILE.svg (chart) or FILE.csv (rows)"
-    )]
-    UnknownFormat { path: String },
-    #[error("cannot write {path}: directory {dir} does not exist")]
-    NoDirectory { path: String, dir: String },
-    #[error("cannot write {path}: it is a directory")]
-    IsDirectory { path: String },
-    #[error("cannot encode the report as JSON: {0}")]
-    Encode(String),
-    #[error("writing the samples CSV failed part-way: {0}")]
-    Samples(String),
-}
+pub use super::timeline::ReportError;
 
 /// Where a report goes besides stdout: `--report FILE.json`,
 /// `--timeline FILE.svg|FILE.csv`.

@@ -8,8 +8,6 @@ use std::time::Duration;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::report::ReportError;
-
 /// A count change of one role: from `at` (wall offset from the audit start)
 /// until the next point, the role had these counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -261,4 +259,29 @@ fn csv_field(s: &str) -> String {
     } else {
         s.to_string()
     }
+}
+
+/// Errors writing report files.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot draw the timeline {path}: {message}")]
+    Draw { path: String, message: String },
+    #[error(
+        "cannot tell the timeline format of {path}: name it FILE.svg (chart) or FILE.csv (rows)"
+    )]
+    UnknownFormat { path: String },
+    #[error("cannot write {path}: directory {dir} does not exist")]
+    NoDirectory { path: String, dir: String },
+    #[error("cannot write {path}: it is a directory")]
+    IsDirectory { path: String },
+    #[error("cannot encode the report as JSON: {0}")]
+    Encode(String),
+    #[error("writing the samples CSV failed part-way: {0}")]
+    Samples(String),
 }

@@ -91,45 +91,21 @@ fn finding_lines(bytes: &[u8], findings: &[Finding]) -> SourceLines {
     lines
 }
 
-/// One rule's metadata, as `infera rules` prints it.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct RuleMeta {
-    pub code: &'static str,
-    pub name: &'static str,
-    pub default_severity: Severity,
-    /// One line: when it fires.
-    pub summary: &'static str,
-    /// The rule's doc comment (Markdown: What it does / Why is this bad? /
-    /// Example / Use instead).
-    pub doc: &'static str,
-}
-
 use std::path::Path as FsPath;
 
 use rayon::prelude::*;
 
 use super::finding::ObjectRef;
+pub use super::finding::RuleMeta;
 pub use super::rules::InventoryNode;
 use super::rules::{Capacity, Hit, REGISTRY, RollKind, Workload, deployment_roll};
+pub use super::rules::{rule, rules};
 use infera_model::manifest::{self, ConvertOutcome, Node, Seg, TypedObject};
 use infera_model::operator::{self, Role, Strategy};
 use infera_model::worker;
 
 /// Object annotation listing rule codes/names to ignore (`IR001/prefill` per service).
 pub const LINT_IGNORE_ANNOTATION: &str = "infera.amd.com/lint-ignore";
-
-/// Every rule, in code order.
-pub fn rules() -> &'static [RuleMeta] {
-    static METAS: std::sync::OnceLock<Vec<RuleMeta>> = std::sync::OnceLock::new();
-    METAS.get_or_init(|| REGISTRY.iter().map(|(m, _)| *m).collect())
-}
-
-/// A rule by code or name (case-insensitive).
-pub fn rule(code_or_name: &str) -> Option<&'static RuleMeta> {
-    rules().iter().find(|m| {
-        m.code.eq_ignore_ascii_case(code_or_name) || m.name.eq_ignore_ascii_case(code_or_name)
-    })
-}
 
 #[derive(Default)]
 struct FileResult {

@@ -36,3 +36,16 @@ pub struct Finding {
     pub column: usize,
     pub object: ObjectRef,
 }
+
+/// One rule's metadata, as `infera rules` prints it.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct RuleMeta {
+    pub code: &'static str,
+    pub name: &'static str,
+    pub default_severity: Severity,
+    /// One line: when it fires.
+    pub summary: &'static str,
+    /// The rule's doc comment (Markdown: What it does / Why is this bad? /
+    /// Example / Use instead).
+    pub doc: &'static str,
+}

@@ -9,6 +9,7 @@ pub mod api;
 pub mod clock;
 pub mod controllers;
 pub mod faults;
+pub mod kind;
 pub mod scenario;
 pub mod store;
 

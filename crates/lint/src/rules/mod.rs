@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 
-use super::engine::RuleMeta;
+use super::finding::RuleMeta;
 use super::finding::Severity;
 use infera_model::manifest::node::{Path, Seg};
 use infera_model::operator::{ReadinessPort, Role, Strategy};
@@ -27,6 +27,19 @@ mod surge_stall_host_port;
 mod surge_without_readiness;
 mod unresolved_placeholder;
 
+/// Every rule, in code order.
+pub fn rules() -> &'static [RuleMeta] {
+    static METAS: std::sync::OnceLock<Vec<RuleMeta>> = std::sync::OnceLock::new();
+    METAS.get_or_init(|| REGISTRY.iter().map(|(m, _)| *m).collect())
+}
+
+/// A rule by code or name (case-insensitive).
+pub fn rule(code_or_name: &str) -> Option<&'static RuleMeta> {
+    rules().iter().find(|m| {
+        m.code.eq_ignore_ascii_case(code_or_name) || m.name.eq_ignore_ascii_case(code_or_name)
+    })
+}
+
 #[cfg(test)]
 mod cases;
 
@@ -34,7 +47,7 @@ mod cases;
 macro_rules! declare_rule {
     ($(#[doc = $doc:expr])* $ident:ident, $code:literal, $name:literal, $sev:ident, $summary:literal) => {
         $(#[doc = $doc])*
-        pub const $ident: $crate::engine::RuleMeta = $crate::engine::RuleMeta {
+        pub const $ident: $crate::finding::RuleMeta = $crate::finding::RuleMeta {
             code: $code,
             name: $name,
             default_severity: $crate::finding::Severity::$sev,

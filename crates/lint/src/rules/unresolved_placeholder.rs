@@ -41,7 +41,7 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
             .iter()
             .filter(|(s, _)| *s == slot)
             .filter_map(|(_, code)| {
-                let meta = crate::engine::rule(code)?;
+                let meta = super::rule(code)?;
                 Some(format!("{} {}", meta.code, meta.name))
             })
             .collect();

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::store::Kind;
+use crate::kind::Kind;
 
 fn object(v: &mut Value) -> Option<&mut Map<String, Value>> {
     v.as_object_mut()
