@@ -23,9 +23,9 @@ use crate::exit::Exit;
 pub type LintLiveFn =
     fn(&[serde_json::Value], &str, &LintOptions, Option<Vec<engine::InventoryNode>>) -> LintOutcome;
 
-/// The engine entry points the command layer calls (the contract of
-/// INTERFACES.md, "lint engine"). Passed in so the command layer can be
-/// wired and tested independently of the engine's implementation.
+/// The engine entry points the command calls: `infera_lint::engine`'s in
+/// [`run`], fakes in this module's tests (flags → options → exit code without
+/// real manifests).
 #[derive(Clone, Copy)]
 pub struct EngineFns {
     pub lint_paths: fn(&[PathBuf], &LintOptions) -> LintOutcome,
