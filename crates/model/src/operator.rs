@@ -609,6 +609,180 @@ fn flat_pod(
     }
 }
 
+/// Spec-level envs apply to every service; with extraPodSpec they are added
+/// to the main container when it does not set them itself.
+fn add_spec_envs(main: &mut Container, idep: &InferaDeployment) {
+    let env = main.env.get_or_insert_with(Vec::new);
+    for e in idep.spec.envs.iter().flatten() {
+        if !env.iter().any(|x| x.name == e.name) {
+            env.push(e.clone());
+        }
+    }
+    if env.is_empty() {
+        main.env = None;
+    }
+}
+
+/// The service port, when the main container declares none.
+fn add_service_port(main: &mut Container, port: i32) {
+    if main.ports.as_ref().is_none_or(|p| p.is_empty()) {
+        main.ports = Some(vec![ContainerPort {
+            container_port: port,
+            name: Some("http".to_string()),
+            protocol: Some("TCP".to_string()),
+            ..ContainerPort::default()
+        }]);
+    }
+}
+
+/// What the operator injects into a worker's main container (§2): the
+/// readiness port env, the /ready probe, the preStop sleep. Returns the
+/// readiness port, whether the probe was injected, and the grace period the
+/// pod needs.
+fn inject_worker_settings(
+    main: &mut Container,
+    svc: &ServiceSpec,
+    multinode: bool,
+) -> (ReadinessPort, bool, i64) {
+    let readiness = container_readiness_port(main);
+    if matches!(readiness, ReadinessPort::Default { .. }) {
+        main.env.get_or_insert_with(Vec::new).push(EnvVar {
+            name: READINESS_PORT_ENV.to_string(),
+            value: Some(DEFAULT_READINESS_PORT.to_string()),
+            ..EnvVar::default()
+        });
+    }
+    let mut probe_injected = false;
+    let skip = svc.skip_readiness_probe.unwrap_or(false);
+    if !multinode
+        && !skip
+        && main.readiness_probe.is_none()
+        && let Some(p) = readiness.known()
+    {
+        main.readiness_probe = Some(ready_probe(p));
+        probe_injected = true;
+    }
+    let has_prestop = main
+        .lifecycle
+        .as_ref()
+        .is_some_and(|l| l.pre_stop.is_some());
+    if !has_prestop {
+        main.lifecycle
+            .get_or_insert_with(Lifecycle::default)
+            .pre_stop = Some(LifecycleHandler {
+            sleep: Some(SleepAction {
+                seconds: PRESTOP_SLEEP_SECONDS,
+            }),
+            ..LifecycleHandler::default()
+        });
+    }
+    let required = required_grace_seconds(drain_timeout_seconds(main));
+    (readiness, probe_injected, required)
+}
+
+/// The rendered object's metadata: `<idep>-<service>`, the operator's
+/// labels, owned by the InferaDeployment when it has a uid.
+fn object_metadata(
+    idep: &InferaDeployment,
+    idep_name: &str,
+    name: &str,
+    namespace: String,
+) -> ObjectMeta {
+    let owner = idep.metadata.uid.as_ref().map(|uid| {
+        vec![OwnerReference {
+            api_version: API_VERSION.to_string(),
+            kind: KIND.to_string(),
+            name: idep_name.to_string(),
+            uid: uid.clone(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }]
+    });
+    ObjectMeta {
+        name: Some(format!("{idep_name}-{name}")),
+        namespace: Some(namespace),
+        labels: Some(operator_labels(idep_name, name)),
+        owner_references: owner,
+        ..ObjectMeta::default()
+    }
+}
+
+/// An apps/v1 Deployment rolling with `strategy`'s surge/unavailable.
+fn deployment_object(
+    metadata: ObjectMeta,
+    template: PodTemplateSpec,
+    selector: BTreeMap<String, String>,
+    replicas: i32,
+    strategy: Strategy,
+) -> serde_json::Value {
+    let (surge, unavailable) = match strategy {
+        Strategy::SurgeFirst => (IntOrString::Int(1), IntOrString::Int(0)),
+        Strategy::OldPodFirst | Strategy::Lws => (IntOrString::Int(0), IntOrString::Int(1)),
+        Strategy::ServerDefault => (
+            IntOrString::String("25%".to_string()),
+            IntOrString::String("25%".to_string()),
+        ),
+    };
+    let d = Deployment {
+        metadata,
+        spec: Some(DeploymentSpec {
+            replicas: Some(replicas),
+            selector: LabelSelector {
+                match_labels: Some(selector),
+                ..LabelSelector::default()
+            },
+            strategy: Some(DeploymentStrategy {
+                type_: Some("RollingUpdate".to_string()),
+                rolling_update: Some(RollingUpdateDeployment {
+                    max_surge: Some(surge),
+                    max_unavailable: Some(unavailable),
+                }),
+            }),
+            template,
+            ..DeploymentSpec::default()
+        }),
+        status: None,
+    };
+    let mut v = serde_json::to_value(&d).unwrap_or(serde_json::Value::Null);
+    if let Some(m) = v.as_object_mut() {
+        m.insert("apiVersion".into(), "apps/v1".into());
+        m.insert("kind".into(), "Deployment".into());
+    }
+    v
+}
+
+/// A LeaderWorkerSet of `number_of_nodes`-pod groups (§3: old-group-first).
+fn lws_object(
+    metadata: ObjectMeta,
+    template: PodTemplateSpec,
+    replicas: i32,
+    number_of_nodes: i32,
+) -> serde_json::Value {
+    let lws = LeaderWorkerSet {
+        api_version: Some(LWS_API_VERSION.to_string()),
+        kind: Some(LWS_KIND.to_string()),
+        metadata,
+        spec: LeaderWorkerSetSpec {
+            replicas: Some(IntOrText::Int(i64::from(replicas))),
+            leader_worker_template: LeaderWorkerTemplate {
+                size: Some(IntOrText::Int(i64::from(number_of_nodes))),
+                leader_template: None,
+                worker_template: Some(template),
+                restart_policy: Some("RecreateGroupOnPodRestart".to_string()),
+            },
+            rollout_strategy: Some(LwsRolloutStrategy {
+                type_: Some("RollingUpdate".to_string()),
+                rolling_update_configuration: Some(LwsRollingUpdate {
+                    max_unavailable: Some(IntOrString::Int(1)),
+                    max_surge: Some(IntOrString::Int(0)),
+                }),
+            }),
+            startup_policy: Some("LeaderCreated".to_string()),
+        },
+    };
+    serde_json::to_value(&lws).unwrap_or(serde_json::Value::Null)
+}
+
 fn render_service(idep: &InferaDeployment, name: &str, svc: &ServiceSpec) -> RenderedWorkload {
     let idep_name = idep.metadata.name.clone().unwrap_or_default();
     let namespace = idep
@@ -655,57 +829,13 @@ fn render_service(idep: &InferaDeployment, name: &str, svc: &ServiceSpec) -> Ren
     if let Some(main) = pod.containers.get_mut(main_idx) {
         main_name = main.name.clone();
         if !flat {
-            let env = main.env.get_or_insert_with(Vec::new);
-            for e in idep.spec.envs.iter().flatten() {
-                if !env.iter().any(|x| x.name == e.name) {
-                    env.push(e.clone());
-                }
-            }
-            if env.is_empty() {
-                main.env = None;
-            }
+            add_spec_envs(main, idep);
         }
-        if main.ports.as_ref().is_none_or(|p| p.is_empty()) {
-            main.ports = Some(vec![ContainerPort {
-                container_port: port,
-                name: Some("http".to_string()),
-                protocol: Some("TCP".to_string()),
-                ..ContainerPort::default()
-            }]);
-        }
+        add_service_port(main, port);
         if component == Component::Worker {
-            readiness = container_readiness_port(main);
-            if matches!(readiness, ReadinessPort::Default { .. }) {
-                main.env.get_or_insert_with(Vec::new).push(EnvVar {
-                    name: READINESS_PORT_ENV.to_string(),
-                    value: Some(DEFAULT_READINESS_PORT.to_string()),
-                    ..EnvVar::default()
-                });
-            }
-            let skip = svc.skip_readiness_probe.unwrap_or(false);
-            if !multinode
-                && !skip
-                && main.readiness_probe.is_none()
-                && let Some(p) = readiness.known()
-            {
-                main.readiness_probe = Some(ready_probe(p));
-                probe_injected = true;
-            }
-            let has_prestop = main
-                .lifecycle
-                .as_ref()
-                .is_some_and(|l| l.pre_stop.is_some());
-            if !has_prestop {
-                main.lifecycle
-                    .get_or_insert_with(Lifecycle::default)
-                    .pre_stop = Some(LifecycleHandler {
-                    sleep: Some(SleepAction {
-                        seconds: PRESTOP_SLEEP_SECONDS,
-                    }),
-                    ..LifecycleHandler::default()
-                });
-            }
-            let required = required_grace_seconds(drain_timeout_seconds(main));
+            let (port, injected, required) = inject_worker_settings(main, svc, multinode);
+            readiness = port;
+            probe_injected = injected;
             let current = pod.termination_grace_period_seconds;
             if current.is_none_or(|g| g < required) {
                 pod.termination_grace_period_seconds = Some(required);
@@ -716,28 +846,11 @@ fn render_service(idep: &InferaDeployment, name: &str, svc: &ServiceSpec) -> Ren
     let (strategy, why) =
         predict_strategy(component, multinode, svc, &pod, &readiness, probe_injected);
     let labels = pod_labels(&idep_name, name, svc);
-    let object_labels = operator_labels(&idep_name, name);
     let selector = BTreeMap::from([
         (LABEL_DEPLOYMENT.to_string(), idep_name.clone()),
         (LABEL_SERVICE.to_string(), name.to_string()),
     ]);
-    let owner = idep.metadata.uid.as_ref().map(|uid| {
-        vec![OwnerReference {
-            api_version: API_VERSION.to_string(),
-            kind: KIND.to_string(),
-            name: idep_name.clone(),
-            uid: uid.clone(),
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        }]
-    });
-    let metadata = ObjectMeta {
-        name: Some(format!("{idep_name}-{name}")),
-        namespace: Some(namespace),
-        labels: Some(object_labels),
-        owner_references: owner,
-        ..ObjectMeta::default()
-    };
+    let metadata = object_metadata(idep, &idep_name, name, namespace);
     let template = PodTemplateSpec {
         metadata: Some(ObjectMeta {
             labels: Some(labels.clone()),
@@ -746,67 +859,19 @@ fn render_service(idep: &InferaDeployment, name: &str, svc: &ServiceSpec) -> Ren
         spec: Some(pod.clone()),
     };
     let object = match kind {
-        WorkloadKind::Deployment => {
-            let (surge, unavailable) = match strategy {
-                Strategy::SurgeFirst => (IntOrString::Int(1), IntOrString::Int(0)),
-                Strategy::OldPodFirst | Strategy::Lws => (IntOrString::Int(0), IntOrString::Int(1)),
-                Strategy::ServerDefault => (
-                    IntOrString::String("25%".to_string()),
-                    IntOrString::String("25%".to_string()),
-                ),
-            };
-            let d = Deployment {
-                metadata,
-                spec: Some(DeploymentSpec {
-                    replicas: Some(replicas.unwrap_or(1)),
-                    selector: LabelSelector {
-                        match_labels: Some(selector),
-                        ..LabelSelector::default()
-                    },
-                    strategy: Some(DeploymentStrategy {
-                        type_: Some("RollingUpdate".to_string()),
-                        rolling_update: Some(RollingUpdateDeployment {
-                            max_surge: Some(surge),
-                            max_unavailable: Some(unavailable),
-                        }),
-                    }),
-                    template,
-                    ..DeploymentSpec::default()
-                }),
-                status: None,
-            };
-            let mut v = serde_json::to_value(&d).unwrap_or(serde_json::Value::Null);
-            if let Some(m) = v.as_object_mut() {
-                m.insert("apiVersion".into(), "apps/v1".into());
-                m.insert("kind".into(), "Deployment".into());
-            }
-            v
-        }
-        WorkloadKind::LeaderWorkerSet => {
-            let lws = LeaderWorkerSet {
-                api_version: Some(LWS_API_VERSION.to_string()),
-                kind: Some(LWS_KIND.to_string()),
-                metadata,
-                spec: LeaderWorkerSetSpec {
-                    replicas: Some(IntOrText::Int(i64::from(replicas.unwrap_or(1)))),
-                    leader_worker_template: LeaderWorkerTemplate {
-                        size: Some(IntOrText::Int(i64::from(number_of_nodes.unwrap_or(2)))),
-                        leader_template: None,
-                        worker_template: Some(template),
-                        restart_policy: Some("RecreateGroupOnPodRestart".to_string()),
-                    },
-                    rollout_strategy: Some(LwsRolloutStrategy {
-                        type_: Some("RollingUpdate".to_string()),
-                        rolling_update_configuration: Some(LwsRollingUpdate {
-                            max_unavailable: Some(IntOrString::Int(1)),
-                            max_surge: Some(IntOrString::Int(0)),
-                        }),
-                    }),
-                    startup_policy: Some("LeaderCreated".to_string()),
-                },
-            };
-            serde_json::to_value(&lws).unwrap_or(serde_json::Value::Null)
-        }
+        WorkloadKind::Deployment => deployment_object(
+            metadata,
+            template,
+            selector,
+            replicas.unwrap_or(1),
+            strategy,
+        ),
+        WorkloadKind::LeaderWorkerSet => lws_object(
+            metadata,
+            template,
+            replicas.unwrap_or(1),
+            number_of_nodes.unwrap_or(2),
+        ),
     };
 
     RenderedWorkload {
