@@ -583,156 +583,182 @@ fn lint_typed(
     opts: &LintOptions,
     capacity: &Capacity,
 ) -> Vec<(Hit, ObjectRef)> {
-    let mut out = Vec::new();
     match object {
-        TypedObject::InferaDeployment(idep) => {
-            let name = idep.metadata.name.clone().unwrap_or_default();
-            let annotations = idep.metadata.annotations.as_ref();
-            for rw in operator::render_typed(idep) {
-                let Some(svc) = idep.spec.services.get(&rw.service) else {
-                    continue;
-                };
-                let base = idep_path(&rw.service);
-                let worker = rw.component == operator::Component::Worker;
-                let roll = match rw.strategy {
-                    Strategy::SurgeFirst => RollKind::SurgeFirst,
-                    Strategy::OldPodFirst => RollKind::OldPodFirst,
-                    Strategy::Lws => RollKind::Lws,
-                    Strategy::ServerDefault => RollKind::SurgeOrRetire,
-                };
-                let mine: Vec<_> = placeholders
-                    .iter()
-                    .filter(|(p, _)| p.starts_with(&base))
-                    .cloned()
-                    .collect();
-                let w = Workload {
-                    kind: "InferaDeployment",
-                    name: name.clone(),
-                    service: Some(rw.service.clone()),
-                    role: rw.role,
-                    worker,
-                    serving: worker && operator::is_serving_worker(svc),
-                    replicas: rw.replicas,
-                    number_of_nodes: rw.number_of_nodes,
-                    roll,
-                    max_surge: 1,
-                    strategy: Some(rw.strategy),
-                    pod: &rw.pod,
-                    pod_labels: rw.pod_labels.clone(),
-                    main: operator::main_container_index(&rw.pod),
-                    readiness_port: rw.readiness_port.clone(),
-                    skip_readiness_probe: svc.skip_readiness_probe == Some(true),
-                    pod_path: (!rw.flat).then(|| {
-                        let mut p = base.clone();
-                        p.push(Seg::Key("extraPodSpec".into()));
-                        p
-                    }),
-                    base,
-                    placeholders: mine,
-                    capacity,
-                    blocked: Default::default(),
-                };
-                if !worker {
-                    continue;
-                }
-                let object_ref = ObjectRef {
-                    kind: "InferaDeployment".into(),
-                    name: name.clone(),
-                    namespace: idep.metadata.namespace.clone(),
-                    service: Some(rw.service.clone()),
-                };
-                for hit in run_rules(&w, opts) {
-                    if !ignored(annotations, hit.code, Some(&rw.service)) {
-                        out.push((hit, object_ref.clone()));
-                    }
-                }
+        TypedObject::InferaDeployment(idep) => lint_idep(idep, &placeholders, opts, capacity),
+        TypedObject::Deployment(d) => lint_deployment(d, placeholders, opts, capacity),
+        TypedObject::LeaderWorkerSet(lws) => lint_lws(lws, placeholders, opts, capacity),
+    }
+}
+
+/// Each worker service of an InferaDeployment, as the operator renders it.
+fn lint_idep(
+    idep: &operator::InferaDeployment,
+    placeholders: &[(manifest::Path, String)],
+    opts: &LintOptions,
+    capacity: &Capacity,
+) -> Vec<(Hit, ObjectRef)> {
+    let mut out = Vec::new();
+    let name = idep.metadata.name.clone().unwrap_or_default();
+    let annotations = idep.metadata.annotations.as_ref();
+    for rw in operator::render_typed(idep) {
+        let Some(svc) = idep.spec.services.get(&rw.service) else {
+            continue;
+        };
+        let base = idep_path(&rw.service);
+        let worker = rw.component == operator::Component::Worker;
+        let roll = match rw.strategy {
+            Strategy::SurgeFirst => RollKind::SurgeFirst,
+            Strategy::OldPodFirst => RollKind::OldPodFirst,
+            Strategy::Lws => RollKind::Lws,
+            Strategy::ServerDefault => RollKind::SurgeOrRetire,
+        };
+        let mine: Vec<_> = placeholders
+            .iter()
+            .filter(|(p, _)| p.starts_with(&base))
+            .cloned()
+            .collect();
+        let w = Workload {
+            kind: "InferaDeployment",
+            name: name.clone(),
+            service: Some(rw.service.clone()),
+            role: rw.role,
+            worker,
+            serving: worker && operator::is_serving_worker(svc),
+            replicas: rw.replicas,
+            number_of_nodes: rw.number_of_nodes,
+            roll,
+            max_surge: 1,
+            strategy: Some(rw.strategy),
+            pod: &rw.pod,
+            pod_labels: rw.pod_labels.clone(),
+            main: operator::main_container_index(&rw.pod),
+            readiness_port: rw.readiness_port.clone(),
+            skip_readiness_probe: svc.skip_readiness_probe == Some(true),
+            pod_path: (!rw.flat).then(|| {
+                let mut p = base.clone();
+                p.push(Seg::Key("extraPodSpec".into()));
+                p
+            }),
+            base,
+            placeholders: mine,
+            capacity,
+            blocked: Default::default(),
+        };
+        if !worker {
+            continue;
+        }
+        let object_ref = ObjectRef {
+            kind: "InferaDeployment".into(),
+            name: name.clone(),
+            namespace: idep.metadata.namespace.clone(),
+            service: Some(rw.service.clone()),
+        };
+        for hit in run_rules(&w, opts) {
+            if !ignored(annotations, hit.code, Some(&rw.service)) {
+                out.push((hit, object_ref.clone()));
             }
-        }
-        TypedObject::Deployment(d) => {
-            let Some(spec) = &d.spec else { return out };
-            let Some(pod) = &spec.template.spec else {
-                return out;
-            };
-            let replicas = if placeholders
-                .iter()
-                .any(|(p, _)| p.ends_with(&[Seg::Key("replicas".into())]))
-            {
-                None
-            } else {
-                Some(spec.replicas.unwrap_or(1))
-            };
-            let ru = spec
-                .strategy
-                .as_ref()
-                .and_then(|s| s.rolling_update.as_ref());
-            let strategy_type = spec.strategy.as_ref().and_then(|s| s.type_.as_deref());
-            let (max_surge, max_unavailable) = (
-                ru.and_then(|r| r.max_surge.as_ref()),
-                ru.and_then(|r| r.max_unavailable.as_ref()),
-            );
-            let roll = deployment_roll(
-                strategy_type,
-                max_surge,
-                max_unavailable,
-                replicas.unwrap_or(1),
-            );
-            let max_surge = deployment_max_surge(max_surge, max_unavailable, replicas.unwrap_or(1));
-            let main = operator::main_container_index(pod);
-            let labels = spec
-                .template
-                .metadata
-                .as_ref()
-                .and_then(|m| m.labels.clone())
-                .unwrap_or_default();
-            let plain = Plain {
-                kind: "Deployment",
-                meta: &d.metadata,
-                pod,
-                pod_labels: labels,
-                main,
-                replicas,
-                number_of_nodes: None,
-                roll,
-                max_surge,
-            };
-            out.extend(plain_workload(plain, placeholders, opts, capacity));
-        }
-        TypedObject::LeaderWorkerSet(lws) => {
-            let tpl = &lws.spec.leader_worker_template;
-            let Some(pod) = tpl.worker_template.as_ref().and_then(|t| t.spec.as_ref()) else {
-                return out;
-            };
-            let replicas = lws
-                .spec
-                .replicas
-                .as_ref()
-                .map_or(Some(1), |r| r.as_i64().map(|n| n as i32));
-            let size = tpl
-                .size
-                .as_ref()
-                .map_or(Some(1), |s| s.as_i64().map(|n| n as i32));
-            let main = operator::main_container_index(pod);
-            let labels = tpl
-                .worker_template
-                .as_ref()
-                .and_then(|t| t.metadata.as_ref())
-                .and_then(|m| m.labels.clone())
-                .unwrap_or_default();
-            let plain = Plain {
-                kind: "LeaderWorkerSet",
-                meta: &lws.metadata,
-                pod,
-                pod_labels: labels,
-                main,
-                replicas,
-                number_of_nodes: size,
-                roll: RollKind::Lws,
-                max_surge: 0,
-            };
-            out.extend(plain_workload(plain, placeholders, opts, capacity));
         }
     }
     out
+}
+
+/// A plain apps/v1 Deployment.
+fn lint_deployment(
+    d: &k8s_openapi::api::apps::v1::Deployment,
+    placeholders: Vec<(manifest::Path, String)>,
+    opts: &LintOptions,
+    capacity: &Capacity,
+) -> Vec<(Hit, ObjectRef)> {
+    let Some(spec) = &d.spec else {
+        return Vec::new();
+    };
+    let Some(pod) = &spec.template.spec else {
+        return Vec::new();
+    };
+    let replicas = if placeholders
+        .iter()
+        .any(|(p, _)| p.ends_with(&[Seg::Key("replicas".into())]))
+    {
+        None
+    } else {
+        Some(spec.replicas.unwrap_or(1))
+    };
+    let ru = spec
+        .strategy
+        .as_ref()
+        .and_then(|s| s.rolling_update.as_ref());
+    let strategy_type = spec.strategy.as_ref().and_then(|s| s.type_.as_deref());
+    let (max_surge, max_unavailable) = (
+        ru.and_then(|r| r.max_surge.as_ref()),
+        ru.and_then(|r| r.max_unavailable.as_ref()),
+    );
+    let roll = deployment_roll(
+        strategy_type,
+        max_surge,
+        max_unavailable,
+        replicas.unwrap_or(1),
+    );
+    let max_surge = deployment_max_surge(max_surge, max_unavailable, replicas.unwrap_or(1));
+    let main = operator::main_container_index(pod);
+    let labels = spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default();
+    let plain = Plain {
+        kind: "Deployment",
+        meta: &d.metadata,
+        pod,
+        pod_labels: labels,
+        main,
+        replicas,
+        number_of_nodes: None,
+        roll,
+        max_surge,
+    };
+    plain_workload(plain, placeholders, opts, capacity)
+}
+
+/// A LeaderWorkerSet not rendered from an InferaDeployment.
+fn lint_lws(
+    lws: &operator::LeaderWorkerSet,
+    placeholders: Vec<(manifest::Path, String)>,
+    opts: &LintOptions,
+    capacity: &Capacity,
+) -> Vec<(Hit, ObjectRef)> {
+    let tpl = &lws.spec.leader_worker_template;
+    let Some(pod) = tpl.worker_template.as_ref().and_then(|t| t.spec.as_ref()) else {
+        return Vec::new();
+    };
+    let replicas = lws
+        .spec
+        .replicas
+        .as_ref()
+        .map_or(Some(1), |r| r.as_i64().map(|n| n as i32));
+    let size = tpl
+        .size
+        .as_ref()
+        .map_or(Some(1), |s| s.as_i64().map(|n| n as i32));
+    let main = operator::main_container_index(pod);
+    let labels = tpl
+        .worker_template
+        .as_ref()
+        .and_then(|t| t.metadata.as_ref())
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default();
+    let plain = Plain {
+        kind: "LeaderWorkerSet",
+        meta: &lws.metadata,
+        pod,
+        pod_labels: labels,
+        main,
+        replicas,
+        number_of_nodes: size,
+        roll: RollKind::Lws,
+        max_surge: 0,
+    };
+    plain_workload(plain, placeholders, opts, capacity)
 }
 
 /// A Deployment or LeaderWorkerSet, as the rules see it.

@@ -276,38 +276,7 @@ fn cells(kind: Kind, o: &Value) -> Vec<Value> {
     let name = s(o, "/metadata/name").unwrap_or_default().to_string();
     let age = since(o.pointer("/metadata/creationTimestamp"));
     match kind {
-        Kind::Pod => {
-            let total = o
-                .pointer("/spec/containers")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len);
-            let statuses = o
-                .pointer("/status/containerStatuses")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let ready = statuses
-                .iter()
-                .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
-                .count();
-            let restarts: i64 = statuses.iter().map(|c| i(c, "/restartCount")).sum();
-            let gates = o
-                .pointer("/spec/readinessGates")
-                .and_then(Value::as_array)
-                .filter(|g| !g.is_empty())
-                .map_or_else(|| "<none>".to_string(), |g| format!("0/{}", g.len()));
-            vec![
-                json!(name),
-                json!(format!("{ready}/{total}")),
-                json!(pod_status(o)),
-                json!(restarts.to_string()),
-                json!(age),
-                json!(none(s(o, "/status/podIP"))),
-                json!(none(s(o, "/spec/nodeName"))),
-                json!(none(s(o, "/status/nominatedNodeName"))),
-                json!(gates),
-            ]
-        }
+        Kind::Pod => pod_cells(name, age, o),
         Kind::Deployment => {
             let (containers, images) = template_containers(o);
             vec![
@@ -338,106 +307,13 @@ fn cells(kind: Kind, o: &Value) -> Vec<Value> {
                 json!(selector_string(o)),
             ]
         }
-        Kind::Node => {
-            let conditions = o
-                .pointer("/status/conditions")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let ready = conditions
-                .iter()
-                .find(|c| s(c, "/type") == Some("Ready"))
-                .and_then(|c| s(c, "/status").map(str::to_string));
-            let mut status = match ready.as_deref() {
-                Some("True") => "Ready".to_string(),
-                Some("False") => "NotReady".to_string(),
-                _ => "Unknown".to_string(),
-            };
-            if o.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
-                status.push_str(",SchedulingDisabled");
-            }
-            let roles: Vec<&str> = o
-                .pointer("/metadata/labels")
-                .and_then(Value::as_object)
-                .map(|l| {
-                    l.keys()
-                        .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let address = |ty: &str| {
-                o.pointer("/status/addresses")
-                    .and_then(Value::as_array)
-                    .and_then(|a| a.iter().find(|x| s(x, "/type") == Some(ty)))
-                    .and_then(|x| s(x, "/address"))
-                    .unwrap_or("<none>")
-                    .to_string()
-            };
-            vec![
-                json!(name),
-                json!(status),
-                json!(if roles.is_empty() {
-                    "<none>".to_string()
-                } else {
-                    roles.join(",")
-                }),
-                json!(age),
-                json!(s(o, "/status/nodeInfo/kubeletVersion").unwrap_or_default()),
-                json!(address("InternalIP")),
-                json!(address("ExternalIP")),
-                json!(none(s(o, "/status/nodeInfo/osImage"))),
-                json!(none(s(o, "/status/nodeInfo/kernelVersion"))),
-                json!(none(s(o, "/status/nodeInfo/containerRuntimeVersion"))),
-            ]
-        }
+        Kind::Node => node_cells(name, age, o),
         Kind::Namespace => vec![
             json!(name),
             json!(s(o, "/status/phase").unwrap_or("Active")),
             json!(age),
         ],
-        Kind::Event => {
-            let last = o
-                .pointer("/lastTimestamp")
-                .filter(|v| v.is_string())
-                .or_else(|| o.pointer("/eventTime").filter(|v| v.is_string()))
-                .or_else(|| o.pointer("/metadata/creationTimestamp"));
-            let first = o
-                .pointer("/firstTimestamp")
-                .filter(|v| v.is_string())
-                .or_else(|| o.pointer("/eventTime").filter(|v| v.is_string()))
-                .or_else(|| o.pointer("/metadata/creationTimestamp"));
-            let count = i(o, "/count").max(1);
-            let mut last_seen = since(last);
-            if count > 1 {
-                last_seen = format!("{last_seen} (x{count} over {})", since(first));
-            }
-            let object = format!(
-                "{}/{}",
-                s(o, "/involvedObject/kind")
-                    .unwrap_or_default()
-                    .to_lowercase(),
-                s(o, "/involvedObject/name").unwrap_or_default()
-            );
-            let mut source = s(o, "/source/component")
-                .or_else(|| s(o, "/reportingComponent"))
-                .unwrap_or_default()
-                .to_string();
-            if let Some(host) = s(o, "/source/host") {
-                source = format!("{source}, {host}");
-            }
-            vec![
-                json!(last_seen),
-                json!(s(o, "/type").unwrap_or_default()),
-                json!(s(o, "/reason").unwrap_or_default()),
-                json!(object),
-                json!(s(o, "/involvedObject/fieldPath").unwrap_or_default()),
-                json!(source),
-                json!(s(o, "/message").unwrap_or_default().trim()),
-                json!(since(first)),
-                json!(count.to_string()),
-                json!(name),
-            ]
-        }
+        Kind::Event => event_cells(name, o),
         Kind::InferaDeployment => vec![
             json!(name),
             json!(s(o, "/status/state").unwrap_or_default()),
@@ -445,6 +321,136 @@ fn cells(kind: Kind, o: &Value) -> Vec<Value> {
         ],
         Kind::LeaderWorkerSet => vec![json!(name), json!(age)],
     }
+}
+
+fn pod_cells(name: String, age: String, o: &Value) -> Vec<Value> {
+    let total = o
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let statuses = o
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let ready = statuses
+        .iter()
+        .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
+        .count();
+    let restarts: i64 = statuses.iter().map(|c| i(c, "/restartCount")).sum();
+    let gates = o
+        .pointer("/spec/readinessGates")
+        .and_then(Value::as_array)
+        .filter(|g| !g.is_empty())
+        .map_or_else(|| "<none>".to_string(), |g| format!("0/{}", g.len()));
+    vec![
+        json!(name),
+        json!(format!("{ready}/{total}")),
+        json!(pod_status(o)),
+        json!(restarts.to_string()),
+        json!(age),
+        json!(none(s(o, "/status/podIP"))),
+        json!(none(s(o, "/spec/nodeName"))),
+        json!(none(s(o, "/status/nominatedNodeName"))),
+        json!(gates),
+    ]
+}
+
+fn node_cells(name: String, age: String, o: &Value) -> Vec<Value> {
+    let conditions = o
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let ready = conditions
+        .iter()
+        .find(|c| s(c, "/type") == Some("Ready"))
+        .and_then(|c| s(c, "/status").map(str::to_string));
+    let mut status = match ready.as_deref() {
+        Some("True") => "Ready".to_string(),
+        Some("False") => "NotReady".to_string(),
+        _ => "Unknown".to_string(),
+    };
+    if o.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+        status.push_str(",SchedulingDisabled");
+    }
+    let roles: Vec<&str> = o
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|l| {
+            l.keys()
+                .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
+                .collect()
+        })
+        .unwrap_or_default();
+    let address = |ty: &str| {
+        o.pointer("/status/addresses")
+            .and_then(Value::as_array)
+            .and_then(|a| a.iter().find(|x| s(x, "/type") == Some(ty)))
+            .and_then(|x| s(x, "/address"))
+            .unwrap_or("<none>")
+            .to_string()
+    };
+    vec![
+        json!(name),
+        json!(status),
+        json!(if roles.is_empty() {
+            "<none>".to_string()
+        } else {
+            roles.join(",")
+        }),
+        json!(age),
+        json!(s(o, "/status/nodeInfo/kubeletVersion").unwrap_or_default()),
+        json!(address("InternalIP")),
+        json!(address("ExternalIP")),
+        json!(none(s(o, "/status/nodeInfo/osImage"))),
+        json!(none(s(o, "/status/nodeInfo/kernelVersion"))),
+        json!(none(s(o, "/status/nodeInfo/containerRuntimeVersion"))),
+    ]
+}
+
+fn event_cells(name: String, o: &Value) -> Vec<Value> {
+    let last = o
+        .pointer("/lastTimestamp")
+        .filter(|v| v.is_string())
+        .or_else(|| o.pointer("/eventTime").filter(|v| v.is_string()))
+        .or_else(|| o.pointer("/metadata/creationTimestamp"));
+    let first = o
+        .pointer("/firstTimestamp")
+        .filter(|v| v.is_string())
+        .or_else(|| o.pointer("/eventTime").filter(|v| v.is_string()))
+        .or_else(|| o.pointer("/metadata/creationTimestamp"));
+    let count = i(o, "/count").max(1);
+    let mut last_seen = since(last);
+    if count > 1 {
+        last_seen = format!("{last_seen} (x{count} over {})", since(first));
+    }
+    let object = format!(
+        "{}/{}",
+        s(o, "/involvedObject/kind")
+            .unwrap_or_default()
+            .to_lowercase(),
+        s(o, "/involvedObject/name").unwrap_or_default()
+    );
+    let mut source = s(o, "/source/component")
+        .or_else(|| s(o, "/reportingComponent"))
+        .unwrap_or_default()
+        .to_string();
+    if let Some(host) = s(o, "/source/host") {
+        source = format!("{source}, {host}");
+    }
+    vec![
+        json!(last_seen),
+        json!(s(o, "/type").unwrap_or_default()),
+        json!(s(o, "/reason").unwrap_or_default()),
+        json!(object),
+        json!(s(o, "/involvedObject/fieldPath").unwrap_or_default()),
+        json!(source),
+        json!(s(o, "/message").unwrap_or_default().trim()),
+        json!(since(first)),
+        json!(count.to_string()),
+        json!(name),
+    ]
 }
 
 fn row(kind: Kind, o: &Value, include: IncludeObject) -> Value {

@@ -342,6 +342,83 @@ impl Manager {
         d["status"] = status;
     }
 
+    /// Create the new ReplicaSet for `d`'s template (the create half of
+    /// `getNewReplicaSet`); on a hash collision bump `collisionCount` and
+    /// requeue. Returns it and the Progressing reason to record.
+    fn create_new_rs(
+        &mut self,
+        d: &Value,
+        old: &[Arc<Value>],
+        new_revision: i64,
+        ns: &str,
+        name: &str,
+    ) -> (Option<Arc<Value>>, Option<(&'static str, String)>) {
+        let template = d
+            .pointer("/spec/template")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let collision = i64_at(d, "/status/collisionCount");
+        let hash = pod_template_hash(&template, collision);
+        let rs_name = format!("{name}-{hash}");
+        let mut template = template;
+        template["metadata"]["labels"][POD_TEMPLATE_HASH] = Value::from(hash.clone());
+        let mut selector = d
+            .pointer("/spec/selector")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        selector["matchLabels"][POD_TEMPLATE_HASH] = Value::from(hash.clone());
+        let mut labels = d
+            .pointer("/spec/template/metadata/labels")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        labels[POD_TEMPLATE_HASH] = Value::from(hash.clone());
+        let desired = replicas(d);
+        let new_replicas = if is_rolling(d) {
+            let all_replicas: i64 = old.iter().map(|rs| rs_replicas(rs)).sum();
+            new_rs_new_replicas(desired, max_surge(d), all_replicas, 0)
+        } else {
+            desired
+        };
+        let mut rs = json!({
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": rs_name, "namespace": ns, "labels": labels,
+                "annotations": {REVISION_ANNOTATION: new_revision.to_string(),
+                    DESIRED_REPLICAS_ANNOTATION: desired.to_string(),
+                    MAX_REPLICAS_ANNOTATION: (desired + max_surge(d)).to_string()},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
+                    "uid": str_at(d, "/metadata/uid"), "controller": true, "blockOwnerDeletion": true}]},
+            "spec": {"replicas": new_replicas, "selector": selector, "template": template},
+        });
+        if let Some(m) = d.pointer("/spec/minReadySeconds") {
+            rs["spec"]["minReadySeconds"] = m.clone();
+        }
+        match self.store.create_shared(Kind::ReplicaSet, rs) {
+            Ok(created) => {
+                let created = self.absorb(Kind::ReplicaSet, created);
+                let reason = Some((
+                    "NewReplicaSetCreated",
+                    format!(
+                        "Created new replica set {:?}",
+                        str_at(&created, "/metadata/name")
+                    ),
+                ));
+                (Some(created), reason)
+            }
+            Err(crate::store::StoreError::AlreadyExists) => {
+                // A hash collision with a foreign ReplicaSet: bump collisionCount and retry on the next sync.
+                let count = collision.unwrap_or(0) + 1;
+                let _ = self
+                    .store
+                    .mutate_shared(Kind::Deployment, Some(&ns), &name, |v| {
+                        v["status"]["collisionCount"] = Value::from(count);
+                    });
+                self.requeue(super::Work::Deployment(key_of(d)), Duration::ZERO);
+                (None, None)
+            }
+            Err(_) => (None, None),
+        }
+    }
+
     /// Split owned ReplicaSets into (new, old) and sync revision annotations,
     /// creating the new one when asked (`getAllReplicaSetsAndSyncRevision`).
     fn new_and_old(
@@ -427,69 +504,9 @@ impl Manager {
                 }
             }
             None if create => {
-                let template = d
-                    .pointer("/spec/template")
-                    .cloned()
-                    .unwrap_or_else(|| json!({}));
-                let collision = i64_at(d, "/status/collisionCount");
-                let hash = pod_template_hash(&template, collision);
-                let rs_name = format!("{name}-{hash}");
-                let mut template = template;
-                template["metadata"]["labels"][POD_TEMPLATE_HASH] = Value::from(hash.clone());
-                let mut selector = d
-                    .pointer("/spec/selector")
-                    .cloned()
-                    .unwrap_or_else(|| json!({}));
-                selector["matchLabels"][POD_TEMPLATE_HASH] = Value::from(hash.clone());
-                let mut labels = d
-                    .pointer("/spec/template/metadata/labels")
-                    .cloned()
-                    .unwrap_or_else(|| json!({}));
-                labels[POD_TEMPLATE_HASH] = Value::from(hash.clone());
-                let desired = replicas(d);
-                let new_replicas = if is_rolling(d) {
-                    let all_replicas: i64 = old.iter().map(|rs| rs_replicas(rs)).sum();
-                    new_rs_new_replicas(desired, max_surge(d), all_replicas, 0)
-                } else {
-                    desired
-                };
-                let mut rs = json!({
-                    "apiVersion": "apps/v1", "kind": "ReplicaSet",
-                    "metadata": {"name": rs_name, "namespace": ns, "labels": labels,
-                        "annotations": {REVISION_ANNOTATION: new_revision.to_string(),
-                            DESIRED_REPLICAS_ANNOTATION: desired.to_string(),
-                            MAX_REPLICAS_ANNOTATION: (desired + max_surge(d)).to_string()},
-                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
-                            "uid": str_at(d, "/metadata/uid"), "controller": true, "blockOwnerDeletion": true}]},
-                    "spec": {"replicas": new_replicas, "selector": selector, "template": template},
-                });
-                if let Some(m) = d.pointer("/spec/minReadySeconds") {
-                    rs["spec"]["minReadySeconds"] = m.clone();
-                }
-                match self.store.create_shared(Kind::ReplicaSet, rs) {
-                    Ok(created) => {
-                        let created = self.absorb(Kind::ReplicaSet, created);
-                        progressing_reason = Some((
-                            "NewReplicaSetCreated",
-                            format!(
-                                "Created new replica set {:?}",
-                                str_at(&created, "/metadata/name")
-                            ),
-                        ));
-                        new_rs = Some(created);
-                    }
-                    Err(crate::store::StoreError::AlreadyExists) => {
-                        // A hash collision with a foreign ReplicaSet: bump collisionCount and retry on the next sync.
-                        let count = collision.unwrap_or(0) + 1;
-                        let _ = self
-                            .store
-                            .mutate_shared(Kind::Deployment, Some(&ns), &name, |v| {
-                                v["status"]["collisionCount"] = Value::from(count);
-                            });
-                        self.requeue(super::Work::Deployment(key_of(d)), Duration::ZERO);
-                    }
-                    Err(_) => {}
-                }
+                let (created, reason) = self.create_new_rs(d, &old, new_revision, &ns, &name);
+                new_rs = created;
+                progressing_reason = reason;
             }
             None => {}
         }
