@@ -338,7 +338,7 @@ async fn wait_complete(
                 Some(Err(e)) => {
                     let err = ClusterError::from_watcher(&e, &conn.url, "deployments.apps", Some(&conn.namespace));
                     if err.is_fatal() { return Err(err); }
-                    tracing::info!("watch restart: {err}; re-listing with backoff");
+                    tracing::info!(target: "infera::audit::command", "watch restart: {err}; re-listing with backoff");
                 }
                 None => return Ok(Outcome::Interrupted),
             },
@@ -349,7 +349,7 @@ async fn wait_complete(
                 Some(Err(e)) => {
                     let err = ClusterError::from_watcher(&e, &conn.url, "inferadeployments.infera.amd.com", Some(&conn.namespace));
                     if err.is_fatal() { return Err(err); }
-                    tracing::info!("watch restart: {err}; re-listing with backoff");
+                    tracing::info!(target: "infera::audit::command", "watch restart: {err}; re-listing with backoff");
                 }
                 None => {}
             },

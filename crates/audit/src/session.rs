@@ -220,7 +220,7 @@ async fn watch_loop(
                     if err.is_fatal() {
                         return Err(err);
                     }
-                    tracing::info!("watch restart: {err}; re-listing with backoff");
+                    tracing::info!(target: "infera::audit::session", "watch restart: {err}; re-listing with backoff");
                     // Transient (5xx, 429, connection reset): the backoff
                     // retries and the watcher re-lists; the numbers stay
                     // exact because the re-list is swapped in atomically.

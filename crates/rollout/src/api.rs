@@ -51,6 +51,7 @@ where
 
 fn tracing_note(what: &str, e: &kube::Error, attempt: u32, delay: Duration) {
     tracing::info!(
+        target: "infera::rollout::api",
         attempt,
         backoff_ms = delay.as_millis() as u64,
         "retrying {what} after a transient error: {}",

@@ -954,7 +954,7 @@ impl<'a> Driver<'a> {
                 if err.is_fatal() {
                     return Err(err.into());
                 }
-                tracing::info!("watch restart: {err}; re-listing with backoff");
+                tracing::info!(target: "infera::rollout::drive", "watch restart: {err}; re-listing with backoff");
                 if !self.warned {
                     self.warned = true;
                     self.out.note(&format!(
