@@ -203,6 +203,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve a simulated cluster until interrupted')
+            [CompletionResult]::new('attach', 'attach', [CompletionResultType]::ParameterValue, 'Attach the simulated world (GPU nodes, kubelet, infera operator) to any Kubernetes API server, until interrupted')
             [CompletionResult]::new('scenarios', 'scenarios', [CompletionResultType]::ParameterValue, 'List the built-in scenarios')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -221,10 +222,28 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--latency', '--latency', [CompletionResultType]::ParameterName, 'Add this latency to every request')
             [CompletionResult]::new('--restart-api-every', '--restart-api-every', [CompletionResultType]::ParameterName, 'Restart the API server listener every this long (state is kept)')
             [CompletionResult]::new('--plain-http', '--plain-http', [CompletionResultType]::ParameterName, 'Serve plain HTTP instead of HTTPS with a generated CA. kubectl does not send a bearer token over plain HTTP, so only `kube`-based clients and curl can authenticate then')
+            [CompletionResult]::new('--no-world', '--no-world', [CompletionResultType]::ParameterName, 'Serve an empty cluster (API server, Deployment/ReplicaSet controllers, scheduler, GC): no nodes, no manifests, no kubelet or operator, for `infera sim attach` to bring them')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'infera;sim;attach' {
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Kubeconfig of the cluster to attach to (default: KUBECONFIG, then ~/.kube/config)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'Kubeconfig context (default: the current one)')
+            [CompletionResult]::new('--scenario', '--scenario', [CompletionResultType]::ParameterName, 'Built-in scenario name or a scenario file')
+            [CompletionResult]::new('--speed', '--speed', [CompletionResultType]::ParameterName, 'Simulated seconds per wall-clock second, for the world (image pulls, weight loads, probes); the control plane runs in real time')
+            [CompletionResult]::new('--pod-cidr', '--pod-cidr', [CompletionResultType]::ParameterName, 'Pod IPs come from this range; listeners bind there, so it must be local to this machine (e.g. `127.77.0.0/16`, or a range routed to `lo` in the lab''s network namespace)')
+            [CompletionResult]::new('--no-operator', '--no-operator', [CompletionResultType]::ParameterName, 'Do not run the infera operator (a real one runs in the cluster; its pods need the simulated nodes'' toleration, or `--no-taint`)')
+            [CompletionResult]::new('--no-taint', '--no-taint', [CompletionResultType]::ParameterName, 'Do not taint the simulated nodes')
+            [CompletionResult]::new('--cleanup', '--cleanup', [CompletionResultType]::ParameterName, 'Remove what attach creates for the scenario (nodes, Leases, applied objects), then exit')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -240,11 +259,15 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
         }
         'infera;sim;help' {
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve a simulated cluster until interrupted')
+            [CompletionResult]::new('attach', 'attach', [CompletionResultType]::ParameterValue, 'Attach the simulated world (GPU nodes, kubelet, infera operator) to any Kubernetes API server, until interrupted')
             [CompletionResult]::new('scenarios', 'scenarios', [CompletionResultType]::ParameterValue, 'List the built-in scenarios')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'infera;sim;help;serve' {
+            break
+        }
+        'infera;sim;help;attach' {
             break
         }
         'infera;sim;help;scenarios' {
@@ -340,10 +363,14 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
         }
         'infera;help;sim' {
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve a simulated cluster until interrupted')
+            [CompletionResult]::new('attach', 'attach', [CompletionResultType]::ParameterValue, 'Attach the simulated world (GPU nodes, kubelet, infera operator) to any Kubernetes API server, until interrupted')
             [CompletionResult]::new('scenarios', 'scenarios', [CompletionResultType]::ParameterValue, 'List the built-in scenarios')
             break
         }
         'infera;help;sim;serve' {
+            break
+        }
+        'infera;help;sim;attach' {
             break
         }
         'infera;help;sim;scenarios' {

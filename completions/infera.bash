@@ -88,6 +88,9 @@ _infera() {
             infera__subcmd__help__subcmd__rollout,set-image)
                 cmd="infera__subcmd__help__subcmd__rollout__subcmd__set__subcmd__image"
                 ;;
+            infera__subcmd__help__subcmd__sim,attach)
+                cmd="infera__subcmd__help__subcmd__sim__subcmd__attach"
+                ;;
             infera__subcmd__help__subcmd__sim,scenarios)
                 cmd="infera__subcmd__help__subcmd__sim__subcmd__scenarios"
                 ;;
@@ -112,6 +115,9 @@ _infera() {
             infera__subcmd__rollout__subcmd__help,set-image)
                 cmd="infera__subcmd__rollout__subcmd__help__subcmd__set__subcmd__image"
                 ;;
+            infera__subcmd__sim,attach)
+                cmd="infera__subcmd__sim__subcmd__attach"
+                ;;
             infera__subcmd__sim,help)
                 cmd="infera__subcmd__sim__subcmd__help"
                 ;;
@@ -120,6 +126,9 @@ _infera() {
                 ;;
             infera__subcmd__sim,serve)
                 cmd="infera__subcmd__sim__subcmd__serve"
+                ;;
+            infera__subcmd__sim__subcmd__help,attach)
+                cmd="infera__subcmd__sim__subcmd__help__subcmd__attach"
                 ;;
             infera__subcmd__sim__subcmd__help,help)
                 cmd="infera__subcmd__sim__subcmd__help__subcmd__help"
@@ -465,8 +474,22 @@ _infera() {
             return 0
             ;;
         infera__subcmd__help__subcmd__sim)
-            opts="serve scenarios"
+            opts="serve attach scenarios"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        infera__subcmd__help__subcmd__sim__subcmd__attach)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -861,7 +884,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__sim)
-            opts="-v -h -V --verbose --help --version serve scenarios help"
+            opts="-v -h -V --verbose --help --version serve attach scenarios help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -874,9 +897,57 @@ _infera() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        infera__subcmd__sim__subcmd__help)
-            opts="serve scenarios help"
+        infera__subcmd__sim__subcmd__attach)
+            opts="-v -h -V --kubeconfig --context --scenario --speed --pod-cidr --no-operator --no-taint --cleanup --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scenario)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --speed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pod-cidr)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        infera__subcmd__sim__subcmd__help)
+            opts="serve attach scenarios help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        infera__subcmd__sim__subcmd__help__subcmd__attach)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -945,7 +1016,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__sim__subcmd__serve)
-            opts="-v -h -V --scenario --port --plain-http --token --kubeconfig-out --speed --seed --drop-watches-every --error-rate --conflict-rate --compact-every --latency --restart-api-every --verbose --help --version"
+            opts="-v -h -V --scenario --port --plain-http --token --kubeconfig-out --speed --seed --no-world --drop-watches-every --error-rate --conflict-rate --compact-every --latency --restart-api-every --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -188,6 +188,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand serve 'Serve a simulated cluster until interrupted'
+            cand attach 'Attach the simulated world (GPU nodes, kubelet, infera operator) to any Kubernetes API server, until interrupted'
             cand scenarios 'List the built-in scenarios'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -205,10 +206,27 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --latency 'Add this latency to every request'
             cand --restart-api-every 'Restart the API server listener every this long (state is kept)'
             cand --plain-http 'Serve plain HTTP instead of HTTPS with a generated CA. kubectl does not send a bearer token over plain HTTP, so only `kube`-based clients and curl can authenticate then'
+            cand --no-world 'Serve an empty cluster (API server, Deployment/ReplicaSet controllers, scheduler, GC): no nodes, no manifests, no kubelet or operator, for `infera sim attach` to bring them'
             cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
             cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'infera;sim;attach'= {
+            cand --kubeconfig 'Kubeconfig of the cluster to attach to (default: KUBECONFIG, then ~/.kube/config)'
+            cand --context 'Kubeconfig context (default: the current one)'
+            cand --scenario 'Built-in scenario name or a scenario file'
+            cand --speed 'Simulated seconds per wall-clock second, for the world (image pulls, weight loads, probes); the control plane runs in real time'
+            cand --pod-cidr 'Pod IPs come from this range; listeners bind there, so it must be local to this machine (e.g. `127.77.0.0/16`, or a range routed to `lo` in the lab''s network namespace)'
+            cand --no-operator 'Do not run the infera operator (a real one runs in the cluster; its pods need the simulated nodes'' toleration, or `--no-taint`)'
+            cand --no-taint 'Do not taint the simulated nodes'
+            cand --cleanup 'Remove what attach creates for the scenario (nodes, Leases, applied objects), then exit'
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
         }
@@ -222,10 +240,13 @@ set edit:completion:arg-completer[infera] = {|@words|
         }
         &'infera;sim;help'= {
             cand serve 'Serve a simulated cluster until interrupted'
+            cand attach 'Attach the simulated world (GPU nodes, kubelet, infera operator) to any Kubernetes API server, until interrupted'
             cand scenarios 'List the built-in scenarios'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'infera;sim;help;serve'= {
+        }
+        &'infera;sim;help;attach'= {
         }
         &'infera;sim;help;scenarios'= {
         }
@@ -306,9 +327,12 @@ set edit:completion:arg-completer[infera] = {|@words|
         }
         &'infera;help;sim'= {
             cand serve 'Serve a simulated cluster until interrupted'
+            cand attach 'Attach the simulated world (GPU nodes, kubelet, infera operator) to any Kubernetes API server, until interrupted'
             cand scenarios 'List the built-in scenarios'
         }
         &'infera;help;sim;serve'= {
+        }
+        &'infera;help;sim;attach'= {
         }
         &'infera;help;sim;scenarios'= {
         }

@@ -141,12 +141,13 @@ complete -c infera -n "__fish_infera_using_subcommand audit" -l until-complete -
 complete -c infera -n "__fish_infera_using_subcommand audit" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand audit" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand audit" -s V -l version -d 'Print version'
-complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve scenarios help" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
-complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve scenarios help" -s h -l help -d 'Print help'
-complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve scenarios help" -s V -l version -d 'Print version'
-complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve scenarios help" -f -a "serve" -d 'Serve a simulated cluster until interrupted'
-complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve scenarios help" -f -a "scenarios" -d 'List the built-in scenarios'
-complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve scenarios help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve attach scenarios help" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve attach scenarios help" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve attach scenarios help" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve attach scenarios help" -f -a "serve" -d 'Serve a simulated cluster until interrupted'
+complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve attach scenarios help" -f -a "attach" -d 'Attach the simulated world (GPU nodes, kubelet, infera operator) to any Kubernetes API server, until interrupted'
+complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve attach scenarios help" -f -a "scenarios" -d 'List the built-in scenarios'
+complete -c infera -n "__fish_infera_using_subcommand sim; and not __fish_seen_subcommand_from serve attach scenarios help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l scenario -d 'Built-in scenario name or a scenario file' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l port -d 'Port on 127.0.0.1 (0 picks a free one)' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l token -d 'Bearer token clients must present (default: a random one)' -r
@@ -160,13 +161,26 @@ complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subco
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l latency -d 'Add this latency to every request' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l restart-api-every -d 'Restart the API server listener every this long (state is kept)' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l plain-http -d 'Serve plain HTTP instead of HTTPS with a generated CA. kubectl does not send a bearer token over plain HTTP, so only `kube`-based clients and curl can authenticate then'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l no-world -d 'Serve an empty cluster (API server, Deployment/ReplicaSet controllers, scheduler, GC): no nodes, no manifests, no kubelet or operator, for `infera sim attach` to bring them'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l kubeconfig -d 'Kubeconfig of the cluster to attach to (default: KUBECONFIG, then ~/.kube/config)' -r -F
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l context -d 'Kubeconfig context (default: the current one)' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l scenario -d 'Built-in scenario name or a scenario file' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l speed -d 'Simulated seconds per wall-clock second, for the world (image pulls, weight loads, probes); the control plane runs in real time' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l pod-cidr -d 'Pod IPs come from this range; listeners bind there, so it must be local to this machine (e.g. `127.77.0.0/16`, or a range routed to `lo` in the lab\'s network namespace)' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l no-operator -d 'Do not run the infera operator (a real one runs in the cluster; its pods need the simulated nodes\' toleration, or `--no-taint`)'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l no-taint -d 'Do not taint the simulated nodes'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l cleanup -d 'Remove what attach creates for the scenario (nodes, Leases, applied objects), then exit'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from scenarios" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from scenarios" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from scenarios" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from help" -f -a "serve" -d 'Serve a simulated cluster until interrupted'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from help" -f -a "attach" -d 'Attach the simulated world (GPU nodes, kubelet, infera operator) to any Kubernetes API server, until interrupted'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from help" -f -a "scenarios" -d 'List the built-in scenarios'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c infera -n "__fish_infera_using_subcommand demo" -l scenario -d 'Built-in scenario name (see `infera sim scenarios`) or a scenario file' -r
@@ -206,4 +220,5 @@ complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_
 complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from rollout" -f -a "restart" -d 'Restart the worker pods of TARGET, one service at a time'
 complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from rollout" -f -a "set-image" -d 'Change the image of `--service` in TARGET and roll it'
 complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from sim" -f -a "serve" -d 'Serve a simulated cluster until interrupted'
+complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from sim" -f -a "attach" -d 'Attach the simulated world (GPU nodes, kubelet, infera operator) to any Kubernetes API server, until interrupted'
 complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from sim" -f -a "scenarios" -d 'List the built-in scenarios'

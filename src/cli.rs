@@ -334,6 +334,17 @@ pub struct RbacArgs {
 pub enum SimCommand {
     /// Serve a simulated cluster until interrupted.
     Serve(SimServeArgs),
+    /// Attach the simulated world (GPU nodes, kubelet, infera operator) to
+    /// any Kubernetes API server, until interrupted.
+    ///
+    /// Creates the scenario's nodes (labelled and tainted
+    /// `infera.amd.com/simulated-node=true:NoSchedule`, so real workloads
+    /// stay off them; what attach applies or renders tolerates the taint),
+    /// renews their status and Leases, applies the scenario's manifests and
+    /// runs the kubelet for pods bound to those nodes (a real `/ready`
+    /// listener on each worker's pod IP) and the infera operator. Ctrl-C
+    /// removes everything it created; `--cleanup` only removes.
+    Attach(SimAttachArgs),
     /// List the built-in scenarios.
     Scenarios,
 }
@@ -392,8 +403,47 @@ pub struct SimServeArgs {
     /// Random seed (default: the scenario's).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Serve an empty cluster (API server, Deployment/ReplicaSet
+    /// controllers, scheduler, GC): no nodes, no manifests, no kubelet or
+    /// operator, for `infera sim attach` to bring them.
+    #[arg(long)]
+    pub no_world: bool,
     #[command(flatten)]
     pub faults: FaultArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SimAttachArgs {
+    /// Kubeconfig of the cluster to attach to (default: KUBECONFIG, then
+    /// ~/.kube/config).
+    #[arg(long, value_name = "PATH", env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current one).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Built-in scenario name or a scenario file.
+    #[arg(long, value_name = "NAME|FILE", default_value = "pd-1p1d")]
+    pub scenario: String,
+    /// Simulated seconds per wall-clock second, for the world (image pulls,
+    /// weight loads, probes); the control plane runs in real time.
+    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    pub speed: f64,
+    /// Pod IPs come from this range; listeners bind there, so it must be
+    /// local to this machine (e.g. `127.77.0.0/16`, or a range routed to
+    /// `lo` in the lab's network namespace).
+    #[arg(long, value_name = "CIDR", default_value = "10.244.0.0/16")]
+    pub pod_cidr: String,
+    /// Do not run the infera operator (a real one runs in the cluster; its
+    /// pods need the simulated nodes' toleration, or `--no-taint`).
+    #[arg(long)]
+    pub no_operator: bool,
+    /// Do not taint the simulated nodes.
+    #[arg(long)]
+    pub no_taint: bool,
+    /// Remove what attach creates for the scenario (nodes, Leases, applied
+    /// objects), then exit.
+    #[arg(long)]
+    pub cleanup: bool,
 }
 
 // ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::rollout::target::{Target, TargetKind};
 use crate::rollout::{Reporter, Request, RolloutOutcome, execute_with};
-use crate::sim::controllers::kubelet::is_infera_worker;
+use crate::sim::world::kubelet::is_infera_worker;
 use crate::sim::scenario::Scenario;
 use crate::sim::store::{Kind, Store};
 use crate::sim::{RunningSim, SimOptions};

@@ -1,13 +1,25 @@
-//! Controllers against the Store: a scenario reaches its steady state, a
-//! restart rolls as the strategy says, scheduling failures read like upstream.
+//! The simulated cluster (in-store controllers plus the world — kubelet,
+//! operator — over its HTTP API), observed through the Store: a scenario
+//! reaches its steady state, a restart rolls as the strategy says,
+//! scheduling failures read like upstream.
 
 use std::time::Duration;
 
-use infera::sim::clock::SimClock;
-use infera::sim::controllers;
 use infera::sim::scenario::Scenario;
 use infera::sim::store::{Kind, Store};
+use infera::sim::{RunningSim, SimOptions};
 use serde_json::Value;
+
+/// The simulator with its world, on plain HTTP, and its store.
+async fn start_sim(scenario: Scenario, speed: f64) -> (RunningSim, Store) {
+    let mut options = SimOptions::new(scenario, speed);
+    options.tls = false;
+    let sim = RunningSim::start(options)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let store = sim.store().clone();
+    (sim, store)
+}
 
 fn pods(store: &Store, ns: &str) -> Vec<Value> {
     store.list(Kind::Pod, Some(ns)).0
@@ -40,10 +52,7 @@ async fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn surge_no_readiness_steady_state_and_restart() {
     let scenario = Scenario::load("surge-no-readiness").unwrap_or_else(|e| panic!("{e}"));
-    let store = Store::new();
-    scenario.apply(&store).unwrap_or_else(|e| panic!("{e}"));
-    let clock = SimClock::new(200.0);
-    let handle = controllers::start(store.clone(), clock.clone(), &scenario);
+    let (sim, store) = start_sim(scenario, 200.0).await;
     wait_for("a Ready, routable worker", Duration::from_secs(30), || {
         let p = pods(&store, "llm");
         p.len() == 1 && ready(&p[0]) && routable(&p[0])
@@ -104,7 +113,7 @@ async fn surge_no_readiness_steady_state_and_restart() {
     );
     let rs = store.list(Kind::ReplicaSet, Some("llm")).0;
     assert_eq!(rs.len(), 2, "old and new ReplicaSets kept for history");
-    handle.shutdown();
+    sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -128,9 +137,7 @@ manifests:
       containers: [{name: main, image: x, resources: {limits: {amd.com/gpu: "8"}}}]
 "#;
     let scenario = Scenario::from_yaml("pinned.yaml", yaml).unwrap_or_else(|e| panic!("{e}"));
-    let store = Store::new();
-    scenario.apply(&store).unwrap_or_else(|e| panic!("{e}"));
-    let handle = controllers::start(store.clone(), SimClock::new(100.0), &scenario);
+    let (sim, store) = start_sim(scenario, 100.0).await;
     let want = "0/2 nodes are available: 1 Insufficient amd.com/gpu, 1 node(s) didn't match Pod's node affinity/selector.";
     wait_for("a FailedScheduling event", Duration::from_secs(20), || {
         store
@@ -152,7 +159,7 @@ manifests:
         && c["status"] == "False"
         && c["reason"] == "Unschedulable"));
     assert_eq!(surge.pointer("/spec/nodeName"), None);
-    handle.shutdown();
+    sim.shutdown().await;
 }
 
 fn role_counts(store: &Store, role: &str) -> (usize, usize) {
@@ -173,9 +180,7 @@ fn role_counts(store: &Store, role: &str) -> (usize, usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pd_1p1d_restart_is_surge_first_and_operator_reverts_hand_edits() {
     let scenario = Scenario::load("pd-1p1d").unwrap_or_else(|e| panic!("{e}"));
-    let store = Store::new();
-    scenario.apply(&store).unwrap_or_else(|e| panic!("{e}"));
-    let handle = controllers::start(store.clone(), SimClock::new(200.0), &scenario);
+    let (sim, store) = start_sim(scenario, 200.0).await;
     wait_for(
         "the InferaDeployment to be Ready",
         Duration::from_secs(40),
@@ -183,7 +188,7 @@ async fn pd_1p1d_restart_is_surge_first_and_operator_reverts_hand_edits() {
             let idep = store
                 .get(Kind::InferaDeployment, Some("llm"), "llama")
                 .unwrap_or_default();
-            idep.pointer("/status/state").and_then(Value::as_str) == Some("Ready")
+            idep.pointer("/status/state").and_then(Value::as_str) == Some("ready")
                 && role_counts(&store, "prefill") == (1, 1)
                 && role_counts(&store, "decode") == (1, 1)
         },
@@ -238,7 +243,7 @@ async fn pd_1p1d_restart_is_surge_first_and_operator_reverts_hand_edits() {
         min.0 >= 1 && min.1 >= 1,
         "every role kept a Ready and a routable pod: {min:?}"
     );
-    handle.shutdown();
+    sim.shutdown().await;
 }
 
 async fn restart_idep(store: &Store, name: &str) {
@@ -254,9 +259,7 @@ async fn restart_idep(store: &Store, name: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skip_probe_restart_has_a_gap_per_role() {
     let scenario = Scenario::load("pd-1p1d-skip-probe").unwrap_or_else(|e| panic!("{e}"));
-    let store = Store::new();
-    scenario.apply(&store).unwrap_or_else(|e| panic!("{e}"));
-    let handle = controllers::start(store.clone(), SimClock::new(200.0), &scenario);
+    let (sim, store) = start_sim(scenario, 200.0).await;
     wait_for("steady state", Duration::from_secs(40), || {
         role_counts(&store, "prefill") == (1, 1) && role_counts(&store, "decode") == (1, 1)
     })
@@ -280,16 +283,14 @@ async fn skip_probe_restart_has_a_gap_per_role() {
         min_routable, 0,
         "old-pod-first leaves a role with nothing routable"
     );
-    handle.shutdown();
+    sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn whole_node_pinned_surge_stays_pending_then_deadline() {
     let mut scenario = Scenario::load("whole-node-pinned").unwrap_or_else(|e| panic!("{e}"));
     scenario.timings.weight_load = 20.0;
-    let store = Store::new();
-    scenario.apply(&store).unwrap_or_else(|e| panic!("{e}"));
-    let handle = controllers::start(store.clone(), SimClock::new(400.0), &scenario);
+    let (sim, store) = start_sim(scenario, 400.0).await;
     wait_for("steady state", Duration::from_secs(40), || {
         role_counts(&store, "prefill") == (1, 1) && role_counts(&store, "decode") == (1, 1)
     })
@@ -321,7 +322,7 @@ async fn whole_node_pinned_surge_stays_pending_then_deadline() {
             })
     })
     .await;
-    handle.shutdown();
+    sim.shutdown().await;
 }
 
 /// Scale harness (not a timing assert): 1,000 nodes, 100 Deployments x 50
@@ -338,10 +339,8 @@ async fn scale_1000_nodes_5000_pods() {
         ));
     }
     let scenario = Scenario::from_yaml("scale", &yaml).unwrap_or_else(|e| panic!("{e}"));
-    let store = Store::new();
-    scenario.apply(&store).unwrap_or_else(|e| panic!("{e}"));
     let start = std::time::Instant::now();
-    let handle = controllers::start(store.clone(), SimClock::new(1000.0), &scenario);
+    let (sim, store) = start_sim(scenario, 1000.0).await;
     let complete = |store: &Store| {
         store.list(Kind::Deployment, None).0.iter().all(|d| {
             d.pointer("/status/updatedReplicas").and_then(Value::as_i64) == Some(50)
@@ -371,5 +370,5 @@ async fn scale_1000_nodes_5000_pods() {
         "rolling restart of 100 Deployments at speed 1000: {:?}",
         start.elapsed()
     );
-    handle.shutdown();
+    sim.shutdown().await;
 }

@@ -244,7 +244,7 @@ async fn apply_get_rollout_restart_and_scale() {
         assert!(row[0].starts_with("web-"), "{table}");
         assert_eq!(row[1], "1/1", "{table}");
         assert_eq!(row[2], "Running", "{table}");
-        assert!(row[5].starts_with("10.244."), "pod IP: {table}");
+        assert!(row[5].starts_with("127.77."), "pod IP: {table}");
         assert!(row[6].starts_with("gpu-node-"), "node: {table}");
     }
 
@@ -496,7 +496,7 @@ async fn idep_rollout_on_pinned_nodes_shows_failed_scheduling() {
     // The CRD's short name comes from discovery.
     let out = c
         .eventually("the InferaDeployment to be Ready", &["get", "idep"], |o| {
-            o.ok() && o.stdout.contains("Ready")
+            o.ok() && o.stdout.contains(" ready")
         })
         .await;
     let table = &out.stdout;

@@ -5,3 +5,4 @@ pub mod lint;
 pub mod rbac;
 pub mod render;
 pub mod sim;
+pub mod sim_attach;

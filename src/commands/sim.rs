@@ -36,6 +36,7 @@ pub async fn serve(args: SimServeArgs) -> anyhow::Result<Exit> {
     options.tls = !args.plain_http;
     options.token = args.token.clone();
     options.faults = FaultConfig::from(&args.faults);
+    options.world = !args.no_world;
     let sim = match RunningSim::start(options).await {
         Ok(s) => s,
         Err(e) => {

@@ -94,13 +94,7 @@ pub enum AuditCommandError {
     },
 }
 
-/// The InferaDeployment API resource.
-pub fn inferadeployment_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("infera.amd.com", "v1alpha1", "InferaDeployment"),
-        "inferadeployments",
-    )
-}
+pub use infera_cluster::inferadeployment_resource;
 
 /// Resolve the roles and the pod watch selector of `target`.
 async fn resolve_roles(

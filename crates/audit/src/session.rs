@@ -29,8 +29,8 @@ pub enum AuditError {
 /// A running audit: the auditor behind a mutex, fed by a background task.
 ///
 /// ```no_run
-/// # async fn f(client: kube::Client, auditor: infera::audit::Auditor) -> Result<(), infera::audit::AuditError> {
-/// use infera::audit::{AuditSession, Outcome};
+/// # async fn f(client: kube::Client, auditor: infera_audit::Auditor) -> Result<(), infera_audit::AuditError> {
+/// use infera_audit::{AuditSession, Outcome};
 /// let session = AuditSession::start(client, "https://api", "prod", Some("infera.amd.com/deployment=llm".into()), auditor);
 /// let mut session = session;
 /// session.wait_synced().await?;          // initial pod list received

@@ -389,6 +389,14 @@ pub fn read_kubeconfig(path: &Path) -> Result<Kubeconfig, ClusterError> {
     })
 }
 
+/// The InferaDeployment API resource.
+pub fn inferadeployment_resource() -> kube::api::ApiResource {
+    kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("infera.amd.com", "v1alpha1", "InferaDeployment"),
+        "inferadeployments",
+    )
+}
+
 /// Where the kubeconfig, context and namespace come from (the binary builds
 /// this from `--kubeconfig`, `--context` and `-n`).
 #[derive(Debug, Clone, Default)]

@@ -1,9 +1,14 @@
 //! `infera sim`: a simulated cluster speaking the real Kubernetes API.
 //!
 //! [`RunningSim`] ties the parts together: a [`store::Store`] seeded from a
-//! [`scenario::Scenario`], the [`controllers`] on a [`clock::SimClock`], and
-//! the HTTP(S) [`api::ApiServer`] on loopback. Clients — `kubectl`, `infera
-//! rollout`, tests — reach it only through a kubeconfig and HTTP.
+//! [`scenario::Scenario`], the [`controllers`] a real cluster has
+//! (Deployment, ReplicaSet, scheduler, GC) on a [`clock::SimClock`], the
+//! HTTP(S) [`api::ApiServer`] on loopback, and the [`world`] — nodes,
+//! kubelet, infera operator, podFaults — which reaches the API server over
+//! HTTP through a `kube::Client` built from the simulator's own kubeconfig
+//! (the same code `infera sim attach` runs against any cluster). Clients —
+//! `kubectl`, `infera rollout`, tests — reach it only through a kubeconfig
+//! and HTTP.
 
 pub mod api;
 pub mod clock;
@@ -12,6 +17,7 @@ pub mod faults;
 pub mod kind;
 pub mod scenario;
 pub mod store;
+pub mod world;
 
 use std::path::Path;
 
@@ -43,6 +49,10 @@ pub struct SimOptions {
     pub token: Option<String>,
     /// Overrides the scenario's `faults:` field by field.
     pub faults: FaultConfig,
+    /// Run the [`world`] (nodes, kubelet, operator) and seed the store from
+    /// the scenario. Without it the cluster starts empty, for `infera sim
+    /// attach` to bring the world.
+    pub world: bool,
 }
 
 impl SimOptions {
@@ -55,7 +65,15 @@ impl SimOptions {
             tls: false,
             token: None,
             faults: FaultConfig::default(),
+            world: true,
         }
+    }
+
+    /// An empty cluster: API server and controllers, no nodes, no
+    /// manifests, no kubelet or operator (see [`SimOptions::world`]).
+    pub fn without_world(mut self) -> SimOptions {
+        self.world = false;
+        self
     }
 }
 
@@ -65,6 +83,10 @@ pub enum SimError {
     Scenario(#[from] scenario::ScenarioError),
     #[error(transparent)]
     Api(#[from] api::ApiError),
+    #[error(transparent)]
+    World(#[from] world::WorldError),
+    #[error("cannot build a client for the simulator's own API: {0}")]
+    Client(String),
     #[error("cannot write the kubeconfig to {path}: {source}")]
     Kubeconfig {
         path: String,
@@ -80,6 +102,7 @@ pub struct RunningSim {
     scenario: Scenario,
     token: String,
     controllers: Option<ControllerHandle>,
+    world: Option<world::WorldHandle>,
 }
 
 impl std::fmt::Debug for RunningSim {
@@ -107,7 +130,10 @@ impl RunningSim {
         }
         let faults = scenario.faults.overridden_by(&options.faults);
         let store = Store::with_options(scenario.seed, store::DEFAULT_HISTORY);
-        scenario.apply(&store)?;
+        if options.world {
+            // Seeded directly (the world finds everything there already).
+            scenario.apply(&store)?;
+        }
         let token = options.token.unwrap_or_else(random_token);
         let mut config = ApiConfig::new(token.clone());
         config.port = options.port;
@@ -117,13 +143,36 @@ impl RunningSim {
         let api = ApiServer::start(store.clone(), config).await?;
         let clock = SimClock::new(options.speed);
         let controllers = controllers::start(store, clock.clone(), &scenario);
-        Ok(RunningSim {
+        let mut sim = RunningSim {
             api,
             clock,
             scenario,
             token,
             controllers: Some(controllers),
-        })
+            world: None,
+        };
+        if options.world {
+            match sim.start_world().await {
+                Ok(w) => sim.world = Some(w),
+                Err(e) => {
+                    sim.shutdown().await;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(sim)
+    }
+
+    async fn start_world(&self) -> Result<world::WorldHandle, SimError> {
+        let config = self
+            .client_config()
+            .await
+            .map_err(|e| SimError::Client(e.to_string()))?;
+        let client = kube::Client::try_from(config).map_err(|e| SimError::Client(e.to_string()))?;
+        let options = world::WorldOptions::embedded();
+        let handle =
+            world::World::start(client, &self.scenario, self.clock.clone(), options).await?;
+        Ok(handle)
     }
 
     pub fn url(&self) -> String {
@@ -199,6 +248,9 @@ impl RunningSim {
 
     /// Stop the controllers and the API server.
     pub async fn shutdown(mut self) {
+        if let Some(w) = self.world.take() {
+            w.shutdown();
+        }
         if let Some(c) = self.controllers.take() {
             c.shutdown();
         }

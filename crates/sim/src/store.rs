@@ -202,7 +202,6 @@ struct State {
 struct Inner {
     state: RwLock<State>,
     events: broadcast::Sender<StoreEvent>,
-    listening: Mutex<BTreeSet<(String, String, u16)>>,
     request_counts: Mutex<BTreeMap<String, u64>>,
 }
 
@@ -363,7 +362,6 @@ impl Store {
                     rng: ChaCha8Rng::seed_from_u64(seed),
                 }),
                 events,
-                listening: Mutex::new(BTreeSet::new()),
                 request_counts: Mutex::new(BTreeMap::new()),
             }),
         };
@@ -974,30 +972,6 @@ impl Store {
         let mut state = self.write();
         state.history.clear();
         state.history_floor = state.resource_version;
-    }
-
-    /// Record whether a simulated worker's port is open (pods/proxy answers
-    /// 200 exactly while it is).
-    pub fn set_listening(&self, ns: &str, pod: &str, port: u16, open: bool) {
-        let mut set = self
-            .inner
-            .listening
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let key = (ns.to_string(), pod.to_string(), port);
-        if open {
-            set.insert(key);
-        } else {
-            set.remove(&key);
-        }
-    }
-
-    pub fn is_listening(&self, ns: &str, pod: &str, port: u16) -> bool {
-        self.inner
-            .listening
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains(&(ns.to_string(), pod.to_string(), port))
     }
 
     /// Count one API request, keyed like `"list pods"`, `"patch deployments"`.

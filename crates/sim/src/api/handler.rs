@@ -291,7 +291,7 @@ async fn resource(
     let kind = rp.kind;
 
     if rp.subresource.as_deref() == Some("proxy") {
-        return proxy(shared, &rp);
+        return proxy(shared, &rp).await;
     }
     if let Some(sub) = rp.subresource.as_deref() {
         let allowed = match sub {
@@ -1153,7 +1153,7 @@ fn delete_collection(
     })))
 }
 
-fn proxy(shared: &Arc<Shared>, rp: &ResourcePath) -> Result<Response<Body>, ApiStatus> {
+async fn proxy(shared: &Arc<Shared>, rp: &ResourcePath) -> Result<Response<Body>, ApiStatus> {
     if rp.kind != Kind::Pod {
         return Err(ApiStatus::path_not_found());
     }
@@ -1195,29 +1195,52 @@ fn proxy(shared: &Arc<Shared>, rp: &ResourcePath) -> Result<Response<Body>, ApiS
                 })?,
         },
     };
-    if shared.store.is_listening(ns, name, port) {
-        let _ = &rp.proxy_path;
-        let mut resp = Response::new(Body::from("ok"));
-        resp.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; charset=utf-8"),
-        );
-        return Ok(resp);
-    }
     let ip = pod
         .value()
         .pointer("/status/podIP")
         .and_then(Value::as_str)
-        .unwrap_or("");
-    let message = if ip.is_empty() {
-        format!(
-            "error trying to reach service: pod {name} does not have an IP address assigned yet"
+        .unwrap_or("")
+        .to_string();
+    drop(pod);
+    let unreachable = |detail: String| {
+        ApiStatus::new(
+            503,
+            "ServiceUnavailable",
+            format!("error trying to reach service: {detail}"),
         )
-    } else {
-        format!("error trying to reach service: dial tcp {ip}:{port}: connect: connection refused")
     };
-    Err(ApiStatus::new(503, "ServiceUnavailable", message))
+    let Ok(addr) = ip.parse::<std::net::Ipv4Addr>() else {
+        return Err(unreachable(format!(
+            "pod {name} does not have an IP address assigned yet"
+        )));
+    };
+    // Forwarded to the pod's real listener, as the API server's proxy does.
+    let target = std::net::SocketAddr::from((addr, port));
+    let path = if rp.proxy_path.is_empty() {
+        "/"
+    } else {
+        rp.proxy_path.as_str()
+    };
+    match crate::world::listener::http_get(target, path, PROXY_TIMEOUT).await {
+        Ok(answer) => {
+            let mut resp = Response::new(Body::from(answer.body));
+            *resp.status_mut() =
+                StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            Ok(resp)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Err(unreachable(format!(
+            "dial tcp {target}: connect: connection refused"
+        ))),
+        Err(e) => Err(unreachable(format!("dial tcp {target}: {e}"))),
+    }
 }
+
+/// How long the pod proxy waits for a pod's answer.
+const PROXY_TIMEOUT: Duration = Duration::from_secs(10);
 
 // ---------------------------------------------------------------------------
 // watch

@@ -16,9 +16,9 @@
 //! * Served kinds only: no Services, ConfigMaps, Secrets, RBAC or
 //!   `authorization.k8s.io` reviews (`kubectl auth can-i`, `cluster-info`
 //!   fail), no `pods/log`, `exec`, `attach`, `portforward`, `eviction`.
-//! * `pods/proxy` does not reach a process: it answers `200 ok` for any path
-//!   while the simulated worker's port is open, else 503 as upstream does
-//!   for a refused connection.
+//! * `pods/proxy` forwards a GET to `podIP:port` (the world's real listener
+//!   on the pod's loopback IP) and relays status and body; a refused
+//!   connection is a 503 as upstream's. Other methods are sent as GET.
 //! * OpenAPI v3 lists paths and operations but no schemas (`kubectl explain`
 //!   fails); OpenAPI v2 is not served ([`openapi`]).
 //! * Only a few validation rules ([`validation`]); unknown fields

@@ -277,14 +277,6 @@ impl Cache {
             .count()
     }
 
-    /// The pod keys bound to `node`.
-    pub fn pod_keys_on_node(&self, node: &str) -> Vec<Key> {
-        self.node_entries
-            .get(node)
-            .map(|n| n.pods.keys.iter().cloned().collect())
-            .unwrap_or_default()
-    }
-
     /// Take a pod's demand off the node it is counted on.
     fn uncount(&mut self, key: &Key) {
         let Some(sp) = self.sched_pods.get(key) else {

@@ -1,16 +1,16 @@
-//! The simulated control plane: Deployment, ReplicaSet, garbage collector,
-//! scheduler and infera operator in one manager loop fed by
-//! `store.subscribe()` events (plus timers and periodic resyncs), and one
-//! kubelet task per bound pod. Controllers use the Store directly rather than
-//! the HTTP API (a documented simplification); every write goes through the
-//! cache at once, so there are no duplicate creations.
+//! The simulated control plane — what a real cluster has: Deployment,
+//! ReplicaSet, garbage collector and scheduler in one manager loop fed by
+//! `store.subscribe()` events (plus timers and periodic resyncs). These
+//! controllers use the Store directly rather than the HTTP API (a
+//! documented simplification); every write goes through the cache at once,
+//! so there are no duplicate creations. The kubelet, the nodes' heartbeats,
+//! the infera operator and the scenario's podFaults are the world's
+//! ([`crate::world`]), which runs over the HTTP API.
 
 #![allow(clippy::collapsible_if, clippy::collapsible_match)] // nested ifs mirror upstream Go control flow
 
 mod cache;
 pub mod deployment;
-pub mod kubelet;
-mod operator;
 mod scheduler;
 
 use std::cmp::Reverse;
@@ -18,14 +18,11 @@ use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
 use cache::{Cache, Key, key_of, str_at};
-use kubelet::{KubeletCtx, PodSignal, Registry};
 
 use crate::clock::SimClock;
 use crate::scenario::Scenario;
@@ -36,11 +33,8 @@ use crate::store::{EventType, Kind, Store};
 pub(crate) enum Work {
     Deployment(Key),
     ReplicaSet(Key),
-    Idep(Key),
     Schedule,
     Resync,
-    Fault(usize),
-    NodeRecover(String),
 }
 
 /// Running controllers; dropping or `shutdown` stops them.
@@ -58,11 +52,11 @@ impl ControllerHandle {
     }
 }
 
-/// Start every controller for `scenario` on `store`.
-pub fn start(store: Store, clock: SimClock, scenario: &Scenario) -> ControllerHandle {
+/// Start every controller on `store` (the scenario is the world's business).
+pub fn start(store: Store, clock: SimClock, _scenario: &Scenario) -> ControllerHandle {
     let (stop, stop_rx) = watch::channel(false);
     let rx = store.subscribe();
-    let manager = Manager::new(store, clock, scenario);
+    let manager = Manager::new(store, clock);
     let task = tokio::spawn(manager.run(rx, stop_rx));
     ControllerHandle {
         tasks: vec![task],
@@ -70,26 +64,15 @@ pub fn start(store: Store, clock: SimClock, scenario: &Scenario) -> ControllerHa
     }
 }
 
-struct PodTask {
-    signal: watch::Sender<PodSignal>,
-    handle: JoinHandle<()>,
-}
-
 pub(crate) struct Manager {
     store: Store,
     clock: SimClock,
     cache: Cache,
-    scenario: Scenario,
     dirty: BTreeSet<Work>,
     timers: BinaryHeap<Reverse<(Instant, Work)>>,
     pending: BTreeSet<Key>,
     events: HashMap<(String, String), String>,
     event_seq: u64,
-    pods: HashMap<Key, PodTask>,
-    kubelet: KubeletCtx,
-    rng: ChaCha8Rng,
-    not_ready_nodes: BTreeSet<String>,
-    crashes: HashMap<Key, u64>,
     /// ReplicaSet uid -> (template, template without the hash label), see
     /// `deployment::normalized_template`.
     rs_templates: HashMap<String, (Value, Value)>,
@@ -110,28 +93,16 @@ const PASSES: u32 = 8;
 const SLICE: Duration = Duration::from_millis(1);
 
 impl Manager {
-    fn new(store: Store, clock: SimClock, scenario: &Scenario) -> Manager {
-        let kubelet = KubeletCtx {
-            store: store.clone(),
-            clock: clock.clone(),
-            timings: scenario.timings.clone(),
-            registry: Arc::new(Registry::default()),
-        };
+    fn new(store: Store, clock: SimClock) -> Manager {
         Manager {
             store,
             clock,
             cache: Cache::default(),
-            scenario: scenario.clone(),
             dirty: BTreeSet::new(),
             timers: BinaryHeap::new(),
             pending: BTreeSet::new(),
             events: HashMap::new(),
             event_seq: 0,
-            pods: HashMap::new(),
-            kubelet,
-            rng: ChaCha8Rng::seed_from_u64(scenario.seed),
-            not_ready_nodes: BTreeSet::new(),
-            crashes: HashMap::new(),
             rs_templates: HashMap::new(),
             passes: 0,
             resume: VecDeque::new(),
@@ -169,9 +140,6 @@ impl Manager {
         mut stop: watch::Receiver<bool>,
     ) {
         self.relist();
-        for (i, fault) in self.scenario.pod_faults.clone().iter().enumerate() {
-            self.requeue(Work::Fault(i), Duration::from_secs_f64(fault.at.max(0.0)));
-        }
         self.requeue(Work::Resync, Duration::from_secs(15));
         loop {
             self.passes = 0;
@@ -209,9 +177,6 @@ impl Manager {
                 }
             }
         }
-        for (_, task) in self.pods.drain() {
-            task.handle.abort();
-        }
     }
 
     fn on_event(&mut self, e: StoreEvent) {
@@ -247,7 +212,6 @@ impl Manager {
                     self.dirty.insert(Work::ReplicaSet(key_of(rs)));
                 }
                 if deleted {
-                    self.pods.remove(&key);
                     self.pending.remove(&key);
                     self.dirty.insert(Work::Schedule);
                     return;
@@ -257,31 +221,6 @@ impl Manager {
                     if self.pending.insert(key.clone()) {
                         self.dirty.insert(Work::Schedule);
                     }
-                } else if !node.is_empty() && !self.pods.contains_key(&key) {
-                    self.spawn_kubelet(key.clone(), node);
-                }
-                if let Some(task) = self.pods.get(&key) {
-                    let deleting = v.pointer("/metadata/deletionTimestamp").is_some();
-                    let node_bad = self.not_ready_nodes.contains(node);
-                    let crashes = self.crashes.get(&key).copied().unwrap_or(0);
-                    task.signal.send_if_modified(|s| {
-                        let new = PodSignal {
-                            deleting,
-                            crashes,
-                            node_not_ready: node_bad,
-                        };
-                        if *s != new {
-                            *s = new;
-                            true
-                        } else {
-                            false
-                        }
-                    });
-                }
-                if v.pointer("/metadata/deletionTimestamp").is_some()
-                    || str_at(v, "/spec/nodeName").is_empty()
-                {
-                    // Nothing more.
                 }
             }
             Kind::ReplicaSet => {
@@ -302,14 +241,6 @@ impl Manager {
                 } else {
                     self.dirty.insert(Work::Deployment(key));
                 }
-                if let Some(i) = owner.as_deref().and_then(|u| self.cache.ideps.by_uid(u)) {
-                    self.dirty.insert(Work::Idep(key_of(i)));
-                }
-            }
-            Kind::InferaDeployment => {
-                if !deleted {
-                    self.dirty.insert(Work::Idep(key));
-                }
             }
             Kind::Node => {
                 self.dirty.insert(Work::Schedule);
@@ -319,24 +250,6 @@ impl Manager {
         if deleted {
             self.dirty.insert(Work::Resync);
         }
-    }
-
-    fn spawn_kubelet(&mut self, key: Key, _node: &str) {
-        let (tx, rx) = watch::channel(PodSignal::default());
-        let jitter_span = self.scenario.timings.weight_load_jitter.max(0.0);
-        let jitter = if jitter_span > 0.0 {
-            self.rng.random_range(-jitter_span..=jitter_span)
-        } else {
-            0.0
-        };
-        let handle = tokio::spawn(kubelet::run_pod(
-            self.kubelet.clone(),
-            key.0.clone(),
-            key.1.clone(),
-            jitter,
-            rx,
-        ));
-        self.pods.insert(key, PodTask { signal: tx, handle });
     }
 
     /// Run `work` after `after` of scenario time.
@@ -376,13 +289,10 @@ impl Manager {
             }
             while let Some(w) = self.resume.pop_front() {
                 match w {
-                    Work::Idep(k) => self.sync_idep(&k),
                     Work::Deployment(k) => self.sync_deployment(&k),
                     Work::ReplicaSet(k) => self.sync_replicaset(&k),
                     Work::Schedule => self.schedule_pending(),
                     Work::Resync => self.resync(),
-                    Work::Fault(i) => self.fire_fault(i),
-                    Work::NodeRecover(n) => self.set_node_ready(&n, true),
                 }
                 if started.elapsed() >= SLICE
                     && (!self.resume.is_empty() || (self.passes < PASSES && !self.dirty.is_empty()))
@@ -393,13 +303,10 @@ impl Manager {
         }
     }
 
-    /// Periodic: the operator's 15 s re-apply, GC, scheduler retry, and a
-    /// full controller pass (time-based conditions).
+    /// Periodic: GC, scheduler retry, and a full controller pass
+    /// (time-based conditions).
     fn resync(&mut self) {
         self.collect_garbage();
-        for k in self.cache.ideps.keys() {
-            self.dirty.insert(Work::Idep(k));
-        }
         for k in self.cache.deployments.keys() {
             self.dirty.insert(Work::Deployment(k));
         }
@@ -456,68 +363,6 @@ impl Manager {
         }
         for (kind, (ns, name)) in doomed {
             let _ = self.store.delete(kind, Some(&ns), &name, None);
-        }
-    }
-
-    fn fire_fault(&mut self, index: usize) {
-        let Some(fault) = self.scenario.pod_faults.get(index).cloned() else {
-            return;
-        };
-        if let Some(crash) = fault.crash {
-            let keys: Vec<Key> = self
-                .pods
-                .keys()
-                .filter(|(ns, name)| *ns == crash.namespace && name.starts_with(&crash.pod_prefix))
-                .cloned()
-                .collect();
-            for key in keys {
-                *self.crashes.entry(key.clone()).or_default() += 1;
-                if let Some(v) = self.cache.pods.get(&key).cloned() {
-                    self.mark_for(Kind::Pod, &v, false);
-                }
-            }
-        }
-        if let Some(nnr) = fault.node_not_ready {
-            self.set_node_ready(&nnr.node, false);
-            if let Some(d) = nnr.duration {
-                self.requeue(
-                    Work::NodeRecover(nnr.node.clone()),
-                    Duration::from_secs_f64(d.max(0.0)),
-                );
-            }
-        }
-    }
-
-    fn set_node_ready(&mut self, node: &str, ready: bool) {
-        if ready {
-            self.not_ready_nodes.remove(node);
-        } else {
-            self.not_ready_nodes.insert(node.to_string());
-        }
-        let now = self.clock.timestamp();
-        let (status, reason, message) = if ready {
-            ("True", "KubeletReady", "kubelet is posting ready status")
-        } else {
-            (
-                "Unknown",
-                "NodeStatusUnknown",
-                "Kubelet stopped posting node status.",
-            )
-        };
-        if let Ok(updated) = self.store.mutate_shared(Kind::Node, None, node, |v| {
-            scheduler::set_pod_condition(
-                v,
-                serde_json::json!({"type": "Ready", "status": status, "reason": reason,
-                "message": message, "lastHeartbeatTime": now, "lastTransitionTime": now}),
-            );
-        }) {
-            self.absorb(Kind::Node, updated);
-        }
-        let keys: Vec<Key> = self.cache.pod_keys_on_node(node);
-        for key in keys {
-            if let Some(v) = self.cache.pods.get(&key).cloned() {
-                self.mark_for(Kind::Pod, &v, false);
-            }
         }
     }
 }

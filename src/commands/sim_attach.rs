@@ -1,0 +1,110 @@
+//! `infera sim attach`: the simulated [`world`](crate::sim::world) on any
+//! Kubernetes API server, until Ctrl-C (which removes what it created), or
+//! `--cleanup` alone.
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use crate::cli::SimAttachArgs;
+use crate::exit::Exit;
+use crate::sim::clock::SimClock;
+use crate::sim::scenario::Scenario;
+use crate::sim::world::{Cidr, SIMULATED_NODE_LABEL, World, WorldOptions};
+
+async fn client(args: &SimAttachArgs) -> Result<kube::Client, String> {
+    let options = KubeConfigOptions {
+        context: args.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    let config = match &args.kubeconfig {
+        Some(path) => {
+            let kubeconfig = Kubeconfig::read_from(path)
+                .map_err(|e| format!("cannot read the kubeconfig {}: {e}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?
+        }
+        None => kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| format!("no usable kubeconfig (pass --kubeconfig): {e}"))?,
+    };
+    kube::Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))
+}
+
+/// Run `infera sim attach`.
+pub async fn run(args: SimAttachArgs) -> anyhow::Result<Exit> {
+    let scenario = match Scenario::load(&args.scenario) {
+        Ok(s) => s,
+        Err(e) => return usage(e),
+    };
+    let pod_cidr = match Cidr::parse(&args.pod_cidr) {
+        Ok(c) => c,
+        Err(e) => return usage(format!("--pod-cidr: {e}")),
+    };
+    let client = match client(&args).await {
+        Ok(c) => c,
+        Err(e) => return usage(e),
+    };
+    if args.cleanup {
+        return cleanup(client, &scenario).await;
+    }
+    let options = WorldOptions {
+        pod_cidr,
+        operator: !args.no_operator,
+        taint: !args.no_taint,
+    };
+    let clock = SimClock::new(args.speed);
+    let world = match World::start(client.clone(), &scenario, clock.clone(), options).await {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: {e}");
+            let _ = World::cleanup(client, &scenario).await;
+            return Ok(Exit::Usage);
+        }
+    };
+    print_summary(&args, &scenario, clock.speed());
+    let _ = tokio::signal::ctrl_c().await;
+    world.shutdown();
+    println!("infera sim attach: removing what it created…");
+    cleanup(client, &scenario).await
+}
+
+fn usage(message: impl std::fmt::Display) -> anyhow::Result<Exit> {
+    eprintln!("error: {message}");
+    Ok(Exit::Usage)
+}
+
+async fn cleanup(client: kube::Client, scenario: &Scenario) -> anyhow::Result<Exit> {
+    match World::cleanup(client, scenario).await {
+        Ok(()) => {
+            println!(
+                "infera sim attach: removed scenario {}'s manifests and simulated nodes",
+                scenario.name
+            );
+            Ok(Exit::Ok)
+        }
+        Err(e) => {
+            eprintln!("error: cleanup of scenario {}: {e}", scenario.name);
+            Ok(Exit::Usage)
+        }
+    }
+}
+
+fn print_summary(args: &SimAttachArgs, scenario: &Scenario, speed: f64) {
+    let nodes = scenario.node_objects().len();
+    println!(
+        "infera sim attach: scenario {} — {nodes} simulated node(s) labelled {SIMULATED_NODE_LABEL}=true{}, pod IPs from {}, world at {speed}x{}",
+        scenario.name,
+        if args.no_taint {
+            ""
+        } else {
+            " (tainted NoSchedule)"
+        },
+        args.pod_cidr,
+        if args.no_operator {
+            ", no operator"
+        } else {
+            ", infera operator running"
+        },
+    );
+    println!("Ctrl-C removes the nodes, Leases and applied objects.");
+}
