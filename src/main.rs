@@ -32,7 +32,9 @@ fn run(cli: Cli) -> anyhow::Result<Exit> {
             runtime()?.block_on(infera::console::rollout(args.rollout, Some(args.image)))
         }
         Command::Audit(args) => runtime()?.block_on(infera::console::audit(args)),
-        Command::Sim(SimCommand::Serve(args)) => runtime()?.block_on(infera::commands::sim::serve(args)),
+        Command::Sim(SimCommand::Serve(args)) => {
+            runtime()?.block_on(infera::commands::sim::serve(args))
+        }
         Command::Sim(SimCommand::Attach(args)) => {
             runtime()?.block_on(infera::commands::sim_attach::run(args))
         }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::DynamicObject;
 use kube::runtime::{WatchStreamExt, watcher};
 
 use super::report::{Outcome, Report};

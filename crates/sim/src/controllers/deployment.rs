@@ -409,7 +409,7 @@ impl Manager {
                 let count = collision.unwrap_or(0) + 1;
                 let _ = self
                     .store
-                    .mutate_shared(Kind::Deployment, Some(&ns), &name, |v| {
+                    .mutate_shared(Kind::Deployment, Some(ns), name, |v| {
                         v["status"]["collisionCount"] = Value::from(count);
                     });
                 self.requeue(super::Work::Deployment(key_of(d)), Duration::ZERO);

@@ -12,7 +12,6 @@ use serde_json::Value;
 
 use super::listener::http_get;
 
-pub use infera_model::worker::DEFAULT_READINESS_PORT;
 use infera_model::worker::{READINESS_PORT_ENV, main_container_position};
 
 fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
