@@ -419,6 +419,28 @@ impl Manager {
         }
     }
 
+    /// Copy the new ReplicaSet's revision annotation onto the Deployment.
+    fn sync_deployment_revision(&mut self, d: &Value, ns: &str, name: &str, rs: &Value) {
+        let rev = revision(rs).to_string();
+        if str_at(
+            d,
+            &format!(
+                "/metadata/annotations/{}",
+                REVISION_ANNOTATION.replace('/', "~1")
+            ),
+        ) != rev
+        {
+            if let Ok(updated) = self
+                .store
+                .mutate_shared(Kind::Deployment, Some(ns), name, |v| {
+                    v["metadata"]["annotations"][REVISION_ANNOTATION] = Value::from(rev.clone());
+                })
+            {
+                self.absorb(Kind::Deployment, updated);
+            }
+        }
+    }
+
     /// Split owned ReplicaSets into (new, old) and sync revision annotations,
     /// creating the new one when asked (`getAllReplicaSetsAndSyncRevision`).
     fn new_and_old(
@@ -512,25 +534,7 @@ impl Manager {
         }
         // The Deployment carries the new ReplicaSet's revision.
         if let Some(rs) = new_rs.as_ref() {
-            let rev = revision(rs).to_string();
-            if str_at(
-                d,
-                &format!(
-                    "/metadata/annotations/{}",
-                    REVISION_ANNOTATION.replace('/', "~1")
-                ),
-            ) != rev
-            {
-                if let Ok(updated) =
-                    self.store
-                        .mutate_shared(Kind::Deployment, Some(&ns), &name, |v| {
-                            v["metadata"]["annotations"][REVISION_ANNOTATION] =
-                                Value::from(rev.clone());
-                        })
-                {
-                    self.absorb(Kind::Deployment, updated);
-                }
-            }
+            self.sync_deployment_revision(d, &ns, &name, rs);
         }
         if let Some((reason, message)) = progressing_reason
             && let Some(current) = self.cache.deployments.get(&key_of(d)).cloned()
@@ -947,30 +951,8 @@ impl Manager {
             }
         } else if !deleting && have > want {
             let mut ranked = active.clone();
-            let now_rank = |p: &Value| {
-                let node = str_at(p, "/spec/nodeName").is_empty();
-                let phase = match str_at(p, "/status/phase") {
-                    "Pending" | "" => 0,
-                    "Unknown" => 1,
-                    _ => 2,
-                };
-                let ready = pod_ready_since(p).is_some();
-                let restarts: i64 = p
-                    .pointer("/status/containerStatuses")
-                    .and_then(Value::as_array)
-                    .map(|cs| cs.iter().filter_map(|c| i64_at(c, "/restartCount")).sum())
-                    .unwrap_or(0);
-                (
-                    !node,
-                    phase,
-                    ready,
-                    pod_ready_since(p).map(|s| std::cmp::Reverse(s.to_string())),
-                    std::cmp::Reverse(restarts),
-                    std::cmp::Reverse(str_at(p, "/metadata/creationTimestamp").to_string()),
-                )
-            };
             // Stable, like sort_by_key, with each pod's rank computed once.
-            ranked.sort_by_cached_key(|p| now_rank(p));
+            ranked.sort_by_cached_key(|p| deletion_rank(p));
             for p in ranked
                 .iter()
                 .take(usize::try_from(have - want).unwrap_or(0))
@@ -1087,6 +1069,42 @@ fn pod_from_template(rs: &Value) -> Value {
 /// The controller uid helper re-exported for the manager.
 pub fn owner(v: &Value) -> Option<&str> {
     controller_uid(v)
+}
+
+/// The order a ReplicaSet deletes surplus pods in (upstream's
+/// `ActivePodsWithRanks`): unscheduled, pending, not ready, ready for the
+/// shortest time, most restarts, newest first.
+#[allow(clippy::type_complexity)]
+fn deletion_rank(
+    p: &Value,
+) -> (
+    bool,
+    i32,
+    bool,
+    Option<std::cmp::Reverse<String>>,
+    std::cmp::Reverse<i64>,
+    std::cmp::Reverse<String>,
+) {
+    let node = str_at(p, "/spec/nodeName").is_empty();
+    let phase = match str_at(p, "/status/phase") {
+        "Pending" | "" => 0,
+        "Unknown" => 1,
+        _ => 2,
+    };
+    let ready = pod_ready_since(p).is_some();
+    let restarts: i64 = p
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .map(|cs| cs.iter().filter_map(|c| i64_at(c, "/restartCount")).sum())
+        .unwrap_or(0);
+    (
+        !node,
+        phase,
+        ready,
+        pod_ready_since(p).map(|s| std::cmp::Reverse(s.to_string())),
+        std::cmp::Reverse(restarts),
+        std::cmp::Reverse(str_at(p, "/metadata/creationTimestamp").to_string()),
+    )
 }
 
 #[cfg(test)]
