@@ -487,15 +487,26 @@ pub struct GenerateArgs {
     pub dir: PathBuf,
 }
 
-/// Parse `90s`, `5m`, `1h30m`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    if let Ok(secs) = s.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Ok(Duration::from_secs_f64(secs));
+pub use infera_model::duration::parse_duration;
+
+impl From<LintFormat> for infera_lint::report::Format {
+    fn from(f: LintFormat) -> Self {
+        match f {
+            LintFormat::Human => Self::Human,
+            LintFormat::Json => Self::Json,
+            LintFormat::Sarif => Self::Sarif,
+            LintFormat::Github => Self::Github,
         }
-        return Err(format!("`{s}` is not a non-negative duration"));
     }
-    humantime::parse_duration(s)
-        .map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. `90s`, `5m`, `1h30m`"))
+}
+
+impl ClusterArgs {
+    /// The library's connection options from `--kubeconfig`, `--context`, `-n`.
+    pub fn options(&self) -> infera_cluster::ConnectOptions {
+        infera_cluster::ConnectOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            namespace: self.namespace.clone(),
+        }
+    }
 }

@@ -22,9 +22,9 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<Exit> {
     match cli.command {
-        Command::Lint(args) => infera::lint::run(&args),
-        Command::Rules(args) => infera::lint::rules_command(&args),
-        Command::Render(args) => infera::operator::render_command(&args),
+        Command::Lint(args) => infera::commands::lint::run(&args),
+        Command::Rules(args) => infera::commands::lint::rules_command(&args),
+        Command::Render(args) => infera::commands::render::render_command(&args),
         Command::Rollout(RolloutCommand::Restart(args)) => {
             runtime()?.block_on(infera::console::rollout(args, None))
         }
@@ -35,13 +35,15 @@ fn run(cli: Cli) -> anyhow::Result<Exit> {
             runtime()?.block_on(infera::console::history::history(args))
         }
         Command::Audit(args) => runtime()?.block_on(infera::console::audit(args)),
-        Command::Sim(SimCommand::Serve(args)) => runtime()?.block_on(infera::sim::serve(args)),
-        Command::Sim(SimCommand::Attach(args)) => {
-            runtime()?.block_on(infera::sim::attach::run(args))
+        Command::Sim(SimCommand::Serve(args)) => {
+            runtime()?.block_on(infera::commands::sim::serve(args))
         }
-        Command::Sim(SimCommand::Scenarios) => infera::sim::list_scenarios(),
+        Command::Sim(SimCommand::Attach(args)) => {
+            runtime()?.block_on(infera::commands::sim_attach::run(args))
+        }
+        Command::Sim(SimCommand::Scenarios) => infera::commands::sim::list_scenarios(),
         Command::Demo(args) => runtime()?.block_on(infera::console::demo(args)),
-        Command::Rbac(args) => infera::cluster::rbac_command(&args),
+        Command::Rbac(args) => infera::commands::rbac::rbac_command(&args),
         Command::Completions(args) => {
             use std::io::Write;
             std::io::stdout().write_all(&infera::generate::completion(args.shell))?;

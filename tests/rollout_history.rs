@@ -47,7 +47,9 @@ async fn conn(kubeconfig: &Path) -> Connection {
         kubeconfig: Some(kubeconfig.to_path_buf()),
         ..ClusterArgs::default()
     };
-    connect(&args).await.unwrap_or_else(|e| panic!("{e}"))
+    connect(&args.options())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 async fn roll(s: &Sim, target: &str, services: &[&str], force: bool) -> RolloutOutcome {

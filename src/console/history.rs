@@ -13,7 +13,7 @@ pub async fn history(args: HistoryArgs) -> anyhow::Result<Exit> {
         Ok(t) => t,
         Err(e) => return Ok(super::usage(e)),
     };
-    let conn = crate::cluster::connect(&args.cluster_args).await?;
+    let conn = crate::cluster::connect(&args.cluster_args.options()).await?;
     let entries = history::read(&conn, &target).await?;
     match args.output {
         HistoryFormat::Json => {

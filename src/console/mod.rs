@@ -123,7 +123,7 @@ pub async fn rollout(args: RolloutArgs, image: Option<String>) -> anyhow::Result
         return Ok(usage(e));
     }
     let options = rollout::Options::from(&args);
-    let conn = match crate::cluster::connect(&args.cluster_args).await {
+    let conn = match crate::cluster::connect(&args.cluster_args.options()).await {
         Ok(c) => c,
         Err(e) => return Ok(usage(e)),
     };
@@ -148,7 +148,7 @@ pub async fn audit(args: AuditArgs) -> anyhow::Result<Exit> {
     audit::Target::parse(&args.target)?;
     let outputs = Outputs::from(&args.audit);
     outputs.check()?;
-    let conn = crate::cluster::connect(&args.cluster_args).await?;
+    let conn = crate::cluster::connect(&args.cluster_args.options()).await?;
     let status = |line: &str| eprintln!("{} {line}", stamp());
     let report = audit::audit_target_with(&conn, &options, 1.0, &status, ctrl_c()).await?;
     let exit = report.exit();
