@@ -6,6 +6,7 @@
 //! by the workspace's library crates (see the README's "Layout"), re-exported
 //! here under their module names so `infera::sim::…` paths keep working.
 
+pub mod app;
 pub mod cli;
 pub mod commands;
 pub mod console;
