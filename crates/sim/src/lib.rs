@@ -164,10 +164,14 @@ impl RunningSim {
     }
 
     async fn start_world(&self) -> Result<world::WorldHandle, SimError> {
-        let config = self
+        let mut config = self
             .client_config()
             .await
             .map_err(|e| SimError::Client(e.to_string()))?;
+        config.headers.push((
+            http::HeaderName::from_static(api::handler::WORLD_HEADER),
+            http::HeaderValue::from_static("embedded"),
+        ));
         let client = kube::Client::try_from(config).map_err(|e| SimError::Client(e.to_string()))?;
         let options = world::WorldOptions::embedded();
         let handle =

@@ -178,6 +178,18 @@ fn resource_route(group: &str, version: &str, rest: &[&str], full: &str) -> Rout
 }
 
 /// Serve one request.
+/// Header the embedded world's own client (kubelet, operator, nodes) sends.
+/// Injected error bursts and conflicts target the clients under test, not
+/// the world: its real-time retries (and `Retry-After`) would otherwise
+/// stretch simulated time by the speed factor (1 s at 200x = 200 s), which
+/// turns a flaky API into a slow kubelet. Restarts, dropped watches,
+/// compaction and latency still hit everyone.
+pub const WORLD_HEADER: &str = "x-infera-sim-world";
+
+fn from_world(req: &Request<Body>) -> bool {
+    req.headers().contains_key(WORLD_HEADER)
+}
+
 pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response<Body> {
     let path = req.uri().path().to_string();
     let route = route(&path);
@@ -210,7 +222,10 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response<Body> {
         },
         Route::NotFound => ApiStatus::path_not_found().into_response(),
         Route::Resource(rp) => {
-            if let Some(err) = shared.injector.error() {
+            if let Some(err) = (!from_world(&req))
+                .then(|| shared.injector.error())
+                .flatten()
+            {
                 shared
                     .store
                     .record_request(&format!("injected {}", err.code));
@@ -306,7 +321,10 @@ async fn resource(
             return Err(ApiStatus::path_not_found());
         }
     }
-    if matches!(method, Method::PUT | Method::PATCH) && shared.injector.conflict() {
+    if matches!(method, Method::PUT | Method::PATCH)
+        && !from_world(&req)
+        && shared.injector.conflict()
+    {
         let name = rp.name.clone().unwrap_or_default();
         return Err(ApiStatus::conflict(kind, &name));
     }

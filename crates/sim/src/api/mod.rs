@@ -34,7 +34,7 @@
 
 pub mod defaults;
 pub mod discovery;
-mod handler;
+pub(crate) mod handler;
 pub mod openapi;
 pub mod patch;
 pub mod selectors;
