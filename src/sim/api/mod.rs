@@ -34,9 +34,11 @@
 
 pub mod defaults;
 pub mod discovery;
+pub mod eviction;
 mod handler;
 pub mod openapi;
 pub mod patch;
+pub mod protobuf;
 pub mod selectors;
 pub mod status;
 pub mod tables;
