@@ -14,6 +14,7 @@ pub mod api;
 pub mod attach;
 pub mod clock;
 pub mod controllers;
+pub mod events;
 pub mod faults;
 pub mod scenario;
 pub mod store;

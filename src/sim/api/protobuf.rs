@@ -49,7 +49,9 @@ pub fn to_json(body: &[u8]) -> Result<Vec<u8>, ApiStatus> {
         ApiStatus::bad_request("the protobuf request body does not start with the k8s\\0 magic")
     })?;
     let unknown = Unknown::decode(rest).map_err(|e| {
-        ApiStatus::bad_request(format!("the protobuf request body is not a runtime.Unknown: {e}"))
+        ApiStatus::bad_request(format!(
+            "the protobuf request body is not a runtime.Unknown: {e}"
+        ))
     })?;
     let tm = unknown.type_meta.unwrap_or_default();
     let api_version = tm.api_version.unwrap_or_default();
@@ -65,7 +67,9 @@ pub fn to_json(body: &[u8]) -> Result<Vec<u8>, ApiStatus> {
 
 fn decode<M: Message + Default>(raw: &[u8], kind: &str) -> Result<M, ApiStatus> {
     M::decode(raw).map_err(|e| {
-        ApiStatus::bad_request(format!("the protobuf {kind} in the request body is invalid: {e}"))
+        ApiStatus::bad_request(format!(
+            "the protobuf {kind} in the request body is invalid: {e}"
+        ))
     })
 }
 
@@ -80,7 +84,11 @@ fn typed(api_version: &str, kind: &str, raw: &[u8]) -> Result<Value, ApiStatus> 
             let e: k8s_pb::api::policy::v1::Eviction = decode(raw, kind)?;
             let mut m = Map::new();
             put(&mut m, "metadata", e.metadata.map(object_meta));
-            put(&mut m, "deleteOptions", e.delete_options.map(delete_options));
+            put(
+                &mut m,
+                "deleteOptions",
+                e.delete_options.map(delete_options),
+            );
             Value::Object(m)
         }
         ("autoscaling/v1", "Scale") => {
@@ -88,7 +96,11 @@ fn typed(api_version: &str, kind: &str, raw: &[u8]) -> Result<Value, ApiStatus> 
             let mut m = Map::new();
             put(&mut m, "metadata", s.metadata.map(object_meta));
             let replicas = s.spec.and_then(|s| s.replicas);
-            put(&mut m, "spec", Some(json!({ "replicas": replicas.unwrap_or(0) })));
+            put(
+                &mut m,
+                "spec",
+                Some(json!({ "replicas": replicas.unwrap_or(0) })),
+            );
             Value::Object(m)
         }
         ("v1" | "meta.k8s.io/v1", "DeleteOptions") => delete_options(decode(raw, kind)?),
@@ -135,7 +147,11 @@ fn object_meta(o: meta::ObjectMeta) -> Value {
     put(&mut m, "labels", string_map(o.labels));
     put(&mut m, "annotations", string_map(o.annotations));
     put(&mut m, "finalizers", strings(o.finalizers));
-    put(&mut m, "ownerReferences", list(o.owner_references, owner_ref));
+    put(
+        &mut m,
+        "ownerReferences",
+        list(o.owner_references, owner_ref),
+    );
     Value::Object(m)
 }
 
@@ -189,7 +205,11 @@ fn namespace(n: core::Namespace) -> Value {
     let mut m = Map::new();
     put(&mut m, "metadata", n.metadata.map(object_meta));
     if let Some(spec) = n.spec {
-        put(&mut m, "spec", Some(json!({ "finalizers": spec.finalizers })));
+        put(
+            &mut m,
+            "spec",
+            Some(json!({ "finalizers": spec.finalizers })),
+        );
     }
     Value::Object(m)
 }
@@ -231,10 +251,20 @@ fn template(t: core::PodTemplateSpec) -> Value {
 
 fn pod_spec(s: core::PodSpec) -> Value {
     let mut m = Map::new();
-    put(&mut m, "containers", Some(Value::Array(s.containers.into_iter().map(container).collect())));
+    put(
+        &mut m,
+        "containers",
+        Some(Value::Array(
+            s.containers.into_iter().map(container).collect(),
+        )),
+    );
     put(&mut m, "initContainers", list(s.init_containers, container));
     put(&mut m, "restartPolicy", s.restart_policy);
-    put(&mut m, "terminationGracePeriodSeconds", s.termination_grace_period_seconds);
+    put(
+        &mut m,
+        "terminationGracePeriodSeconds",
+        s.termination_grace_period_seconds,
+    );
     put(&mut m, "dnsPolicy", s.dns_policy);
     put(&mut m, "nodeSelector", string_map(s.node_selector));
     put(&mut m, "serviceAccountName", s.service_account_name);
@@ -283,7 +313,11 @@ fn container(c: core::Container) -> Value {
     }
     put(&mut m, "imagePullPolicy", c.image_pull_policy);
     put(&mut m, "terminationMessagePath", c.termination_message_path);
-    put(&mut m, "terminationMessagePolicy", c.termination_message_policy);
+    put(
+        &mut m,
+        "terminationMessagePolicy",
+        c.termination_message_policy,
+    );
     Value::Object(m)
 }
 
@@ -301,7 +335,11 @@ fn deployment(d: apps::Deployment) -> Value {
             if let Some(ru) = st.rolling_update {
                 let mut rm = Map::new();
                 put(&mut rm, "maxSurge", ru.max_surge.map(int_or_string));
-                put(&mut rm, "maxUnavailable", ru.max_unavailable.map(int_or_string));
+                put(
+                    &mut rm,
+                    "maxUnavailable",
+                    ru.max_unavailable.map(int_or_string),
+                );
                 sm.insert("rollingUpdate".into(), Value::Object(rm));
             }
             s.insert("strategy".into(), Value::Object(sm));
@@ -309,7 +347,11 @@ fn deployment(d: apps::Deployment) -> Value {
         put(&mut s, "minReadySeconds", spec.min_ready_seconds);
         put(&mut s, "revisionHistoryLimit", spec.revision_history_limit);
         put(&mut s, "paused", spec.paused);
-        put(&mut s, "progressDeadlineSeconds", spec.progress_deadline_seconds);
+        put(
+            &mut s,
+            "progressDeadlineSeconds",
+            spec.progress_deadline_seconds,
+        );
         m.insert("spec".into(), Value::Object(s));
     }
     Value::Object(m)
