@@ -190,6 +190,9 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response<Body> {
     if let Some(latency) = shared.injector.latency() {
         tokio::time::sleep(latency).await;
     }
+    if path == super::authz::PATH && req.method() == Method::POST {
+        return super::authz::self_subject_access_review();
+    }
     match route {
         Route::Health => Response::new(Body::from("ok")),
         Route::Version => ok_json(&discovery::version()),

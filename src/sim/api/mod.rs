@@ -32,6 +32,7 @@
 //! * Lists ignore `resourceVersion`/`resourceVersionMatch` and read the
 //!   current state; continue pages are read from the current state too.
 
+pub mod authz;
 pub mod defaults;
 pub mod discovery;
 pub mod eviction;

@@ -118,10 +118,16 @@ fn typed(api_version: &str, kind: &str, raw: &[u8]) -> Result<Value, ApiStatus> 
     })
 }
 
-/// Insert `v` under `k` when it is present (the JSON omits unset fields).
+/// Insert `v` under `k` when it is present. Go writes its non-pointer
+/// strings even when empty (`strategy: {type: ""}`); an empty string is
+/// Go's zero value, which JSON omits and defaulting then fills, so it is
+/// dropped here too.
 fn put<T: Into<Value>>(m: &mut Map<String, Value>, k: &str, v: Option<T>) {
     if let Some(v) = v {
-        m.insert(k.to_string(), v.into());
+        let v = v.into();
+        if v.as_str() != Some("") {
+            m.insert(k.to_string(), v);
+        }
     }
 }
 
