@@ -20,6 +20,11 @@ pub struct Event<'a> {
     pub type_: &'a str,
     pub reason: &'a str,
     pub message: String,
+    /// `Some(action)` for a component that records through events.k8s.io/v1
+    /// (the scheduler: action `Binding`). Its core/v1 view has an empty
+    /// `source`, `reportingComponent` set and `eventTime` instead of
+    /// first/lastTimestamp, so `kubectl get events` shows no SOURCE for it.
+    pub action: Option<&'a str>,
 }
 
 fn at<'v>(v: &'v Value, p: &str) -> &'v str {
@@ -66,5 +71,22 @@ pub fn record(store: &Store, e: &Event<'_>) {
         "count": 1,
         "eventTime": null,
     });
+    let mut event = event;
+    if let Some(action) = e.action {
+        event["source"] = json!({});
+        event["action"] = json!(action);
+        event["eventTime"] = json!(micro_time(&now));
+        event["firstTimestamp"] = Value::Null;
+        event["lastTimestamp"] = Value::Null;
+        event["reportingInstance"] = json!(format!("{}-infera-sim", e.component));
+    }
     let _ = store.create_shared(Kind::Event, event);
+}
+
+/// An RFC 3339 timestamp with microseconds (metav1.MicroTime).
+fn micro_time(rfc3339: &str) -> String {
+    match rfc3339.strip_suffix('Z') {
+        Some(base) if !base.contains('.') => format!("{base}.000000Z"),
+        _ => rfc3339.to_string(),
+    }
 }

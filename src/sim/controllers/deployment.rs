@@ -597,6 +597,7 @@ impl Manager {
                 type_: "Normal",
                 reason: "ScalingReplicaSet",
                 message: format!("Scaled {op} replica set {rs_name} from {from} to {to}"),
+                action: None,
             },
         );
     }
@@ -612,6 +613,7 @@ impl Manager {
                 type_: "Normal",
                 reason,
                 message,
+                action: None,
             },
         );
     }

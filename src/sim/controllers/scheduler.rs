@@ -126,6 +126,7 @@ impl Manager {
                             type_: "Normal",
                             reason: "Scheduled",
                             message: format!("Successfully assigned {ns}/{name} to {node}"),
+                            action: Some("Binding"),
                         },
                     );
                     self.absorb(Kind::Pod, updated);
