@@ -43,7 +43,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode, Throughput};
-use infera::cli::LintFormat;
+use infera::lint::report::Format as LintFormat;
 use infera::lint::{self, config, engine};
 
 /// Targets from the lint issue.

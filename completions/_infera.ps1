@@ -96,6 +96,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('restart', 'restart', [CompletionResultType]::ParameterValue, 'Restart the worker pods of TARGET, one service at a time')
             [CompletionResult]::new('set-image', 'set-image', [CompletionResultType]::ParameterValue, 'Change the image of `--service` in TARGET and roll it')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Print the last rollouts infera drove on TARGET, newest first')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -109,7 +110,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--on-stall', '--on-stall', [CompletionResultType]::ParameterName, 'What to do on a stall')
             [CompletionResult]::new('--sample-interval', '--sample-interval', [CompletionResultType]::ParameterName, 'Seconds between two readiness samples (the field check uses 10 s)')
             [CompletionResult]::new('--min-ready', '--min-ready', [CompletionResultType]::ParameterName, 'A role below this many Ready or routable pods counts as a gap')
-            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write the report as JSON to FILE')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report')
             [CompletionResult]::new('--timeline', '--timeline', [CompletionResultType]::ParameterName, 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file to use')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The name of the kubeconfig context to use')
@@ -139,7 +140,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--on-stall', '--on-stall', [CompletionResultType]::ParameterName, 'What to do on a stall')
             [CompletionResult]::new('--sample-interval', '--sample-interval', [CompletionResultType]::ParameterName, 'Seconds between two readiness samples (the field check uses 10 s)')
             [CompletionResult]::new('--min-ready', '--min-ready', [CompletionResultType]::ParameterName, 'A role below this many Ready or routable pods counts as a gap')
-            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write the report as JSON to FILE')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report')
             [CompletionResult]::new('--timeline', '--timeline', [CompletionResultType]::ParameterName, 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file to use')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The name of the kubeconfig context to use')
@@ -159,9 +160,25 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'infera;rollout;history' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'o')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'output')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file to use')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The name of the kubeconfig context to use')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'infera;rollout;help' {
             [CompletionResult]::new('restart', 'restart', [CompletionResultType]::ParameterValue, 'Restart the worker pods of TARGET, one service at a time')
             [CompletionResult]::new('set-image', 'set-image', [CompletionResultType]::ParameterValue, 'Change the image of `--service` in TARGET and roll it')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Print the last rollouts infera drove on TARGET, newest first')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -169,6 +186,9 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             break
         }
         'infera;rollout;help;set-image' {
+            break
+        }
+        'infera;rollout;help;history' {
             break
         }
         'infera;rollout;help;help' {
@@ -180,7 +200,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--samples', '--samples', [CompletionResultType]::ParameterName, 'Stream every sample to FILE as CSV')
             [CompletionResult]::new('--sample-interval', '--sample-interval', [CompletionResultType]::ParameterName, 'Seconds between two readiness samples (the field check uses 10 s)')
             [CompletionResult]::new('--min-ready', '--min-ready', [CompletionResultType]::ParameterName, 'A role below this many Ready or routable pods counts as a gap')
-            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write the report as JSON to FILE')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report')
             [CompletionResult]::new('--timeline', '--timeline', [CompletionResultType]::ParameterName, 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file to use')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The name of the kubeconfig context to use')
@@ -282,7 +302,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--stall-after', '--stall-after', [CompletionResultType]::ParameterName, 'A surge pod Unschedulable for this long (simulated time) is a stall')
             [CompletionResult]::new('--sample-interval', '--sample-interval', [CompletionResultType]::ParameterName, 'Seconds between two readiness samples (the field check uses 10 s)')
             [CompletionResult]::new('--min-ready', '--min-ready', [CompletionResultType]::ParameterName, 'A role below this many Ready or routable pods counts as a gap')
-            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write the report as JSON to FILE')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report')
             [CompletionResult]::new('--timeline', '--timeline', [CompletionResultType]::ParameterName, 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
@@ -350,12 +370,16 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
         'infera;help;rollout' {
             [CompletionResult]::new('restart', 'restart', [CompletionResultType]::ParameterValue, 'Restart the worker pods of TARGET, one service at a time')
             [CompletionResult]::new('set-image', 'set-image', [CompletionResultType]::ParameterValue, 'Change the image of `--service` in TARGET and roll it')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Print the last rollouts infera drove on TARGET, newest first')
             break
         }
         'infera;help;rollout;restart' {
             break
         }
         'infera;help;rollout;set-image' {
+            break
+        }
+        'infera;help;rollout;history' {
             break
         }
         'infera;help;audit' {

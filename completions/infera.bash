@@ -82,6 +82,9 @@ _infera() {
             infera__subcmd__help,sim)
                 cmd="infera__subcmd__help__subcmd__sim"
                 ;;
+            infera__subcmd__help__subcmd__rollout,history)
+                cmd="infera__subcmd__help__subcmd__rollout__subcmd__history"
+                ;;
             infera__subcmd__help__subcmd__rollout,restart)
                 cmd="infera__subcmd__help__subcmd__rollout__subcmd__restart"
                 ;;
@@ -100,6 +103,9 @@ _infera() {
             infera__subcmd__rollout,help)
                 cmd="infera__subcmd__rollout__subcmd__help"
                 ;;
+            infera__subcmd__rollout,history)
+                cmd="infera__subcmd__rollout__subcmd__history"
+                ;;
             infera__subcmd__rollout,restart)
                 cmd="infera__subcmd__rollout__subcmd__restart"
                 ;;
@@ -108,6 +114,9 @@ _infera() {
                 ;;
             infera__subcmd__rollout__subcmd__help,help)
                 cmd="infera__subcmd__rollout__subcmd__help__subcmd__help"
+                ;;
+            infera__subcmd__rollout__subcmd__help,history)
+                cmd="infera__subcmd__rollout__subcmd__help__subcmd__history"
                 ;;
             infera__subcmd__rollout__subcmd__help,restart)
                 cmd="infera__subcmd__rollout__subcmd__help__subcmd__restart"
@@ -418,8 +427,22 @@ _infera() {
             return 0
             ;;
         infera__subcmd__help__subcmd__rollout)
-            opts="restart set-image"
+            opts="restart set-image history"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        infera__subcmd__help__subcmd__rollout__subcmd__history)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -652,7 +675,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rollout)
-            opts="-v -h -V --verbose --help --version restart set-image help"
+            opts="-v -h -V --verbose --help --version restart set-image history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -666,7 +689,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rollout__subcmd__help)
-            opts="restart set-image help"
+            opts="restart set-image history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -680,6 +703,20 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rollout__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        infera__subcmd__rollout__subcmd__help__subcmd__history)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -714,6 +751,44 @@ _infera() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        infera__subcmd__rollout__subcmd__history)
+            opts="-o -n -v -h -V --output --kubeconfig --context --namespace --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -89,6 +89,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --version 'Print version'
             cand restart 'Restart the worker pods of TARGET, one service at a time'
             cand set-image 'Change the image of `--service` in TARGET and roll it'
+            cand history 'Print the last rollouts infera drove on TARGET, newest first'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'infera;rollout;restart'= {
@@ -101,7 +102,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --on-stall 'What to do on a stall'
             cand --sample-interval 'Seconds between two readiness samples (the field check uses 10 s)'
             cand --min-ready 'A role below this many Ready or routable pods counts as a gap'
-            cand --report 'Write the report as JSON to FILE'
+            cand --report 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report'
             cand --timeline 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both'
             cand --kubeconfig 'Path to the kubeconfig file to use'
             cand --context 'The name of the kubeconfig context to use'
@@ -130,7 +131,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --on-stall 'What to do on a stall'
             cand --sample-interval 'Seconds between two readiness samples (the field check uses 10 s)'
             cand --min-ready 'A role below this many Ready or routable pods counts as a gap'
-            cand --report 'Write the report as JSON to FILE'
+            cand --report 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report'
             cand --timeline 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both'
             cand --kubeconfig 'Path to the kubeconfig file to use'
             cand --context 'The name of the kubeconfig context to use'
@@ -149,14 +150,31 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'infera;rollout;history'= {
+            cand -o 'o'
+            cand --output 'output'
+            cand --kubeconfig 'Path to the kubeconfig file to use'
+            cand --context 'The name of the kubeconfig context to use'
+            cand -n 'The namespace scope for this request (default: the context''s namespace)'
+            cand --namespace 'The namespace scope for this request (default: the context''s namespace)'
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'infera;rollout;help'= {
             cand restart 'Restart the worker pods of TARGET, one service at a time'
             cand set-image 'Change the image of `--service` in TARGET and roll it'
+            cand history 'Print the last rollouts infera drove on TARGET, newest first'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'infera;rollout;help;restart'= {
         }
         &'infera;rollout;help;set-image'= {
+        }
+        &'infera;rollout;help;history'= {
         }
         &'infera;rollout;help;help'= {
         }
@@ -166,7 +184,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --samples 'Stream every sample to FILE as CSV'
             cand --sample-interval 'Seconds between two readiness samples (the field check uses 10 s)'
             cand --min-ready 'A role below this many Ready or routable pods counts as a gap'
-            cand --report 'Write the report as JSON to FILE'
+            cand --report 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report'
             cand --timeline 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both'
             cand --kubeconfig 'Path to the kubeconfig file to use'
             cand --context 'The name of the kubeconfig context to use'
@@ -258,7 +276,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --stall-after 'A surge pod Unschedulable for this long (simulated time) is a stall'
             cand --sample-interval 'Seconds between two readiness samples (the field check uses 10 s)'
             cand --min-ready 'A role below this many Ready or routable pods counts as a gap'
-            cand --report 'Write the report as JSON to FILE'
+            cand --report 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report'
             cand --timeline 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both'
             cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
@@ -318,10 +336,13 @@ set edit:completion:arg-completer[infera] = {|@words|
         &'infera;help;rollout'= {
             cand restart 'Restart the worker pods of TARGET, one service at a time'
             cand set-image 'Change the image of `--service` in TARGET and roll it'
+            cand history 'Print the last rollouts infera drove on TARGET, newest first'
         }
         &'infera;help;rollout;restart'= {
         }
         &'infera;help;rollout;set-image'= {
+        }
+        &'infera;help;rollout;history'= {
         }
         &'infera;help;audit'= {
         }

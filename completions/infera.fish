@@ -68,12 +68,13 @@ json\t''"
 complete -c infera -n "__fish_infera_using_subcommand render" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand render" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand render" -s V -l version -d 'Print version'
-complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image help" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
-complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image help" -s h -l help -d 'Print help'
-complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image help" -s V -l version -d 'Print version'
-complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image help" -f -a "restart" -d 'Restart the worker pods of TARGET, one service at a time'
-complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image help" -f -a "set-image" -d 'Change the image of `--service` in TARGET and roll it'
-complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image history help" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image history help" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image history help" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image history help" -f -a "restart" -d 'Restart the worker pods of TARGET, one service at a time'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image history help" -f -a "set-image" -d 'Change the image of `--service` in TARGET and roll it'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image history help" -f -a "history" -d 'Print the last rollouts infera drove on TARGET, newest first'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image history help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l service -d 'Service of the InferaDeployment to roll (repeatable; default: every worker service)' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l set-env -d 'Also set this environment variable on the main container (repeatable)' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l order -d 'Order of the legs (services), comma-separated' -r
@@ -86,7 +87,7 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 wait\t''"
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l sample-interval -d 'Seconds between two readiness samples (the field check uses 10 s)' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
-complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l report -d 'Write the report as JSON to FILE' -r -F
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l report -d 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l context -d 'The name of the kubeconfig context to use' -r
@@ -111,7 +112,7 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 wait\t''"
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l sample-interval -d 'Seconds between two readiness samples (the field check uses 10 s)' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
-complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l report -d 'Write the report as JSON to FILE' -r -F
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l report -d 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l context -d 'The name of the kubeconfig context to use' -r
@@ -124,15 +125,24 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s V -l version -d 'Print version'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from history" -s o -l output -r -f -a "table\t'A table, newest first'
+json\t'A JSON array, newest first'"
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from history" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from history" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from history" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from history" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from history" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from history" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from help" -f -a "restart" -d 'Restart the worker pods of TARGET, one service at a time'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from help" -f -a "set-image" -d 'Change the image of `--service` in TARGET and roll it'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from help" -f -a "history" -d 'Print the last rollouts infera drove on TARGET, newest first'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c infera -n "__fish_infera_using_subcommand audit" -l for -d 'Audit for this long. Alone: the window is audited to its end (exit 0 or 1). With `--until-complete`: the longest to wait for completion; reaching it first is a timeout (exit 3)' -r
 complete -c infera -n "__fish_infera_using_subcommand audit" -l role -d 'For plain Deployments: a role and the label selector of its pods (repeatable), e.g. `--role decode=app=dec`' -r
 complete -c infera -n "__fish_infera_using_subcommand audit" -l samples -d 'Stream every sample to FILE as CSV' -r -F
 complete -c infera -n "__fish_infera_using_subcommand audit" -l sample-interval -d 'Seconds between two readiness samples (the field check uses 10 s)' -r
 complete -c infera -n "__fish_infera_using_subcommand audit" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
-complete -c infera -n "__fish_infera_using_subcommand audit" -l report -d 'Write the report as JSON to FILE' -r -F
+complete -c infera -n "__fish_infera_using_subcommand audit" -l report -d 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report' -r -F
 complete -c infera -n "__fish_infera_using_subcommand audit" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
 complete -c infera -n "__fish_infera_using_subcommand audit" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
 complete -c infera -n "__fish_infera_using_subcommand audit" -l context -d 'The name of the kubeconfig context to use' -r
@@ -188,7 +198,7 @@ complete -c infera -n "__fish_infera_using_subcommand demo" -l speed -d 'Simulat
 complete -c infera -n "__fish_infera_using_subcommand demo" -l stall-after -d 'A surge pod Unschedulable for this long (simulated time) is a stall' -r
 complete -c infera -n "__fish_infera_using_subcommand demo" -l sample-interval -d 'Seconds between two readiness samples (the field check uses 10 s)' -r
 complete -c infera -n "__fish_infera_using_subcommand demo" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
-complete -c infera -n "__fish_infera_using_subcommand demo" -l report -d 'Write the report as JSON to FILE' -r -F
+complete -c infera -n "__fish_infera_using_subcommand demo" -l report -d 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report' -r -F
 complete -c infera -n "__fish_infera_using_subcommand demo" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
 complete -c infera -n "__fish_infera_using_subcommand demo" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand demo" -s h -l help -d 'Print help'
@@ -219,6 +229,7 @@ complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_
 complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from rollout" -f -a "restart" -d 'Restart the worker pods of TARGET, one service at a time'
 complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from rollout" -f -a "set-image" -d 'Change the image of `--service` in TARGET and roll it'
+complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from rollout" -f -a "history" -d 'Print the last rollouts infera drove on TARGET, newest first'
 complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from sim" -f -a "serve" -d 'Serve a simulated cluster until interrupted'
 complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from sim" -f -a "attach" -d 'Attach the simulated world (GPU nodes, kubelet, infera operator) to any Kubernetes API server, until interrupted'
 complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from sim" -f -a "scenarios" -d 'List the built-in scenarios'

@@ -83,7 +83,9 @@ pub struct AuditKnobs {
     /// A role below this many Ready or routable pods counts as a gap.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub min_ready: u32,
-    /// Write the report as JSON to FILE.
+    /// Write the report to FILE: `.html` writes a self-contained incident
+    /// report page (plan, steps, per-role table, verdict, chart), any other
+    /// name the JSON report.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows.
@@ -192,6 +194,27 @@ pub enum RolloutCommand {
     Restart(RolloutArgs),
     /// Change the image of `--service` in TARGET and roll it.
     SetImage(SetImageArgs),
+    /// Print the last rollouts infera drove on TARGET, newest first.
+    History(HistoryArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryFormat {
+    /// A table, newest first.
+    Table,
+    /// A JSON array, newest first.
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HistoryArgs {
+    /// `idep/NAME` (`inferadeployment/NAME`) or `deploy/NAME`.
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+    #[arg(long, short = 'o', value_enum, default_value_t = HistoryFormat::Table)]
+    pub output: HistoryFormat,
+    #[command(flatten)]
+    pub cluster_args: ClusterArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -464,15 +487,26 @@ pub struct GenerateArgs {
     pub dir: PathBuf,
 }
 
-/// Parse `90s`, `5m`, `1h30m`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    if let Ok(secs) = s.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Ok(Duration::from_secs_f64(secs));
+pub use infera_model::duration::parse_duration;
+
+impl From<LintFormat> for infera_lint::report::Format {
+    fn from(f: LintFormat) -> Self {
+        match f {
+            LintFormat::Human => Self::Human,
+            LintFormat::Json => Self::Json,
+            LintFormat::Sarif => Self::Sarif,
+            LintFormat::Github => Self::Github,
         }
-        return Err(format!("`{s}` is not a non-negative duration"));
     }
-    humantime::parse_duration(s)
-        .map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. `90s`, `5m`, `1h30m`"))
+}
+
+impl ClusterArgs {
+    /// The library's connection options from `--kubeconfig`, `--context`, `-n`.
+    pub fn options(&self) -> infera_cluster::ConnectOptions {
+        infera_cluster::ConnectOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            namespace: self.namespace.clone(),
+        }
+    }
 }

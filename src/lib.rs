@@ -1,24 +1,22 @@
 //! infera: make rolling an LLM-serving worker on Kubernetes safe, and prove it was.
 //!
-//! Data flows one way: `manifest` → `operator` (the one model of what the
-//! infera operator renders) → `lint`; `cluster` watch → `audit`; `rollout`
-//! uses lint (preflight), cluster and audit; `sim` uses the operator model, so
-//! what lint predicts and what the simulator does come from one function.
-//! `console` is the command line's edge of `rollout`, `audit` and `demo`
-//! (flags → library options, printing, prompts, output files, exit codes):
-//! those three never import `cli`.
+//! The binary's library: the command line (`cli`), the commands that turn
+//! `*Args` into library options, print, prompt and map outcomes to exit
+//! codes (`commands`, `console`, `demo`), and `generate`. The work is done
+//! by the workspace's library crates (see the README's "Layout"), re-exported
+//! here under their module names so `infera::sim::…` paths keep working.
 
-pub mod audit;
+pub mod app;
 pub mod cli;
-pub mod cluster;
+pub mod commands;
 pub mod console;
 pub mod demo;
-pub mod exit;
 pub mod generate;
-pub mod lint;
-pub mod manifest;
-pub mod operator;
-pub mod rolling;
-pub mod rollout;
-pub mod scheduling;
-pub mod sim;
+
+pub use infera_audit as audit;
+pub use infera_audit::exit;
+pub use infera_cluster as cluster;
+pub use infera_lint as lint;
+pub use infera_model::{manifest, operator, rolling, scheduling};
+pub use infera_rollout as rollout;
+pub use infera_sim as sim;

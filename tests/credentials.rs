@@ -495,7 +495,7 @@ fn malformed_kubeconfigs_never_echo_the_canary() {
         let result = if i < inputs.len() {
             infera::cluster::read_kubeconfig(&path).map(|_| ())
         } else {
-            let args = infera::cli::ClusterArgs {
+            let args = infera::cluster::ConnectOptions {
                 kubeconfig: Some(path.clone()),
                 context: None,
                 namespace: None,

@@ -221,6 +221,14 @@ fn wait_steady(lab: &Lab, ns: &str, deployments: usize) {
     panic!("the scenario never reached its steady state on the lab: {last}");
 }
 
+/// Whether kubectl's `--output-watch-events` table has an `event` line for `pod`.
+fn saw(events: &str, event: &str, pod: &str) -> bool {
+    events.lines().any(|l| {
+        let mut cols = l.split_whitespace();
+        cols.next() == Some(event) && cols.next() == Some(pod)
+    })
+}
+
 fn pod_names(lab: &Lab) -> Vec<String> {
     let pods = json(&lab.kubectl(&["get", "pods", "-n", SCENARIO_NAMESPACE, "-o", "json"]));
     pods["items"]
@@ -258,12 +266,28 @@ fn smoke_rollout_on_the_real_control_plane() {
     let watch_log = lab.dir.path().join("kubectl-watch.log");
     let mut watcher = lab
         .command(&kubectl)
-        .args(["get", "pods", "-n", SCENARIO_NAMESPACE, "--watch-only"])
-        .args(["--output-watch-events", "-o", "name"])
+        .args(["get", "pods", "-n", SCENARIO_NAMESPACE, "--watch"])
+        .args(["--output-watch-events", "--no-headers"])
         .stdout(std::fs::File::create(&watch_log).expect("watch log"))
         .stderr(Stdio::null())
         .spawn()
-        .expect("kubectl get pods --watch-only");
+        .expect("kubectl get pods --watch");
+    // kubectl lists first (an ADDED line per pod), then watches from the
+    // list's resourceVersion: once every pod is listed, no event is missed.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !before.iter().all(|p| {
+        saw(
+            &std::fs::read_to_string(&watch_log).unwrap_or_default(),
+            "ADDED",
+            p,
+        )
+    }) {
+        assert!(
+            Instant::now() < deadline,
+            "kubectl get pods --watch listed nothing"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 
     let report = lab.dir.path().join("report.json");
     let out = lab
@@ -331,13 +355,13 @@ fn smoke_rollout_on_the_real_control_plane() {
     let after = pod_names(&lab);
     for old in before.iter().filter(|p| !p.contains("router")) {
         assert!(
-            events.contains(&format!("DELETED pod/{old}")),
+            saw(&events, "DELETED", old),
             "kubectl's watch never saw {old} deleted:\n{events}"
         );
     }
     for new in after.iter().filter(|p| !before.contains(p)) {
         assert!(
-            events.contains(&format!("ADDED pod/{new}")),
+            saw(&events, "ADDED", new),
             "kubectl's watch never saw {new} added:\n{events}"
         );
     }

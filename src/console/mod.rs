@@ -12,6 +12,8 @@
 //! write fails.
 
 pub mod convert;
+pub mod history;
+pub mod html;
 pub mod json;
 pub mod progress;
 
@@ -35,6 +37,12 @@ fn stamp() -> String {
         .to_string()
 }
 
+/// This process's command line, for the report page.
+fn command_line() -> String {
+    let args: Vec<String> = std::env::args().collect();
+    crate::cluster::redact::scrub(&args.join(" "))
+}
+
 /// `error: …` on stderr; exit 2.
 fn usage(e: impl std::fmt::Display) -> Exit {
     eprintln!("error: {e}");
@@ -45,13 +53,24 @@ fn usage(e: impl std::fmt::Display) -> Exit {
 /// A file that cannot be written is reported on stderr (the evidence on
 /// stdout still stands) and makes the exit 2.
 pub fn finish_outputs(report: Option<&Report>, outputs: &Outputs, exit: Exit) -> Exit {
+    finish_outputs_with(report, outputs, exit, &html::PageContext::default())
+}
+
+/// [`finish_outputs`], with what an HTML `--report` says besides the
+/// report (context, command, plan).
+pub fn finish_outputs_with(
+    report: Option<&Report>,
+    outputs: &Outputs,
+    exit: Exit,
+    page: &html::PageContext,
+) -> Exit {
     let Some(report) = report else {
         return exit;
     };
     println!("{}", report.table());
     println!("{}", report.sentence());
     let mut failed = false;
-    for result in outputs.write(report) {
+    for result in write_outputs(report, outputs, page) {
         match result {
             Ok((what, path)) => eprintln!("{what} written to {}", path.display()),
             Err(e) => {
@@ -61,6 +80,36 @@ pub fn finish_outputs(report: Option<&Report>, outputs: &Outputs, exit: Exit) ->
         }
     }
     if failed { Exit::Usage } else { exit }
+}
+
+/// Every output file; an HTML `--report` is the page, any other the JSON.
+fn write_outputs(
+    report: &Report,
+    outputs: &Outputs,
+    page: &html::PageContext,
+) -> Vec<Result<(&'static str, std::path::PathBuf), audit::ReportError>> {
+    let Some(path) = outputs.report.as_ref().filter(|p| html::is_html(p)) else {
+        return outputs.write(report);
+    };
+    let mut rest = outputs.clone();
+    rest.report = None;
+    let mut results = vec![html::write(path, report, page).map(|()| ("report", path.clone()))];
+    results.extend(rest.write(report));
+    results
+}
+
+/// The page context of a command: its connection and plan.
+fn page_context(
+    conn: Option<&crate::cluster::Connection>,
+    command: String,
+    plan: Option<&rollout::plan::Plan>,
+) -> html::PageContext {
+    html::PageContext {
+        context: conn.and_then(|c| c.context.clone()),
+        namespace: conn.map(|c| c.namespace.clone()),
+        command,
+        plan: plan.map(rollout::plan::Plan::render),
+    }
 }
 
 /// `infera rollout restart|set-image`.
@@ -74,16 +123,17 @@ pub async fn rollout(args: RolloutArgs, image: Option<String>) -> anyhow::Result
         return Ok(usage(e));
     }
     let options = rollout::Options::from(&args);
-    let conn = match crate::cluster::connect(&args.cluster_args).await {
+    let conn = match crate::cluster::connect(&args.cluster_args.options()).await {
         Ok(c) => c,
         Err(e) => return Ok(usage(e)),
     };
     let mut out = Terminal::new(interactive());
     match rollout::execute_with(&conn, request, options, &mut out, ctrl_c()).await {
-        Ok(outcome) => Ok(finish_outputs(
+        Ok(outcome) => Ok(finish_outputs_with(
             outcome.report.as_ref(),
             &outputs,
             outcome.exit,
+            &page_context(Some(&conn), command_line(), outcome.plan.as_ref()),
         )),
         Err(e) => Ok(usage(e)),
     }
@@ -98,11 +148,12 @@ pub async fn audit(args: AuditArgs) -> anyhow::Result<Exit> {
     audit::Target::parse(&args.target)?;
     let outputs = Outputs::from(&args.audit);
     outputs.check()?;
-    let conn = crate::cluster::connect(&args.cluster_args).await?;
+    let conn = crate::cluster::connect(&args.cluster_args.options()).await?;
     let status = |line: &str| eprintln!("{} {line}", stamp());
     let report = audit::audit_target_with(&conn, &options, 1.0, &status, ctrl_c()).await?;
     let exit = report.exit();
-    Ok(finish_outputs(Some(&report), &outputs, exit))
+    let page = page_context(Some(&conn), command_line(), None);
+    Ok(finish_outputs_with(Some(&report), &outputs, exit, &page))
 }
 
 /// `infera demo`. The SVG timeline goes to the temp directory unless
@@ -123,9 +174,12 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<Exit> {
             .push(std::env::temp_dir().join(format!("infera-demo-{}.svg", demo.scenario)));
     }
     let rollout = &demo.rollout;
-    Ok(finish_outputs(
+    let mut page = page_context(None, command_line(), rollout.plan.as_ref());
+    page.context = Some(format!("infera-sim (scenario {})", demo.scenario));
+    Ok(finish_outputs_with(
         rollout.report.as_ref(),
         &outputs,
         rollout.exit,
+        &page,
     ))
 }

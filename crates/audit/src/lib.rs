@@ -1,0 +1,42 @@
+//! `infera audit`: per-role Ready/routable tracking, sampler, report, timeline.
+//!
+//! The pieces, for `infera rollout` and `infera demo` as much as for
+//! `infera audit`:
+//!
+//! * [`Auditor`] — the synchronous tracker: feed it
+//!   `kube::runtime::watcher::Event<Pod>`s with [`Auditor::apply`], call
+//!   [`Auditor::sample`] every [`Auditor::sample_wall_interval`], mark
+//!   rollout steps with [`Auditor::step`], end with [`Auditor::finish`].
+//! * [`AuditSession`] — an `Auditor` fed by a background pod watcher and
+//!   sampling tick (one watch, no request per sample); [`run_auditor`] is
+//!   its one-call form.
+//! * [`Report`] — JSON in issue 4's shape, a table, one sentence, timeline
+//!   SVG/CSV, and the exit code.
+//! * [`Target`], [`roles_from_inferadeployment`], [`parse_role_flag`] — what
+//!   to audit and how its pods are grouped into roles.
+
+mod command;
+pub mod exit;
+mod report;
+mod roles;
+mod session;
+mod timeline;
+mod tracker;
+
+pub use command::{
+    AuditCommandError, Options, SETTLE, audit_target, audit_target_with, inferadeployment_resource,
+};
+pub use report::{Outcome, Outputs, Report, ReportError, RoleReport, StepRecord, format_seconds};
+pub use roles::{
+    Target, TargetError, common_selector, deployment_selector, parse_role_flag, parse_selector,
+    roles_from_inferadeployment, selector_string,
+};
+pub use session::{AuditError, AuditSession, run_auditor};
+pub use timeline::{Timeline, TimelinePoint, minutes_seconds};
+pub use tracker::{
+    Auditor, DEPLOYMENT_LABEL, RoleCounts, RoleSpec, SERVICE_LABEL, Step, WORKER_INFO_ANNOTATION,
+    pod_is_ready, pod_is_routable,
+};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,371 @@
+//! The audit report: JSON (issue 4's exact shape), a table per role, one
+//! sentence, and the timeline files.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::timeline::Timeline;
+use crate::exit::Exit;
+
+/// How the audited rollout (or audit window) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The rollout completed (or the `--for` window was audited to its end).
+    Complete,
+    /// A rollout stalled (unschedulable surge pod, progress deadline).
+    Stalled,
+    /// A rollout was aborted and its trigger undone.
+    Aborted,
+    /// Ctrl-C.
+    Interrupted,
+    /// `--until-complete --for D`: D elapsed before the rollout completed.
+    Timeout,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Complete => "complete",
+            Outcome::Stalled => "stalled",
+            Outcome::Aborted => "aborted",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Timeout => "timeout",
+        }
+    }
+}
+
+/// Numbers of one role. Durations are reported seconds (scaled by the
+/// auditor's `time_scale`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoleReport {
+    pub role: String,
+    pub services: Vec<String>,
+    /// Lowest Ready count any sample saw (`null`: no sample was taken).
+    pub min_ready_sampled: Option<u32>,
+    /// Lowest Ready count at any instant (`null`: the pod list never arrived).
+    pub min_ready_exact: Option<u32>,
+    /// Lowest routable count at any instant.
+    pub min_routable_exact: Option<u32>,
+    pub seconds_below_min_ready: f64,
+    pub seconds_below_min_routable: f64,
+    /// Longest continuous time with Ready or routable below the floor.
+    pub longest_gap_s: f64,
+    /// Lowest routable count any sample saw (table only; not in the JSON).
+    #[serde(skip)]
+    pub min_routable_sampled: Option<u32>,
+}
+
+impl RoleReport {
+    /// Whether the role held the floor in both counts at every instant.
+    pub fn held(&self, min_ready: u32) -> bool {
+        self.min_ready_exact.is_some_and(|m| m >= min_ready)
+            && self.min_routable_exact.is_some_and(|m| m >= min_ready)
+    }
+}
+
+/// A step marker as reported.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepRecord {
+    pub service: String,
+    pub kind: String,
+    pub pod: Option<String>,
+    pub node: Option<String>,
+    /// UTC timestamp (RFC 3339).
+    pub at: String,
+    /// Reported seconds since the audit started.
+    pub elapsed_s: f64,
+    #[serde(skip)]
+    pub(crate) wall_offset: Duration,
+}
+
+/// The evidence at the end of every rollout and audit.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub target: String,
+    pub outcome: Outcome,
+    pub sample_interval_s: f64,
+    pub samples: u64,
+    pub duration_s: f64,
+    pub roles: Vec<RoleReport>,
+    pub steps: Vec<StepRecord>,
+    #[serde(skip)]
+    pub min_ready: u32,
+    /// Whether the pod list ever arrived (otherwise there are no numbers).
+    #[serde(skip)]
+    pub synced: bool,
+    /// Writing `--samples` failed part-way (the message), if it did.
+    #[serde(skip)]
+    pub samples_csv_error: Option<String>,
+    #[serde(skip)]
+    pub timeline: Timeline,
+}
+
+pub use super::timeline::ReportError;
+
+/// Where a report goes besides stdout: `--report FILE.json`,
+/// `--timeline FILE.svg|FILE.csv`.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    pub report: Option<PathBuf>,
+    pub timeline: Vec<PathBuf>,
+}
+
+impl Outputs {
+    fn paths(&self) -> impl Iterator<Item = &PathBuf> {
+        self.report.iter().chain(self.timeline.iter())
+    }
+
+    /// Before the work: every file can be created where it is named (its
+    /// directory exists, it is not a directory) and every timeline has a
+    /// format. Failures at write time are still possible (permissions, a
+    /// full disk) and reported by [`write`](Self::write).
+    pub fn check(&self) -> Result<(), ReportError> {
+        for path in self.paths() {
+            let name = path.display().to_string();
+            if path.is_dir() {
+                return Err(ReportError::IsDirectory { path: name });
+            }
+            let dir = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            if !dir.is_dir() {
+                return Err(ReportError::NoDirectory {
+                    path: name,
+                    dir: dir.display().to_string(),
+                });
+            }
+        }
+        for path in &self.timeline {
+            timeline_format(path)?;
+        }
+        Ok(())
+    }
+
+    /// Write every file; one result per file, in order (`Ok`: what was
+    /// written, `report` or `timeline`, and where). A `--samples` CSV that
+    /// failed part-way is reported too.
+    pub fn write(&self, report: &Report) -> Vec<Result<(&'static str, PathBuf), ReportError>> {
+        let mut results = Vec::new();
+        if let Some(msg) = &report.samples_csv_error {
+            results.push(Err(ReportError::Samples(msg.clone())));
+        }
+        if let Some(path) = &self.report {
+            results.push(report.write_json(path).map(|()| ("report", path.clone())));
+        }
+        for path in &self.timeline {
+            results.push(
+                report
+                    .write_timeline(path)
+                    .map(|()| ("timeline", path.clone())),
+            );
+        }
+        results
+    }
+}
+
+/// `svg` or `csv`, from the file name.
+fn timeline_format(path: &Path) -> Result<&'static str, ReportError> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("svg") => Ok("svg"),
+        Some("csv") => Ok("csv"),
+        _ => Err(ReportError::UnknownFormat {
+            path: path.display().to_string(),
+        }),
+    }
+}
+
+/// `15m10s`, `3s`, `2.5s`, `1h2m3s`, `0s`.
+pub fn format_seconds(seconds: f64) -> String {
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return "0s".to_string();
+    }
+    if seconds < 10.0 {
+        let rounded = (seconds * 10.0).round() / 10.0;
+        if rounded.fract() == 0.0 {
+            return format!("{rounded:.0}s");
+        }
+        return format!("{rounded:.1}s");
+    }
+    let total = seconds.round() as u64;
+    let (h, m, s) = (total / 3600, (total % 3600) / 60, total % 60);
+    let mut out = String::new();
+    if h > 0 {
+        let _ = write!(out, "{h}h");
+    }
+    if h > 0 || m > 0 {
+        let _ = write!(out, "{m}m");
+    }
+    let _ = write!(out, "{s}s");
+    out
+}
+
+fn opt(v: Option<u32>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
+impl Report {
+    /// Exit code: 0 complete and every role held the floor; 1 complete but a
+    /// role fell below it; 3 stalled, aborted or timed out; 130 interrupted.
+    pub fn exit(&self) -> Exit {
+        match self.outcome {
+            Outcome::Complete if self.all_held() => Exit::Ok,
+            Outcome::Complete => Exit::Findings,
+            Outcome::Stalled | Outcome::Aborted | Outcome::Timeout => Exit::Stalled,
+            Outcome::Interrupted => Exit::Interrupted,
+        }
+    }
+
+    /// Whether every role held the floor in both counts at every instant.
+    pub fn all_held(&self) -> bool {
+        self.synced && self.roles.iter().all(|r| r.held(self.min_ready))
+    }
+
+    /// The table per role, as text (comfy-table).
+    pub fn table(&self) -> String {
+        let mut table = comfy_table::Table::new();
+        table
+            .load_preset(comfy_table::presets::UTF8_FULL_CONDENSED)
+            .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
+            .set_header(vec![
+                "role",
+                "services",
+                "samples",
+                "min Ready sampled",
+                "min Ready exact",
+                "min routable exact",
+                "time below min (Ready / routable)",
+                "longest gap",
+            ]);
+        for r in &self.roles {
+            table.add_row(vec![
+                r.role.clone(),
+                r.services.join(","),
+                self.samples.to_string(),
+                opt(r.min_ready_sampled),
+                opt(r.min_ready_exact),
+                opt(r.min_routable_exact),
+                format!(
+                    "{} / {}",
+                    format_seconds(r.seconds_below_min_ready),
+                    format_seconds(r.seconds_below_min_routable)
+                ),
+                format_seconds(r.longest_gap_s),
+            ]);
+        }
+        table.to_string()
+    }
+
+    /// One sentence: what the evidence says.
+    pub fn sentence(&self) -> String {
+        let plural = if self.samples == 1 { "" } else { "s" };
+        let head = format!(
+            "{} sample{plural} over {}",
+            self.samples,
+            format_seconds(self.duration_s)
+        );
+        let min = self.min_ready;
+        if !self.synced {
+            return format!("{head}: the pod list never arrived, so nothing was measured");
+        }
+        if self.roles.is_empty() {
+            return format!("{head}: no role to audit");
+        }
+        if self.all_held() {
+            return format!(
+                "{head}: never fewer than {min} Ready and {min} routable pod{} per role",
+                if min == 1 { "" } else { "s" }
+            );
+        }
+        let mut problems = Vec::new();
+        for r in self.roles.iter().filter(|r| !r.held(min)) {
+            let mut parts = Vec::new();
+            if let Some(m) = r.min_ready_exact.filter(|m| *m < min) {
+                parts.push(format!(
+                    "{m} Ready for {}",
+                    format_seconds(r.seconds_below_min_ready)
+                ));
+            }
+            if let Some(m) = r.min_routable_exact.filter(|m| *m < min) {
+                parts.push(format!(
+                    "{m} routable for {}",
+                    format_seconds(r.seconds_below_min_routable)
+                ));
+            }
+            let mut text = format!(
+                "{} fell to {} (longest gap {})",
+                r.role,
+                parts.join(" and "),
+                format_seconds(r.longest_gap_s)
+            );
+            let sampled_ok = r.min_ready_sampled.is_some_and(|m| m >= min)
+                && r.min_routable_sampled.is_some_and(|m| m >= min);
+            if sampled_ok {
+                text.push_str(", which no sample saw");
+            } else if r.min_ready_exact.is_some_and(|m| m >= min) {
+                text.push_str(" while staying Ready, a silent outage");
+            }
+            problems.push(text);
+        }
+        format!("{head}: {}", problems.join("; "))
+    }
+
+    /// The JSON document (`--report FILE.json`).
+    pub fn try_to_json(&self) -> Result<String, ReportError> {
+        serde_json::to_string_pretty(self).map_err(|e| ReportError::Encode(e.to_string()))
+    }
+
+    /// The JSON document for diagnostics (test messages, logs): the
+    /// encoding error in words if there is one, never a silent `{}`.
+    pub fn to_json(&self) -> String {
+        self.try_to_json().unwrap_or_else(|e| format!("({e})"))
+    }
+
+    /// Write the JSON report to `path`.
+    pub fn write_json(&self, path: &Path) -> Result<(), ReportError> {
+        std::fs::write(path, self.try_to_json()? + "\n").map_err(|source| ReportError::Io {
+            path: path.display().to_string(),
+            source,
+        })
+    }
+
+    /// The services of each role, in role order (the chart marks a role's
+    /// own steps only).
+    pub fn role_services(&self) -> Vec<Vec<String>> {
+        self.roles.iter().map(|r| r.services.clone()).collect()
+    }
+
+    /// Write the timeline to `path`: `.svg` draws a chart, `.csv` writes rows.
+    pub fn write_timeline(&self, path: &Path) -> Result<(), ReportError> {
+        match timeline_format(path)? {
+            "svg" => {
+                self.timeline
+                    .write_svg(path, &self.target, self.min_ready, &self.role_services())
+            }
+            _ => self.timeline.write_csv(path),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_format_like_the_field_note() {
+        assert_eq!(format_seconds(910.0), "15m10s");
+        assert_eq!(format_seconds(3.0), "3s");
+        assert_eq!(format_seconds(2.46), "2.5s");
+        assert_eq!(format_seconds(0.0), "0s");
+        assert_eq!(format_seconds(3723.0), "1h2m3s");
+        assert_eq!(format_seconds(60.0), "1m0s");
+    }
+}

@@ -1,0 +1,248 @@
+//! The watch loop that feeds an [`Auditor`] from a cluster: one
+//! `kube::runtime::watcher` on pods (list + watch, re-list on 410 / dropped
+//! watch / API restart, backoff on errors) and a sampling tick served from the
+//! auditor's cache. O(1) watches per audit, no request per sample.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use tokio::sync::{oneshot, watch};
+
+use super::report::{Outcome, Report};
+use super::tracker::{Auditor, RoleCounts, Step};
+use infera_cluster::ClusterError;
+
+/// Errors of a running audit.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    #[error("the audit task ended unexpectedly: {0}")]
+    Task(String),
+}
+
+/// A running audit: the auditor behind a mutex, fed by a background task.
+///
+/// ```no_run
+/// # async fn f(client: kube::Client, auditor: infera_audit::Auditor) -> Result<(), infera_audit::AuditError> {
+/// use infera_audit::{AuditSession, Outcome};
+/// let session = AuditSession::start(client, "https://api", "prod", Some("infera.amd.com/deployment=llm".into()), auditor);
+/// let mut session = session;
+/// session.wait_synced().await?;          // initial pod list received
+/// // ... drive a rollout, calling session.step(..) and session.counts() ...
+/// let report = session.finish(Outcome::Complete).await?;
+/// # Ok(()) }
+/// ```
+pub struct AuditSession {
+    auditor: Arc<Mutex<Auditor>>,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Result<(), ClusterError>>,
+    /// The task's result once it has been awaited (a fatal error ends it early).
+    ended: Option<Result<(), AuditError>>,
+    synced: watch::Receiver<bool>,
+}
+
+fn lock(m: &Mutex<Auditor>) -> MutexGuard<'_, Auditor> {
+    // A panic while holding the lock leaves plain counters behind; keep going.
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl AuditSession {
+    /// Start watching pods in `namespace` matching `label_selector` (all
+    /// pods of the namespace when `None`) and sampling every
+    /// `auditor.sample_wall_interval()`. `url` is the API server (for error
+    /// messages). Must be called inside a tokio runtime.
+    pub fn start(
+        client: Client,
+        url: &str,
+        namespace: &str,
+        label_selector: Option<String>,
+        auditor: Auditor,
+    ) -> AuditSession {
+        let auditor = Arc::new(Mutex::new(auditor));
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let (synced_tx, synced_rx) = watch::channel(false);
+        let task = tokio::spawn(watch_loop(
+            Api::namespaced(client, namespace),
+            url.to_string(),
+            namespace.to_string(),
+            label_selector,
+            auditor.clone(),
+            stop_rx,
+            synced_tx,
+        ));
+        AuditSession {
+            auditor,
+            stop: Some(stop_tx),
+            task,
+            ended: None,
+            synced: synced_rx,
+        }
+    }
+
+    /// Wait until the first complete pod list has been applied (from then on
+    /// the numbers are meaningful). Fails if the watch hit a fatal error
+    /// (403, 401) first.
+    pub async fn wait_synced(&mut self) -> Result<(), AuditError> {
+        let mut rx = self.synced.clone();
+        loop {
+            if *rx.borrow_and_update() {
+                return Ok(());
+            }
+            if rx.changed().await.is_err() {
+                // Sender dropped: the task ended before syncing; say why.
+                self.join().await;
+                return match self.ended.take() {
+                    Some(Err(e)) => Err(e),
+                    _ => Err(AuditError::Task(
+                        "the pod watch stopped before the first list arrived".to_string(),
+                    )),
+                };
+            }
+        }
+    }
+
+    async fn join(&mut self) {
+        if self.ended.is_none() {
+            self.ended = Some(match (&mut self.task).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(e.into()),
+                Err(e) => Err(AuditError::Task(e.to_string())),
+            });
+        }
+    }
+
+    /// Whether the watch task stopped (a fatal error; `finish` returns it).
+    pub fn has_failed(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// Record a rollout step marker.
+    pub fn step(&self, step: Step) {
+        lock(&self.auditor).step(step);
+    }
+
+    /// How many complete pod lists were applied (1: no re-list yet).
+    pub fn lists(&self) -> u64 {
+        lock(&self.auditor).lists()
+    }
+
+    /// Current Ready/routable counts per role, from the cache.
+    pub fn counts(&self) -> Vec<RoleCounts> {
+        lock(&self.auditor).counts()
+    }
+
+    /// A partial report as of now (e.g. to print on Ctrl-C before cleanup);
+    /// the audit keeps running.
+    pub fn snapshot(&self, outcome: Outcome) -> Report {
+        lock(&self.auditor).finish(outcome, Instant::now())
+    }
+
+    /// Stop watching and build the final report. A fatal watch error
+    /// (permissions, credentials) is returned instead.
+    pub async fn finish(mut self, outcome: Outcome) -> Result<Report, AuditError> {
+        let now = Instant::now();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.join().await;
+        if let Some(Err(e)) = self.ended.take() {
+            return Err(e);
+        }
+        Ok(lock(&self.auditor).finish(outcome, now))
+    }
+}
+
+impl Drop for AuditSession {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+async fn watch_loop(
+    api: Api<Pod>,
+    url: String,
+    namespace: String,
+    label_selector: Option<String>,
+    auditor: Arc<Mutex<Auditor>>,
+    mut stop: oneshot::Receiver<()>,
+    synced: watch::Sender<bool>,
+) -> Result<(), ClusterError> {
+    let mut config = watcher::Config::default();
+    if let Some(sel) = label_selector.as_deref().filter(|s| !s.is_empty()) {
+        config = config.labels(sel);
+    }
+    let period = lock(&auditor).sample_wall_interval();
+    let mut stream = watcher(api, config)
+        .backoff(infera_cluster::watch_backoff())
+        .boxed();
+    let mut ticker: Option<tokio::time::Interval> = None;
+    loop {
+        let tick = async {
+            match ticker.as_mut() {
+                Some(t) => {
+                    t.tick().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = &mut stop => return Ok(()),
+            event = stream.next() => match event {
+                Some(Ok(event)) => {
+                    let now = Instant::now();
+                    let mut a = lock(&auditor);
+                    let was_synced = a.synced();
+                    a.apply(&event, now);
+                    if !was_synced && a.synced() {
+                        // Sample 1 is the state at the first list; then every period.
+                        a.sample(now);
+                        drop(a);
+                        let mut t = tokio::time::interval_at(
+                            tokio::time::Instant::from_std(now) + period,
+                            period,
+                        );
+                        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                        ticker = Some(t);
+                        let _ = synced.send(true);
+                    }
+                }
+                Some(Err(e)) => {
+                    let err = ClusterError::from_watcher(&e, &url, "pods", Some(&namespace));
+                    if err.is_fatal() {
+                        return Err(err);
+                    }
+                    tracing::info!(target: "infera::audit::session", "watch restart: {err}; re-listing with backoff");
+                    // Transient (5xx, 429, connection reset): the backoff
+                    // retries and the watcher re-lists; the numbers stay
+                    // exact because the re-list is swapped in atomically.
+                }
+                None => return Ok(()),
+            },
+            _ = tick => lock(&auditor).sample(Instant::now()),
+        }
+    }
+}
+
+/// Run an audit until `stop` resolves, then return the report with the
+/// outcome `stop` yielded. The one-call form of [`AuditSession`].
+pub async fn run_auditor(
+    client: Client,
+    url: &str,
+    namespace: &str,
+    label_selector: Option<String>,
+    auditor: Auditor,
+    stop: impl Future<Output = Outcome>,
+) -> Result<Report, AuditError> {
+    let session = AuditSession::start(client, url, namespace, label_selector, auditor);
+    let outcome = stop.await;
+    session.finish(outcome).await
+}

@@ -1,0 +1,114 @@
+//! `infera rbac`: the minimal RBAC that `infera rollout`, `infera audit` and
+//! `infera lint --cluster` need.
+
+use serde_json::{Value, json};
+
+/// Name of the Role, ClusterRole and their bindings.
+/// The name of the ServiceAccount, Role and bindings.
+pub const NAME: &str = "infera";
+
+fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
+    json!({ "apiGroups": [group], "resources": resources, "verbs": verbs })
+}
+
+/// The objects, in apply order: Role, RoleBinding (namespace `namespace`),
+/// ClusterRole, ClusterRoleBinding. The bindings are templates: their subject
+/// is a ServiceAccount `infera` in `namespace`; edit it for a user or group.
+///
+/// Why each rule:
+/// * pods get/list/watch — the auditor and the rollout's step tracking;
+/// * pods/proxy get — `GET pods/NAME:PORT/proxy/ready`, asking a worker's
+///   `/ready` directly;
+/// * events get/list/watch — FailedScheduling messages for stall reports;
+/// * inferadeployments get/list/watch/patch — the rollout trigger goes on
+///   the CR (the operator reverts Deployment edits);
+/// * deployments get/list/watch/patch — rollout status, and the trigger on
+///   plain Deployments (`--surge`, restart annotation, image);
+/// * leaderworkersets get/list/watch — `lint --cluster` reads multi-node
+///   workers.
+///
+/// Cluster-wide (ClusterRole), because nodes are not namespaced and a node's
+/// free capacity depends on pods of every namespace:
+/// * nodes get/list/watch, pods get/list — the rollout preflight's "is there
+///   room for the surge pod right now".
+pub fn rbac_objects(namespace: &str) -> Vec<Value> {
+    let subject = json!([{ "kind": "ServiceAccount", "name": NAME, "namespace": namespace }]);
+    vec![
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": { "name": NAME, "namespace": namespace },
+            "rules": [
+                rule("", &["pods"], &["get", "list", "watch"]),
+                rule("", &["pods/proxy"], &["get"]),
+                rule("", &["events"], &["get", "list", "watch"]),
+                rule("infera.amd.com", &["inferadeployments"], &["get", "list", "watch", "patch"]),
+                rule("apps", &["deployments"], &["get", "list", "watch", "patch"]),
+                rule("leaderworkerset.x-k8s.io", &["leaderworkersets"], &["get", "list", "watch"]),
+            ],
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": { "name": NAME, "namespace": namespace },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME },
+            "subjects": subject,
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": { "name": format!("{NAME}-capacity") },
+            "rules": [
+                rule("", &["nodes"], &["get", "list", "watch"]),
+                rule("", &["pods"], &["get", "list"]),
+            ],
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": { "name": format!("{NAME}-capacity-{namespace}") },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": format!("{NAME}-capacity") },
+            "subjects": subject,
+        }),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn has(objects: &[Value], kind: &str, resource: &str, verb: &str) -> bool {
+        objects.iter().filter(|o| o["kind"] == kind).any(|o| {
+            o["rules"].as_array().into_iter().flatten().any(|r| {
+                r["resources"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|x| x == resource)
+                    && r["verbs"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|x| x == verb)
+            })
+        })
+    }
+
+    #[test]
+    fn role_grants_what_the_commands_use_and_no_more() {
+        let objects = rbac_objects("prod");
+        for (res, verb) in [
+            ("pods", "watch"),
+            ("pods/proxy", "get"),
+            ("events", "list"),
+            ("inferadeployments", "patch"),
+            ("deployments", "patch"),
+        ] {
+            assert!(has(&objects, "Role", res, verb), "{res} {verb}");
+        }
+        assert!(has(&objects, "ClusterRole", "nodes", "list"));
+        assert!(!has(&objects, "Role", "pods", "delete"));
+        assert!(!has(&objects, "Role", "pods", "create"));
+        assert_eq!(objects[0]["metadata"]["namespace"], "prod");
+    }
+}

@@ -1,0 +1,243 @@
+//! `infera lint`: rules over typed manifest views, reported by printers.
+//!
+//! The pieces know nothing of each other: the config (`config`), the engine
+//! (`engine`, which parses and runs the rules) and the printers (`report`).
+//! The command (`infera lint`, flags, exit codes, `--cluster`) is in the
+//! binary's `commands::lint`.
+
+pub mod config;
+pub mod engine;
+pub mod finding;
+pub mod report;
+pub mod rules;
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use config::Effective;
+use engine::{InputError, LintOptions, LintOutcome, RuleMeta};
+use finding::Severity;
+use report::Format;
+
+/// Render `outcome` with the printer for `format`.
+pub fn write_report(
+    out: &mut dyn Write,
+    format: Format,
+    outcome: &LintOutcome,
+    rules: &[RuleMeta],
+    base: Option<&Path>,
+    color: bool,
+) -> io::Result<()> {
+    match format {
+        Format::Human => report::human::write(out, outcome, color),
+        Format::Json => report::json::write(out, outcome),
+        Format::Sarif => report::sarif::write(out, outcome, rules, base),
+        Format::Github => report::github::write(out, outcome),
+    }
+}
+
+/// Everything `infera lint` does to one file, in memory: parse, every rule,
+/// [`apply`] with the default configuration, and every printer (into a
+/// sink). The fuzz target (`fuzz/fuzz_targets/lint.rs`) and
+/// `tests/no_panic.rs` feed arbitrary bytes through this: whatever the bytes,
+/// it returns, with findings or input errors, and never panics.
+pub fn lint_bytes_through_every_printer(bytes: &[u8]) -> LintOutcome {
+    let rules = engine::rules();
+    let options = LintOptions {
+        node_gpus: config::DEFAULT_NODE_GPUS,
+        keep_sources: true,
+        ..LintOptions::default()
+    };
+    let outcome = engine::lint_source("fuzz.yaml", bytes, &options);
+    let outcome = match config::resolve(
+        rules,
+        &config::LoadedConfig::default(),
+        &config::CliOverrides::default(),
+    ) {
+        Ok(effective) => apply(outcome, &effective),
+        Err(_) => outcome,
+    };
+    // Human with colour: the same code frames as without, plus styling.
+    let printers = [
+        (Format::Human, true),
+        (Format::Json, false),
+        (Format::Sarif, false),
+        (Format::Github, false),
+    ];
+    for (format, color) in printers {
+        // A sink never fails: what matters here is that no printer panics.
+        let _ = write_report(&mut io::sink(), format, &outcome, rules, None, color);
+    }
+    outcome
+}
+
+/// `file:line:column: message` (as much of the position as is known).
+pub fn describe_input_error(e: &InputError) -> String {
+    let mut s = e.file.clone();
+    if let Some(line) = e.line {
+        s.push_str(&format!(":{line}"));
+        if let Some(column) = e.column {
+            s.push_str(&format!(":{column}"));
+        }
+    }
+    format!("{s}: {}", e.message)
+}
+
+/// Apply rule selection and severity overrides to what the engine found,
+/// order findings by position, and recount the summary.
+///
+/// The engine already runs only `LintOptions::enabled`; filtering again here
+/// keeps the contract simple ("an empty list means all rules" cannot express
+/// "none", and a rule disabled in the config must never be reported).
+pub fn apply(mut outcome: LintOutcome, effective: &Effective) -> LintOutcome {
+    outcome
+        .findings
+        .retain(|f| effective.enabled.contains(&f.code));
+    for f in &mut outcome.findings {
+        f.severity = effective.severity_of(f.code, f.severity);
+    }
+    outcome.findings.sort_by(|a, b| {
+        (&a.file, a.line, a.column, a.code).cmp(&(&b.file, b.line, b.column, b.code))
+    });
+    outcome
+        .input_errors
+        .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+    let errors = outcome
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    outcome.summary.errors = errors;
+    outcome.summary.warnings = outcome.findings.len() - errors;
+    let files: std::collections::BTreeSet<&str> =
+        outcome.findings.iter().map(|f| f.file.as_str()).collect();
+    outcome
+        .sources
+        .retain(|file, _| files.contains(file.as_str()));
+    outcome
+}
+
+// ---------------------------------------------------------------------------
+// infera rules
+// ---------------------------------------------------------------------------
+
+fn severity_name(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    }
+}
+
+fn to_json_text<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    let mut s = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".to_string());
+    s.push('\n');
+    s
+}
+
+/// All rules: a Markdown table (pastes into the README as is), or JSON.
+pub fn rules_listing(rules: &[RuleMeta], json: bool) -> String {
+    if json {
+        return to_json_text(rules);
+    }
+    let mut table = comfy_table::Table::new();
+    table
+        .load_preset(comfy_table::presets::ASCII_MARKDOWN)
+        .set_content_arrangement(comfy_table::ContentArrangement::Disabled)
+        .force_no_tty()
+        .set_header(vec!["code", "name", "default severity", "summary"]);
+    for r in rules {
+        // A `|` in a summary would end the Markdown cell.
+        table.add_row(vec![
+            r.code.to_string(),
+            r.name.to_string(),
+            severity_name(r.default_severity).to_string(),
+            r.summary.replace('|', "\\|"),
+        ]);
+    }
+    format!("{table}\n")
+}
+
+/// One rule's page from its doc comment, or its JSON.
+pub fn rule_page(rule: &RuleMeta, json: bool) -> String {
+    if json {
+        return to_json_text(rule);
+    }
+    let mut page = format!(
+        "# {} {}\n\nDefault severity: {}. {}\n\n",
+        rule.code,
+        rule.name,
+        severity_name(rule.default_severity),
+        rule.summary
+    );
+    page.push_str(rule.doc.trim_end());
+    page.push('\n');
+    page
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests_support::{RULES, input_error, outcome_with, sample_findings};
+    use std::collections::BTreeMap;
+
+    fn effective(enabled: &[&'static str], severity: &[(&'static str, Severity)]) -> Effective {
+        Effective {
+            node_gpus: 8,
+            nodes: None,
+            enabled: enabled.to_vec(),
+            severity: severity.iter().copied().collect::<BTreeMap<_, _>>(),
+        }
+    }
+
+    #[test]
+    fn apply_filters_re_severities_and_recounts() {
+        let out = apply(
+            outcome_with(sample_findings()),
+            &effective(&["IR005"], &[("IR005", Severity::Error)]),
+        );
+        assert_eq!(out.findings.len(), 1);
+        assert_eq!(out.findings[0].code, "IR005");
+        assert_eq!(out.findings[0].severity, Severity::Error);
+        assert_eq!((out.summary.errors, out.summary.warnings), (1, 0));
+        // Unrelated counts from the engine are kept.
+        assert_eq!(out.summary.files, 3);
+    }
+
+    #[test]
+    fn apply_orders_findings_by_position() {
+        let mut findings = sample_findings();
+        findings.reverse();
+        let out = apply(outcome_with(findings), &effective(&["IR001", "IR005"], &[]));
+        assert_eq!(out.findings[0].line, 12);
+        assert_eq!(out.findings[1].line, 15);
+    }
+
+    #[test]
+    fn input_errors_read_file_line_column() {
+        assert_eq!(
+            describe_input_error(&input_error()),
+            "recipes/bad.yaml:3:7: mapping values are not allowed here: fix the YAML and run again"
+        );
+        let mut e = input_error();
+        e.line = None;
+        assert!(describe_input_error(&e).starts_with("recipes/bad.yaml: "));
+    }
+
+    #[test]
+    fn rules_listing_is_a_markdown_table() {
+        let text = rules_listing(RULES, false);
+        assert!(text.contains("| IR001 | skip-probe-serving"), "{text}");
+        let json: serde_json::Value = serde_json::from_str(&rules_listing(RULES, true)).unwrap();
+        assert_eq!(json[1]["code"], "IR005");
+        assert_eq!(json[1]["default_severity"], "warning");
+    }
+
+    #[test]
+    fn rule_page_prints_the_doc() {
+        let page = rule_page(&RULES[0], false);
+        assert!(page.starts_with("# IR001 skip-probe-serving\n"), "{page}");
+        assert!(page.contains("## Why is this bad?"), "{page}");
+        let json: serde_json::Value = serde_json::from_str(&rule_page(&RULES[0], true)).unwrap();
+        assert_eq!(json["name"], "skip-probe-serving");
+    }
+}

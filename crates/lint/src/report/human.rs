@@ -1,0 +1,284 @@
+//! Human output: a code frame of the offending line for every finding
+//! (annotate-snippets), then a summary table (comfy-table).
+//!
+//! Colour is decided by the caller (a TTY without `NO_COLOR`); with
+//! `color == false` the output has no escape codes at all.
+
+use std::io::{self, Write};
+
+use annotate_snippets::renderer::DecorStyle;
+use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{Attribute, Cell, CellAlignment, Color, ContentArrangement, Table};
+
+use super::{describe_object, files_with_findings, plural, rule_counts};
+use crate::engine::LintOutcome;
+use crate::finding::{Finding, Severity};
+
+/// Write every finding as a code frame, then the summary tables.
+pub fn write(out: &mut dyn Write, outcome: &LintOutcome, color: bool) -> io::Result<()> {
+    let renderer = if color {
+        Renderer::styled()
+    } else {
+        Renderer::plain()
+    }
+    .decor_style(DecorStyle::Ascii);
+    for finding in &outcome.findings {
+        let source = outcome
+            .sources
+            .get(&finding.file)
+            .and_then(|lines| lines.get(&finding.line))
+            .map(String::as_str);
+        let rendered = render_finding(&renderer, finding, source);
+        writeln!(out, "{rendered}")?;
+        writeln!(out)?;
+    }
+    write_summary(out, outcome, color)
+}
+
+/// Byte range in `line_text` from the 1-based character `column` to the end
+/// of the line's content (trailing whitespace and comments are kept out only
+/// when trivially separable: the range ends at the last non-blank byte).
+fn highlight_range(line_text: &str, column: usize) -> Option<std::ops::Range<usize>> {
+    let start = line_text
+        .char_indices()
+        .nth(column.checked_sub(1)?)
+        .map(|(i, _)| i)?;
+    let end = line_text.trim_end().len();
+    (end > start).then_some(start..end)
+}
+
+/// `line_text`: the text of the finding's line, when known.
+fn render_finding(renderer: &Renderer, finding: &Finding, line_text: Option<&str>) -> String {
+    let level = match finding.severity {
+        Severity::Error => Level::ERROR,
+        Severity::Warning => Level::WARNING,
+    };
+    let label = format!("{}: {}", finding.name, describe_object(&finding.object));
+    let title = level
+        .clone()
+        .primary_title(finding.message.as_str())
+        .id(finding.code);
+
+    let frame = line_text.and_then(|line_text| {
+        highlight_range(line_text, finding.column).map(|range| (line_text, range))
+    });
+    let group = match frame {
+        Some((line_text, range)) => Group::with_title(title).element(
+            Snippet::source(line_text)
+                .line_start(finding.line)
+                .path(finding.file.as_str())
+                .annotation(AnnotationKind::Primary.span(range).label(label)),
+        ),
+        None => {
+            // No source text (live objects, or a span outside the file):
+            // point at file[:line[:column]] and name the object.
+            let mut origin = Origin::path(finding.file.as_str());
+            if finding.line > 0 {
+                origin = origin.line(finding.line);
+                if finding.column > 0 {
+                    origin = origin.char_column(finding.column);
+                }
+            }
+            Group::with_title(title)
+                .element(origin)
+                .element(Level::NOTE.message(label))
+        }
+    };
+    renderer.render(&[group])
+}
+
+fn new_table(color: bool) -> Table {
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    if color {
+        table.enforce_styling();
+    } else {
+        table.force_no_tty();
+    }
+    table
+}
+
+fn severity_cell(severity: Severity) -> Cell {
+    match severity {
+        Severity::Error => Cell::new("error").fg(Color::Red),
+        Severity::Warning => Cell::new("warning").fg(Color::Yellow),
+    }
+}
+
+fn header(names: &[&str]) -> Vec<Cell> {
+    names
+        .iter()
+        .map(|n| Cell::new(n).add_attribute(Attribute::Bold))
+        .collect()
+}
+
+fn count_cell(n: usize) -> Cell {
+    Cell::new(n).set_alignment(CellAlignment::Right)
+}
+
+/// Per-rule counts (when there are findings), the totals, and one sentence.
+fn write_summary(out: &mut dyn Write, outcome: &LintOutcome, color: bool) -> io::Result<()> {
+    let counts = rule_counts(&outcome.findings);
+    if !counts.is_empty() {
+        let mut table = new_table(color);
+        table.set_header(header(&["rule", "name", "severity", "findings"]));
+        for (code, name, severity, n) in &counts {
+            table.add_row(vec![
+                Cell::new(code),
+                Cell::new(name),
+                severity_cell(*severity),
+                count_cell(*n),
+            ]);
+        }
+        writeln!(out, "{table}")?;
+    }
+
+    let s = &outcome.summary;
+    let mut totals = new_table(color);
+    totals.set_header(header(&[
+        "files",
+        "documents",
+        "objects",
+        "skipped",
+        "errors",
+        "warnings",
+        "input errors",
+    ]));
+    let mut errors = count_cell(s.errors);
+    if color && s.errors > 0 {
+        errors = errors.fg(Color::Red);
+    }
+    let mut warnings = count_cell(s.warnings);
+    if color && s.warnings > 0 {
+        warnings = warnings.fg(Color::Yellow);
+    }
+    let mut input_errors = count_cell(outcome.input_errors.len());
+    if color && !outcome.input_errors.is_empty() {
+        input_errors = input_errors.fg(Color::Red);
+    }
+    totals.add_row(vec![
+        count_cell(s.files),
+        count_cell(s.documents),
+        count_cell(s.objects),
+        count_cell(s.skipped),
+        errors,
+        warnings,
+        input_errors,
+    ]);
+    writeln!(out, "{totals}")?;
+
+    let sentence = if outcome.findings.is_empty() {
+        format!(
+            "No findings in {} ({}).",
+            plural(s.files, "file"),
+            plural(s.objects, "object")
+        )
+    } else {
+        format!(
+            "{} and {} in {} of {}.",
+            plural(s.errors, "error"),
+            plural(s.warnings, "warning"),
+            plural(files_with_findings(outcome), "file"),
+            plural(s.files, "file"),
+        )
+    };
+    writeln!(out, "{sentence}")?;
+    if !outcome.input_errors.is_empty() {
+        writeln!(
+            out,
+            "{} could not be read or parsed (listed on standard error); fix them and run again.",
+            plural(outcome.input_errors.len(), "input")
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests_support::{outcome_with, sample_findings};
+
+    fn render(outcome: &LintOutcome, color: bool) -> String {
+        let mut buf = Vec::new();
+        write(&mut buf, outcome, color).unwrap();
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn frame_shows_the_offending_line_with_location_code_and_name() {
+        let text = render(&outcome_with(sample_findings()), false);
+        assert!(
+            text.contains("error[IR001]: decode will have no serving pod"),
+            "{text}"
+        );
+        assert!(text.contains("--> recipes/pd.yaml:12:9"), "{text}");
+        assert!(
+            text.contains("12 |         skipReadinessProbe: true"),
+            "{text}"
+        );
+        assert!(
+            text.contains("^^^^^^^^^^^^^^^^^^^^^^^^ skip-probe-serving: InferaDeployment prod/pd, service decode"),
+            "{text}"
+        );
+        assert!(text.contains("warning[IR005]"), "{text}");
+        assert!(
+            !text.contains('\u{1b}'),
+            "no escape codes without colour: {text:?}"
+        );
+    }
+
+    #[test]
+    fn finding_without_source_points_at_the_origin() {
+        let mut findings = sample_findings();
+        findings.truncate(1);
+        findings[0].file = "cluster".into();
+        findings[0].line = 0;
+        findings[0].column = 0;
+        let text = render(&outcome_with(findings), false);
+        assert!(text.contains("--> cluster"), "{text}");
+        assert!(
+            text.contains("note: skip-probe-serving: InferaDeployment prod/pd"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn summary_table_counts_per_rule_and_totals() {
+        let text = render(&outcome_with(sample_findings()), false);
+        assert!(text.contains("IR001"), "{text}");
+        assert!(text.contains("skip-probe-serving"), "{text}");
+        assert!(text.contains("input errors"), "{text}");
+        assert!(
+            text.contains("1 error and 1 warning in 1 file of 3 files."),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        let text = render(&outcome_with(sample_findings()), true);
+        assert!(text.contains('\u{1b}'), "{text:?}");
+    }
+
+    #[test]
+    fn no_findings_says_so() {
+        let text = render(&outcome_with(Vec::new()), false);
+        assert!(
+            text.contains("No findings in 3 files (4 objects)."),
+            "{text}"
+        );
+        assert!(!text.contains("severity"), "{text}");
+    }
+
+    #[test]
+    fn column_past_end_of_line_falls_back_to_origin() {
+        let mut findings = sample_findings();
+        findings.truncate(1);
+        findings[0].column = 500;
+        let text = render(&outcome_with(findings), false);
+        assert!(text.contains("--> recipes/pd.yaml:12:500"), "{text}");
+    }
+}

@@ -1,0 +1,474 @@
+//! Every rule on a manifest where it must fire and one where it must not: a
+//! table of (rule, manifest, expected), run through the engine with only
+//! that rule enabled, so each row reads like the rule's spec.
+
+use crate::engine::{LintOptions, lint_source};
+
+/// `spec.services.w` of an InferaDeployment, in YAML flow style.
+fn idep(service: &str) -> String {
+    format!(
+        "apiVersion: infera.amd.com/v1alpha1\nkind: InferaDeployment\nmetadata: {{name: t}}\nspec:\n  services:\n    w: {service}\n"
+    )
+}
+
+/// A worker service whose pod is `pod` (an `extraPodSpec`, flow style).
+fn idep_pod(pod: &str) -> String {
+    idep(&format!("{{componentType: worker, extraPodSpec: {pod}}}"))
+}
+
+/// A main container that runs the engine, with `extra` fields.
+fn engine(extra: &str) -> String {
+    let sep = if extra.is_empty() { "" } else { ", " };
+    format!("{{name: main, image: x, command: [python3, -m, infera.engine.sglang]{sep}{extra}}}")
+}
+
+/// An apps/v1 Deployment of `replicas` pods with `strategy` and `container`.
+fn deployment(replicas: u32, strategy: &str, container: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d}}\nspec:\n  replicas: {replicas}\n  strategy: {strategy}\n  selector: {{matchLabels: {{app: d}}}}\n  template:\n    metadata: {{labels: {{app: d}}}}\n    spec: {{containers: [{container}]}}\n"
+    )
+}
+
+const PIN: &str = "nodeSelector: {kubernetes.io/hostname: gpu-1}";
+const READY: &str = "readinessProbe: {httpGet: {path: /ready, port: 30090}, timeoutSeconds: 10}";
+
+/// (rule, what the row shows, manifest, fires).
+#[rustfmt::skip]
+fn cases() -> Vec<(&'static str, &'static str, String, bool)> {
+    let gpus = |n: u32| format!("resources: {{limits: {{amd.com/gpu: {n}}}}}");
+    vec![
+        // IR001 skip-probe-serving
+        ("IR001", "serving worker skips the probe", idep("{componentType: worker, skipReadinessProbe: true}"), true),
+        ("IR001", "probe kept", idep("{componentType: worker}"), false),
+        ("IR001", "idle-deployed worker", idep_pod("{containers: [{name: main, image: x, command: [sleep, infinity]}]}").replace("worker,", "worker, skipReadinessProbe: true,"), false),
+        // IR002 surge-stall-gpu
+        ("IR002", "pinned, 8 of 8 GPUs", idep_pod(&format!("{{{PIN}, containers: [{}]}}", engine(&gpus(8)))), true),
+        ("IR002", "pinned, 4 of 8 GPUs", idep_pod(&format!("{{{PIN}, containers: [{}]}}", engine(&gpus(4)))), false),
+        ("IR002", "8 GPUs, not pinned", idep_pod(&format!("{{containers: [{}]}}", engine(&gpus(8)))), false),
+        ("IR002", "pinned to a placeholder, 8 of 8 GPUs", idep_pod(&format!("{{nodeSelector: {{kubernetes.io/hostname: <NODE>}}, containers: [{}]}}", engine(&gpus(8)))), true),
+        ("IR002", "pinned, GPU count a placeholder", idep_pod(&format!("{{{PIN}, containers: [{}]}}", engine("resources: {limits: {amd.com/gpu: \"${GPUS}\"}}"))), false),
+        // IR003 surge-stall-host-port
+        ("IR003", "hostNetwork, pinned", idep_pod(&format!("{{hostNetwork: true, {PIN}, containers: [{}]}}", engine(""))), true),
+        ("IR003", "hostNetwork, not pinned", idep_pod(&format!("{{hostNetwork: true, containers: [{}]}}", engine(""))), false),
+        // IR004 surge-needs-spare-node
+        ("IR004", "hostNetwork, not pinned", idep_pod(&format!("{{hostNetwork: true, containers: [{}]}}", engine(""))), true),
+        ("IR004", "shares a node", idep_pod(&format!("{{containers: [{}]}}", engine(""))), false),
+        ("IR004", "8 of 8 GPUs, not pinned", idep_pod(&format!("{{containers: [{}]}}", engine(&gpus(8)))), true),
+        ("IR004", "4 of 8 GPUs, not pinned", idep_pod(&format!("{{containers: [{}]}}", engine(&gpus(4)))), false),
+        ("IR004", "8 of 8 GPUs, pinned (IR002's)", idep_pod(&format!("{{{PIN}, containers: [{}]}}", engine(&gpus(8)))), false),
+        // IR005 probe-not-registration
+        ("IR005", "probes /health", idep_pod(&format!("{{containers: [{}]}}", engine("readinessProbe: {httpGet: {path: /health, port: 30000}}"))), true),
+        ("IR005", "probes /health, two replicas", idep_pod(&format!("{{containers: [{}]}}", engine("readinessProbe: {httpGet: {path: /health, port: 30000}}"))).replace("worker,", "worker, replicas: 2,"), true),
+        ("IR005", "probes /ready on the readiness port", idep_pod(&format!("{{containers: [{}]}}", engine(READY))), false),
+        // IR006 readiness-port-unknowable
+        ("IR006", "port with a space", idep("{componentType: worker, env: [{name: INFERA_READINESS_PORT, value: \" 30090\"}]}"), true),
+        ("IR006", "port from valueFrom", idep("{componentType: worker, env: [{name: INFERA_READINESS_PORT, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]}"), true),
+        ("IR006", "port with a space, two replicas", idep("{componentType: worker, replicas: 2, env: [{name: INFERA_READINESS_PORT, value: \" 30090\"}]}"), true),
+        ("IR006", "plain integer port", idep("{componentType: worker, env: [{name: INFERA_READINESS_PORT, value: \"30090\"}]}"), false),
+        // IR007 surge-without-readiness
+        ("IR007", "engine, default strategy, no probe", deployment(1, "{}", &engine("")), true),
+        ("IR007", "engine with a /ready probe", deployment(1, "{}", &engine(READY)), false),
+        ("IR007", "not the engine", deployment(1, "{}", "{name: web, image: nginx}"), false),
+        // IR008 single-replica-gap
+        ("IR008", "one replica, Recreate", deployment(1, "{type: Recreate}", "{name: web, image: nginx}"), true),
+        ("IR008", "one replica, maxSurge 0", deployment(1, "{rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}", "{name: web, image: nginx}"), true),
+        ("IR008", "two replicas, Recreate", deployment(2, "{type: Recreate}", "{name: web, image: nginx}"), false),
+        ("IR008", "one replica, surge first", deployment(1, "{rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}", "{name: web, image: nginx}"), false),
+        // IR009 gpu-request-below-parallelism
+        ("IR009", "tp 8 on 1 GPU", idep("{componentType: worker, args: [--tp-size, \"8\"], resources: {gpu: 1}}"), true),
+        ("IR009", "tp 8 on 8 GPUs", idep("{componentType: worker, args: [--tp-size, \"8\"], resources: {gpu: 8}}"), false),
+        ("IR009", "tp from a variable", idep("{componentType: worker, args: [--tp-size, $TP], resources: {gpu: 1}}"), false),
+        // IR010 ready-probe-timeout-short
+        ("IR010", "/ready with timeoutSeconds 5", idep_pod(&format!("{{containers: [{}]}}", engine("readinessProbe: {httpGet: {path: /ready, port: 30090}, timeoutSeconds: 5}"))), true),
+        ("IR010", "/ready with timeoutSeconds 10", idep_pod(&format!("{{containers: [{}]}}", engine(READY))), false),
+        ("IR010", "the operator's injected probe", idep("{componentType: worker}"), false),
+        // IR011 unresolved-placeholder
+        ("IR011", "replicas placeholder", idep("{componentType: worker, replicas: \"${N}\"}"), true),
+        ("IR011", "hostname placeholder", idep_pod(&format!("{{nodeSelector: {{kubernetes.io/hostname: <NODE>}}, containers: [{}]}}", engine(""))), true),
+        ("IR011", "placeholder in a field no rule needs", idep("{componentType: worker, image: \"<IMAGE>\"}"), false),
+        // IR012 multinode-gap
+        ("IR012", "two nodes, one group", idep("{componentType: worker, numberOfNodes: 2, replicas: 1}"), true),
+        ("IR012", "two nodes, two groups", idep("{componentType: worker, numberOfNodes: 2, replicas: 2}"), false),
+        ("IR012", "one node", idep("{componentType: worker, replicas: 1}"), false),
+    ]
+}
+
+#[test]
+fn every_rule_fires_and_stays_quiet() {
+    let mut failures = Vec::new();
+    for (code, what, manifest, fires) in cases() {
+        let opts = LintOptions {
+            node_gpus: 8,
+            enabled: vec![code],
+            ..LintOptions::default()
+        };
+        let out = lint_source("case.yaml", manifest.as_bytes(), &opts);
+        if !out.input_errors.is_empty() {
+            failures.push(format!(
+                "{code} {what}: input errors {:?}\n{manifest}",
+                out.input_errors
+            ));
+            continue;
+        }
+        let found = out.findings.iter().filter(|f| f.code == code).count();
+        if (found > 0) != fires {
+            failures.push(format!(
+                "{code} {what}: expected {}, got {:?}\n{manifest}",
+                if fires { "a finding" } else { "none" },
+                out.findings
+                    .iter()
+                    .map(|f| (f.code, f.message.as_str()))
+                    .collect::<Vec<_>>()
+            ));
+        }
+        // Every finding points into the manifest.
+        for f in &out.findings {
+            if f.line == 0 || f.line > manifest.lines().count() {
+                failures.push(format!("{code} {what}: line {} out of range", f.line));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn every_rule_has_a_positive_and_a_negative_case() {
+    let cases = cases();
+    for (meta, _) in &super::REGISTRY {
+        for want in [true, false] {
+            assert!(
+                cases
+                    .iter()
+                    .any(|(c, _, _, f)| *c == meta.code && *f == want),
+                "{} has no {} case",
+                meta.code,
+                if want { "positive" } else { "negative" }
+            );
+        }
+    }
+}
+
+#[test]
+fn declared_and_emitted_severities_agree() {
+    use crate::finding::Severity;
+    let mut failures = Vec::new();
+    let mut declared_seen = std::collections::BTreeSet::new();
+    for (code, what, manifest, _) in cases() {
+        let Some(meta) = crate::engine::rule(code) else {
+            failures.push(format!("{code}: no such rule"));
+            continue;
+        };
+        let opts = LintOptions {
+            node_gpus: 8,
+            enabled: vec![code],
+            ..LintOptions::default()
+        };
+        let out = lint_source("case.yaml", manifest.as_bytes(), &opts);
+        for f in out.findings.iter().filter(|f| f.code == code) {
+            if f.severity == meta.default_severity {
+                declared_seen.insert(code);
+                continue;
+            }
+            // Any other severity must be documented on the rule's page.
+            let documented = match f.severity {
+                Severity::Error => "**Escalates to an error**",
+                Severity::Warning => "**Lowered to a warning**",
+            };
+            if !(meta.doc.contains("## Severity") && meta.doc.contains(documented)) {
+                failures.push(format!(
+                    "{code} {what}: emits {:?}, declares {:?}, and its page does not say when",
+                    f.severity, meta.default_severity
+                ));
+            }
+        }
+    }
+    for (meta, _) in &super::REGISTRY {
+        if !declared_seen.contains(meta.code) {
+            failures.push(format!(
+                "{}: no case emits its declared severity {:?}",
+                meta.code, meta.default_severity
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A worker pinned (by `pin`) to one node, binding host ports, requesting
+/// `gpus`, rolled surge-first.
+fn pinned_worker(pin: &str, gpus: &str) -> String {
+    idep_pod(&format!(
+        "{{hostNetwork: true, {pin}, containers: [{}]}}",
+        engine(&format!(
+            "args: [--tp-size, \"8\"], resources: {{limits: {{amd.com/gpu: {gpus}}}}}"
+        ))
+    ))
+}
+
+fn selector_pin(host: &str) -> String {
+    format!("nodeSelector: {{kubernetes.io/hostname: {host:?}}}")
+}
+
+fn affinity_pin(host: &str) -> String {
+    format!(
+        "affinity: {{nodeAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {{nodeSelectorTerms: [{{matchExpressions: [{{key: kubernetes.io/hostname, operator: In, values: [{host:?}]}}]}}]}}}}}}"
+    )
+}
+
+/// Node inventory (`kubectl get nodes -o yaml` shape): name → GPUs.
+fn inventory(nodes: &[(&str, u32)]) -> tempfile::NamedTempFile {
+    let items: Vec<String> = nodes
+        .iter()
+        .map(|(n, g)| {
+            format!(
+                "- {{kind: Node, metadata: {{name: {n}, labels: {{kubernetes.io/hostname: {n}}}}}, status: {{allocatable: {{amd.com/gpu: \"{g}\"}}}}}}"
+            )
+        })
+        .collect();
+    let mut f = tempfile::NamedTempFile::new().expect("temp file");
+    std::io::Write::write_all(
+        &mut f,
+        format!("apiVersion: v1\nkind: List\nitems:\n{}\n", items.join("\n")).as_bytes(),
+    )
+    .expect("write inventory");
+    f
+}
+
+/// Hostname placeholders in every form, in nodeSelector and node affinity,
+/// with and without `--nodes`: the pin is one node whatever it names, so
+/// IR002 and IR003 are decided and IR011 says it blocked nothing.
+#[test]
+fn hostname_placeholders_block_no_verdict() {
+    use crate::finding::Severity::{Error, Warning};
+    let small = inventory(&[("gpu-a", 8), ("gpu-b", 8)]);
+    let mixed = inventory(&[("gpu-a", 8), ("gpu-b", 16)]);
+    let mut failures = Vec::new();
+    for host in ["<NODE>", "${NODE}", "{{ .Values.node }}", "gpu-a"] {
+        for (how, pin) in [
+            ("nodeSelector", selector_pin(host)),
+            ("affinity", affinity_pin(host)),
+        ] {
+            // (inventory, IR002 severity expected)
+            let runs: [(
+                &str,
+                Option<&std::path::Path>,
+                Option<crate::finding::Severity>,
+            ); 3] = [
+                ("no --nodes", None, Some(Error)),
+                ("--nodes all 8-GPU", Some(small.path()), Some(Error)),
+                // A placeholder may name the 16-GPU node: only a warning. A
+                // real name is matched: gpu-a has 8.
+                (
+                    "--nodes 8 and 16",
+                    Some(mixed.path()),
+                    Some(if host == "gpu-a" { Error } else { Warning }),
+                ),
+            ];
+            for (inv, nodes, ir002) in runs {
+                let manifest = pinned_worker(&pin, "8");
+                let opts = LintOptions {
+                    node_gpus: 8,
+                    nodes: nodes.map(std::path::Path::to_path_buf),
+                    ..LintOptions::default()
+                };
+                let out = lint_source("case.yaml", manifest.as_bytes(), &opts);
+                let row = format!("{host} in {how}, {inv}");
+                let find = |c: &str| out.findings.iter().find(|f| f.code == c);
+                if !out.input_errors.is_empty() {
+                    failures.push(format!("{row}: input errors {:?}", out.input_errors));
+                    continue;
+                }
+                if find("IR002").map(|f| f.severity) != ir002 {
+                    failures.push(format!("{row}: IR002 {:?}, want {ir002:?}", find("IR002")));
+                }
+                let Some(ir003) = find("IR003") else {
+                    failures.push(format!("{row}: no IR003"));
+                    continue;
+                };
+                let pinned = if host == "gpu-a" {
+                    "pinned to node gpu-a".to_string()
+                } else {
+                    format!("pinned to one node (whichever `{host}` names)")
+                };
+                if !ir003.message.contains(&pinned) {
+                    failures.push(format!("{row}: IR003 says {:?}", ir003.message));
+                }
+                let ir011 = find("IR011");
+                match (host == "gpu-a", ir011) {
+                    (true, None) => {}
+                    (false, Some(f)) if f.message.contains("blocks: none") => {}
+                    (_, other) => failures.push(format!("{row}: IR011 {other:?}")),
+                }
+                if find("IR004").is_some() {
+                    failures.push(format!("{row}: IR004 on a pinned pod"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A GPU count placeholder blocks the GPU arithmetic (IR002, IR009) and
+/// nothing else: IR003 and IR001 are still decided.
+#[test]
+fn gpu_count_placeholder_blocks_only_gpu_arithmetic() {
+    let opts = LintOptions {
+        node_gpus: 8,
+        ..LintOptions::default()
+    };
+    let manifest = pinned_worker(&selector_pin("<NODE>"), "\"${GAIE_GPUS}\"");
+    let out = lint_source("case.yaml", manifest.as_bytes(), &opts);
+    let codes: Vec<_> = out.findings.iter().map(|f| f.code).collect();
+    assert!(codes.contains(&"IR003"), "{codes:?}");
+    assert!(
+        !codes.contains(&"IR002") && !codes.contains(&"IR009"),
+        "{codes:?}"
+    );
+    let gpu = out
+        .findings
+        .iter()
+        .find(|f| f.code == "IR011" && f.message.contains("GAIE_GPUS"))
+        .expect("IR011 on the GPU count");
+    assert!(
+        gpu.message
+            .contains("blocks: IR002 surge-stall-gpu, IR009 gpu-request-below-parallelism"),
+        "{}",
+        gpu.message
+    );
+    let host = out
+        .findings
+        .iter()
+        .find(|f| f.code == "IR011" && f.message.contains("<NODE>"))
+        .expect("IR011 on the hostname");
+    assert!(host.message.contains("blocks: none"), "{}", host.message);
+    // The same worker skipping its probe: IR001 is decided.
+    let skip = manifest.replace("worker,", "worker, skipReadinessProbe: true,");
+    let out = lint_source("case.yaml", skip.as_bytes(), &opts);
+    assert!(
+        out.findings.iter().any(|f| f.code == "IR001"),
+        "{:?}",
+        out.findings
+    );
+}
+
+/// An unpinned worker with more than half a node's GPUs needs a free node
+/// per surge pod: a warning with the numbers; an error when the inventory
+/// has none.
+#[test]
+fn whole_node_worker_needs_a_spare_node() {
+    use crate::finding::Severity::{Error, Warning};
+    let worker = idep_pod(&format!(
+        "{{containers: [{}]}}",
+        engine("resources: {limits: {amd.com/gpu: 8}}")
+    ));
+    let one = inventory(&[("gpu-a", 8)]);
+    let two = inventory(&[("gpu-a", 8), ("gpu-b", 8)]);
+    let cases: [(
+        &str,
+        Option<&std::path::Path>,
+        crate::finding::Severity,
+        &str,
+    ); 3] = [
+        (
+            "no inventory",
+            None,
+            Warning,
+            "needs 1 free node with 8 amd.com/gpu while the old pod runs",
+        ),
+        (
+            "one node",
+            Some(one.path()),
+            Error,
+            "none can take the surge pod",
+        ),
+        ("two nodes", Some(two.path()), Warning, "[gpu-a, gpu-b]"),
+    ];
+    for (what, nodes, severity, needle) in cases {
+        let opts = LintOptions {
+            node_gpus: 8,
+            nodes: nodes.map(std::path::Path::to_path_buf),
+            ..LintOptions::default()
+        };
+        let out = lint_source("case.yaml", worker.as_bytes(), &opts);
+        // One root cause, one finding: IR004, not also IR002 (no node
+        // holds both) from the same inventory.
+        let f = out
+            .findings
+            .iter()
+            .find(|f| f.code == "IR004" || f.code == "IR002")
+            .unwrap_or_else(|| panic!("{what}: no IR004 in {:?}", out.findings));
+        assert_eq!(f.code, "IR004", "{what}: {:?}", out.findings);
+        assert_eq!(f.severity, severity, "{what}: {}", f.message);
+        assert!(f.message.contains(needle), "{what}: {}", f.message);
+    }
+    // Two surge pods at once (maxSurge 2, maxUnavailable 0): two nodes.
+    let d = deployment(
+        4,
+        "{rollingUpdate: {maxSurge: 2, maxUnavailable: 0}}",
+        &engine(&format!(
+            "{READY}, resources: {{limits: {{amd.com/gpu: 8}}}}"
+        )),
+    );
+    let out = lint_source(
+        "case.yaml",
+        d.as_bytes(),
+        &LintOptions {
+            node_gpus: 8,
+            ..LintOptions::default()
+        },
+    );
+    let f = out
+        .findings
+        .iter()
+        .find(|f| f.code == "IR004")
+        .expect("IR004");
+    assert!(
+        f.message.contains("needs 2 free nodes with 8 amd.com/gpu"),
+        "{}",
+        f.message
+    );
+}
+
+/// `--cluster`: free GPUs now (allocatable minus bound pods' requests).
+#[test]
+fn whole_node_worker_against_live_capacity() {
+    use crate::engine::{InventoryNode, lint_live};
+    use crate::finding::Severity::{Error, Warning};
+    let node = |name: &str, free: i64| InventoryNode {
+        name: name.into(),
+        labels: Default::default(),
+        gpus: [("amd.com/gpu".to_string(), 8)].into(),
+        free: Some([("amd.com/gpu".to_string(), free)].into()),
+    };
+    let worker: serde_json::Value = serde_json::json!({
+        "apiVersion": "infera.amd.com/v1alpha1", "kind": "InferaDeployment",
+        "metadata": {"name": "big", "namespace": "prod"},
+        "spec": {"services": {"w": {"componentType": "worker", "extraPodSpec": {"containers": [
+            {"name": "main", "image": "x", "command": ["python3", "-m", "infera.engine.sglang"],
+             "resources": {"limits": {"amd.com/gpu": 8}}}]}}}}
+    });
+    let opts = LintOptions {
+        node_gpus: 8,
+        ..LintOptions::default()
+    };
+    for (nodes, severity, needle) in [
+        (
+            vec![node("gpu-a", 0), node("gpu-b", 8)],
+            Warning,
+            "free now: [gpu-b]",
+        ),
+        (
+            vec![node("gpu-a", 0), node("gpu-b", 4)],
+            Error,
+            "free now: [], so none can",
+        ),
+    ] {
+        let out = lint_live(std::slice::from_ref(&worker), "cluster", &opts, Some(nodes));
+        let f = out
+            .findings
+            .iter()
+            .find(|f| f.code == "IR004")
+            .expect("IR004");
+        assert_eq!(f.severity, severity, "{}", f.message);
+        assert!(f.message.contains(needle), "{}", f.message);
+    }
+}

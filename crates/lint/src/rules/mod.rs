@@ -1,0 +1,501 @@
+//! Lint rules: one file a rule, docs in the rule's doc comment.
+//!
+//! Each rule is declared with [`declare_rule!`], which keeps its code, name,
+//! default severity, one-line summary and doc comment together; the doc
+//! comment is both the rustdoc and the page `infera rules CODE` prints.
+//! Adding a rule touches its own file and one line of [`REGISTRY`].
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+
+use super::finding::RuleMeta;
+use super::finding::Severity;
+use infera_model::manifest::node::{Path, Seg};
+use infera_model::operator::{ReadinessPort, Role, Strategy};
+
+mod gpu_request_below_parallelism;
+mod multinode_gap;
+mod probe_not_registration;
+mod readiness_port_unknowable;
+mod ready_probe_timeout_short;
+mod single_replica_gap;
+mod skip_probe_serving;
+mod surge_needs_spare_node;
+mod surge_stall_gpu;
+mod surge_stall_host_port;
+mod surge_without_readiness;
+mod unresolved_placeholder;
+
+/// Every rule, in code order.
+pub fn rules() -> &'static [RuleMeta] {
+    static METAS: std::sync::OnceLock<Vec<RuleMeta>> = std::sync::OnceLock::new();
+    METAS.get_or_init(|| REGISTRY.iter().map(|(m, _)| *m).collect())
+}
+
+/// A rule by code or name (case-insensitive).
+pub fn rule(code_or_name: &str) -> Option<&'static RuleMeta> {
+    rules().iter().find(|m| {
+        m.code.eq_ignore_ascii_case(code_or_name) || m.name.eq_ignore_ascii_case(code_or_name)
+    })
+}
+
+#[cfg(test)]
+mod cases;
+
+/// Declare a rule: `declare_rule!(/// docs… NAME, "IR001", "name", Severity, "summary");`
+macro_rules! declare_rule {
+    ($(#[doc = $doc:expr])* $ident:ident, $code:literal, $name:literal, $sev:ident, $summary:literal) => {
+        $(#[doc = $doc])*
+        pub const $ident: $crate::finding::RuleMeta = $crate::finding::RuleMeta {
+            code: $code,
+            name: $name,
+            default_severity: $crate::finding::Severity::$sev,
+            summary: $summary,
+            doc: concat!($($doc, "\n"),*),
+        };
+    };
+}
+pub(crate) use declare_rule;
+
+/// The code of the rule that reports placeholders (run after the others).
+pub const PLACEHOLDER_RULE: &str = unresolved_placeholder::RULE.code;
+
+/// A rule's check over one workload.
+pub type Check = fn(&Workload<'_>, &mut Vec<Hit>);
+
+/// Every rule, in code order: (metadata, check).
+pub static REGISTRY: [(RuleMeta, Check); 12] = [
+    (skip_probe_serving::RULE, skip_probe_serving::check),
+    (surge_stall_gpu::RULE, surge_stall_gpu::check),
+    (surge_stall_host_port::RULE, surge_stall_host_port::check),
+    (surge_needs_spare_node::RULE, surge_needs_spare_node::check),
+    (probe_not_registration::RULE, probe_not_registration::check),
+    (
+        readiness_port_unknowable::RULE,
+        readiness_port_unknowable::check,
+    ),
+    (
+        surge_without_readiness::RULE,
+        surge_without_readiness::check,
+    ),
+    (single_replica_gap::RULE, single_replica_gap::check),
+    (
+        gpu_request_below_parallelism::RULE,
+        gpu_request_below_parallelism::check,
+    ),
+    (
+        ready_probe_timeout_short::RULE,
+        ready_probe_timeout_short::check,
+    ),
+    (unresolved_placeholder::RULE, unresolved_placeholder::check),
+    (multinode_gap::RULE, multinode_gap::check),
+];
+
+/// One rule's raw result: where (a path inside the object), what, how bad.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    pub code: &'static str,
+    pub severity: Severity,
+    pub path: Path,
+    pub message: String,
+}
+
+impl Hit {
+    pub fn new(rule: &RuleMeta, severity: Severity, path: Path, message: String) -> Hit {
+        Hit {
+            code: rule.code,
+            severity,
+            path,
+            message,
+        }
+    }
+}
+
+/// How a workload's pods will be replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RollKind {
+    /// Replacement first, old pod retired only when it is Ready (maxUnavailable 0).
+    SurgeFirst,
+    /// Surge allowed but old pods may also go first (maxSurge > 0, maxUnavailable > 0).
+    SurgeOrRetire,
+    /// Old pod first (maxSurge 0 after rounding).
+    OldPodFirst,
+    /// Everything killed first.
+    Recreate,
+    /// LeaderWorkerSet group rolling update.
+    Lws,
+}
+
+/// A node of the inventory (`--nodes FILE`).
+#[derive(Debug, Clone)]
+pub struct InventoryNode {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    /// Allocatable extended resources (whole units), by name.
+    pub gpus: BTreeMap<String, i64>,
+    /// Free now (allocatable minus the requests of the pods bound to the
+    /// node), when the inventory is live (`infera lint --cluster`).
+    pub free: Option<BTreeMap<String, i64>>,
+}
+
+/// Cluster facts the capacity rules use.
+#[derive(Debug, Clone, Default)]
+pub struct Capacity {
+    pub node_gpus: u32,
+    pub inventory: Option<Vec<InventoryNode>>,
+}
+
+/// One analysed unit: an InferaDeployment service (as the operator renders
+/// it), a Deployment or a LeaderWorkerSet, with the paths of its fields in
+/// the source object.
+pub struct Workload<'a> {
+    pub kind: &'static str,
+    pub name: String,
+    pub service: Option<String>,
+    pub role: Role,
+    /// True for an InferaDeployment worker service, or a plain workload whose
+    /// main container runs the infera engine.
+    pub worker: bool,
+    /// Serves traffic (engine entrypoint or flat fields), not idle-deployed.
+    pub serving: bool,
+    pub replicas: Option<i32>,
+    pub number_of_nodes: Option<i32>,
+    pub roll: RollKind,
+    /// Surge pods created at once when rolling surge-first (maxSurge after
+    /// upstream rounding; 1 for an operator-rendered worker).
+    pub max_surge: i64,
+    /// Operator-predicted strategy (InferaDeployment only).
+    pub strategy: Option<Strategy>,
+    /// The pod as it will run (rendered by the operator for an InferaDeployment).
+    pub pod: &'a PodSpec,
+    /// Labels of the pod template.
+    pub pod_labels: BTreeMap<String, String>,
+    pub main: usize,
+    pub readiness_port: ReadinessPort,
+    pub skip_readiness_probe: bool,
+    /// Where the service / workload lives in the object (`spec.services.S` or `spec`).
+    pub base: Path,
+    /// Where the pod spec fields live (`…extraPodSpec`, `spec.template.spec`),
+    /// or None for flat fields (then `base`).
+    pub pod_path: Option<Path>,
+    /// Fields that hold unresolved placeholders (path inside the object, raw text).
+    pub placeholders: Vec<(Path, String)>,
+    pub capacity: &'a Capacity,
+    /// Verdicts a placeholder kept a rule from reaching: (what the
+    /// placeholder stands for, rule code). Filled by [`Workload::unknown`]
+    /// while the rules run; IR011 (run last) reports it.
+    pub blocked: std::cell::RefCell<Vec<(Slot, &'static str)>>,
+}
+
+/// What a placeholder stands for, as far as the rules are concerned: the
+/// verdicts it can block follow from this, not from where it sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Slot {
+    /// The one hostname the pod is pinned to (`nodeSelector`
+    /// `kubernetes.io/hostname`, or required node affinity `In [one]`): one
+    /// node whatever the value names, so it blocks no verdict.
+    Host,
+    /// Any other node selection (labels, affinity): where the pod may land.
+    Selector,
+    /// A GPU count or GPU resource name: the GPU arithmetic.
+    Gpu,
+    /// `replicas` or `numberOfNodes`.
+    Count,
+    /// A port: which port is bound, not whether one is.
+    Port,
+}
+
+impl Slot {
+    /// How IR011 names the slot.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Slot::Host => "the hostname the pod is pinned to",
+            Slot::Selector => "the placement: node selector or affinity",
+            Slot::Gpu => "the GPU request",
+            Slot::Count => "the replica or node count",
+            Slot::Port => "a port",
+        }
+    }
+}
+
+/// True when `raw` is an unresolved placeholder (`<X>`, `${X}`, `{{ … }}`).
+pub fn is_placeholder(raw: &str) -> bool {
+    infera_model::manifest::has_placeholder(raw)
+}
+
+impl Workload<'_> {
+    pub fn main_container(&self) -> Option<&Container> {
+        self.pod.containers.get(self.main)
+    }
+
+    /// `decode`, or `deployment/foo`: how messages name the workload.
+    pub fn who(&self) -> String {
+        match &self.service {
+            Some(s) => format!("{} ({} service {s})", self.role, self.name),
+            None => format!("{} {}", self.kind.to_lowercase(), self.name),
+        }
+    }
+
+    /// Path of a pod-spec field in the source (falls back to the base).
+    pub fn pod_field(&self, segs: &[&str]) -> Path {
+        match &self.pod_path {
+            Some(p) => join(p, segs),
+            None => self.base.clone(),
+        }
+    }
+
+    /// Path of a field of the main container in the source.
+    pub fn main_field(&self, segs: &[&str]) -> Path {
+        match &self.pod_path {
+            Some(p) => {
+                let mut path = join(p, &["containers"]);
+                path.push(Seg::Index(self.main));
+                join(&path, segs)
+            }
+            None => self.base.clone(),
+        }
+    }
+
+    /// Path of a service-level field (InferaDeployment) or the base.
+    pub fn base_field(&self, segs: &[&str]) -> Path {
+        join(&self.base, segs)
+    }
+
+    /// What the placeholder at `path` stands for, or None when no rule
+    /// reads that field (a memory request, a CPU limit).
+    pub fn slot_of(&self, path: &Path, raw: &str) -> Option<Slot> {
+        let has = |needle: &str| path.iter().any(|s| matches!(s, Seg::Key(k) if k == needle));
+        let last = path.iter().rev().find_map(|s| match s {
+            Seg::Key(k) => Some(k.as_str()),
+            Seg::Index(_) => None,
+        });
+        if has("nodeSelector") || has("affinity") {
+            let pin = self.pinned_host();
+            return Some(match pin {
+                Some((host, _)) if host == raw => Slot::Host,
+                _ => Slot::Selector,
+            });
+        }
+        if has("resources") {
+            let gpu = last.is_some_and(|k| k == "gpu" || k == "gpuType" || k.ends_with("/gpu"));
+            return gpu.then_some(Slot::Gpu);
+        }
+        if has("replicas") || has("numberOfNodes") {
+            return Some(Slot::Count);
+        }
+        (has("ports") || has("port")).then_some(Slot::Port)
+    }
+
+    /// True when a placeholder stands for `slot`; then `code` could not
+    /// reach its verdict, which is recorded for IR011.
+    pub fn unknown(&self, slot: Slot, code: &'static str) -> bool {
+        let found = self
+            .placeholders
+            .iter()
+            .any(|(p, raw)| self.slot_of(p, raw) == Some(slot));
+        if found {
+            let mut blocked = self.blocked.borrow_mut();
+            if !blocked.contains(&(slot, code)) {
+                blocked.push((slot, code));
+            }
+        }
+        found
+    }
+
+    /// True when a placeholder stands for a whole node selection
+    /// (`nodeSelector: ${SEL}`), which might pin the pod to one node; then
+    /// `code` could not decide whether it is pinned (recorded for IR011).
+    pub fn pin_unknown(&self, code: &'static str) -> bool {
+        let whole = self.placeholders.iter().any(|(p, _)| {
+            matches!(p.last(), Some(Seg::Key(k)) if k == "nodeSelector" || k == "affinity" || k == "nodeAffinity")
+        });
+        whole && self.unknown(Slot::Selector, code)
+    }
+
+    /// How messages name the node a pinned pod must land on: `node gpu-7`,
+    /// or `one node (whichever `<PREFILL_NODE>` names)`.
+    pub fn pin_phrase(host: &str) -> String {
+        if is_placeholder(host) {
+            format!("one node (whichever `{host}` names)")
+        } else {
+            format!("node {host}")
+        }
+    }
+
+    /// GPUs the main container requests (requests, else limits), by resource name.
+    pub fn gpu_request(&self) -> Option<(String, i64)> {
+        let c = self.main_container()?;
+        let res = c.resources.as_ref()?;
+        for map in [res.requests.as_ref(), res.limits.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            for (k, v) in map {
+                if infera_model::worker::is_gpu_resource(k)
+                    && let Some(n) = infera_model::worker::whole_quantity(&v.0)
+                {
+                    return Some((k.clone(), n));
+                }
+            }
+        }
+        None
+    }
+
+    /// The single hostname the pod is pinned to (nodeSelector or required
+    /// node affinity `In [one]`), with the source path of the pin.
+    pub fn pinned_host(&self) -> Option<(String, Path)> {
+        const HOST: &str = "kubernetes.io/hostname";
+        if let Some(h) = self.pod.node_selector.as_ref().and_then(|m| m.get(HOST)) {
+            return Some((h.clone(), self.pod_field(&["nodeSelector", HOST])));
+        }
+        let terms = &self
+            .pod
+            .affinity
+            .as_ref()?
+            .node_affinity
+            .as_ref()?
+            .required_during_scheduling_ignored_during_execution
+            .as_ref()?
+            .node_selector_terms;
+        if terms.len() != 1 {
+            return None;
+        }
+        let exprs = terms.first()?.match_expressions.as_ref()?;
+        exprs.iter().find_map(|e| {
+            let vals = e.values.as_ref()?;
+            (e.key == HOST && e.operator == "In" && vals.len() == 1).then(|| {
+                (
+                    vals[0].clone(),
+                    self.pod_field(&["affinity", "nodeAffinity"]),
+                )
+            })
+        })
+    }
+
+    /// Host ports the pod binds (hostNetwork turns container ports into host ports).
+    pub fn host_ports(&self) -> Vec<i32> {
+        let host_network = self.pod.host_network == Some(true);
+        let mut ports: Vec<i32> = self
+            .pod
+            .containers
+            .iter()
+            .flat_map(|c| c.ports.iter().flatten())
+            .filter_map(|p| {
+                if host_network {
+                    Some(p.host_port.unwrap_or(p.container_port))
+                } else {
+                    p.host_port.filter(|&h| h > 0)
+                }
+            })
+            .collect();
+        ports.sort_unstable();
+        ports.dedup();
+        ports
+    }
+
+    /// True when the pod's required anti-affinity on hostname matches its own labels.
+    pub fn anti_affine_to_itself(&self, own_labels: &BTreeMap<String, String>) -> bool {
+        let Some(terms) = self
+            .pod
+            .affinity
+            .as_ref()
+            .and_then(|a| a.pod_anti_affinity.as_ref())
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+        else {
+            return false;
+        };
+        terms.iter().any(|t| {
+            t.topology_key == "kubernetes.io/hostname"
+                && t.label_selector.as_ref().is_some_and(|sel| {
+                    sel.match_labels
+                        .as_ref()
+                        .is_some_and(|m| m.iter().all(|(k, v)| own_labels.get(k) == Some(v)))
+                        && sel.match_expressions.as_ref().is_none_or(|e| e.is_empty())
+                })
+        })
+    }
+}
+
+fn join(base: &Path, segs: &[&str]) -> Path {
+    let mut p = base.clone();
+    p.extend(segs.iter().map(|s| Seg::Key((*s).to_string())));
+    p
+}
+
+/// Roll kind of an apps/v1 Deployment strategy with upstream arithmetic:
+/// percentages: surge rounds up, unavailable rounds down; both 0 → unavailable 1.
+pub fn deployment_roll(
+    strategy_type: Option<&str>,
+    max_surge: Option<&k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>,
+    max_unavailable: Option<&k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>,
+    replicas: i32,
+) -> RollKind {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    if strategy_type == Some("Recreate") {
+        return RollKind::Recreate;
+    }
+    let as_json = |v: Option<&IntOrString>| match v {
+        Some(IntOrString::Int(n)) => Some(serde_json::Value::from(*n)),
+        Some(IntOrString::String(s)) => Some(serde_json::Value::from(s.as_str())),
+        None => None,
+    };
+    let (surge, unavailable) = infera_model::rolling::resolve_fenceposts(
+        as_json(max_surge).as_ref(),
+        as_json(max_unavailable).as_ref(),
+        i64::from(replicas),
+    );
+    match (surge > 0, unavailable > 0) {
+        (true, false) => RollKind::SurgeFirst,
+        (true, true) => RollKind::SurgeOrRetire,
+        _ => RollKind::OldPodFirst,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+    #[test]
+    fn upstream_rounding() {
+        let pct = |s: &str| IntOrString::String(s.into());
+        assert_eq!(deployment_roll(None, None, None, 1), RollKind::SurgeFirst);
+        assert_eq!(
+            deployment_roll(None, None, None, 4),
+            RollKind::SurgeOrRetire
+        );
+        assert_eq!(
+            deployment_roll(None, Some(&IntOrString::Int(0)), Some(&pct("0%")), 1),
+            RollKind::OldPodFirst
+        );
+        assert_eq!(
+            deployment_roll(None, Some(&pct("10%")), Some(&pct("10%")), 1),
+            RollKind::SurgeFirst
+        );
+        assert_eq!(
+            deployment_roll(Some("Recreate"), None, None, 3),
+            RollKind::Recreate
+        );
+    }
+
+    #[test]
+    fn registry_codes_are_unique_and_ordered() {
+        let codes: Vec<_> = REGISTRY.iter().map(|(m, _)| m.code).collect();
+        let mut sorted = codes.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(codes, sorted);
+        for (m, _) in &REGISTRY {
+            assert!(
+                m.doc.contains("## What it does"),
+                "{} lacks its page",
+                m.code
+            );
+            assert!(m.doc.contains("## Why is this bad?"), "{}", m.code);
+        }
+    }
+}

@@ -1,0 +1,69 @@
+use super::{Hit, Workload, declare_rule};
+use crate::finding::Severity;
+use infera_model::operator::READY_PATH;
+
+declare_rule! {
+    /// ## What it does
+    /// Flags a `/ready` readiness probe whose `timeoutSeconds` is 8 or less
+    /// (the Kubernetes default is 1).
+    ///
+    /// ## Why is this bad?
+    /// Each `/ready` request also asks the engine's `/health`, with an 8 s
+    /// budget. A shorter probe timeout fails healthy-but-busy workers: they
+    /// flap NotReady under load and a rollout waits on them for nothing.
+    ///
+    /// ## Example
+    /// ```yaml
+    /// readinessProbe:
+    ///   httpGet: {path: /ready, port: 30090}
+    ///   timeoutSeconds: 5
+    /// ```
+    ///
+    /// ## Use instead
+    /// `timeoutSeconds: 10` (what the operator injects), or omit the probe.
+    RULE, "IR010", "ready-probe-timeout-short", Warning,
+    "a /ready probe with timeoutSeconds <= 8"
+}
+
+pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
+    for (i, c) in w.pod.containers.iter().enumerate() {
+        let Some(p) = &c.readiness_probe else {
+            continue;
+        };
+        let Some(h) = &p.http_get else { continue };
+        if h.path.as_deref() != Some(READY_PATH) {
+            continue;
+        }
+        let timeout = p.timeout_seconds.unwrap_or(1);
+        if timeout > 8 {
+            continue;
+        }
+        let path = match &w.pod_path {
+            Some(pp) => {
+                let mut path = pp.clone();
+                path.push(infera_model::manifest::node::Seg::Key("containers".into()));
+                path.push(infera_model::manifest::node::Seg::Index(i));
+                path.push(infera_model::manifest::node::Seg::Key(
+                    "readinessProbe".into(),
+                ));
+                if p.timeout_seconds.is_some() {
+                    path.push(infera_model::manifest::node::Seg::Key(
+                        "timeoutSeconds".into(),
+                    ));
+                }
+                path
+            }
+            None => w.base.clone(),
+        };
+        out.push(Hit::new(
+            &RULE,
+            Severity::Warning,
+            path,
+            format!(
+                "{}: the /ready probe of container {:?} times out after {timeout} s, but /ready may spend 8 s asking the engine's /health: busy workers will flap NotReady and a rollout waits on them; set timeoutSeconds: 10",
+                w.who(),
+                c.name
+            ),
+        ));
+    }
+}

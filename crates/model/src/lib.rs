@@ -1,0 +1,10 @@
+//! The infera model: manifests with spans, the `InferaDeployment` types, the
+//! operator's render, rolling arithmetic, scheduling predicates and the
+//! worker facts. No `kube`, `tokio` or `clap`: everything above builds on it.
+
+pub mod duration;
+pub mod manifest;
+pub mod operator;
+pub mod rolling;
+pub mod scheduling;
+pub mod worker;

@@ -1,0 +1,1289 @@
+//! InferaDeployment → the workloads the infera operator would create.
+//! The single source of truth shared by `lint`, `render`, `rollout` and `sim`.
+//!
+//! Everything here follows `operator-semantics.md` (§1 objects and labels, §2
+//! what is injected into a worker pod, §3 the strategy). The simulator's
+//! operator creates exactly the objects [`render`] returns, so they are
+//! complete, valid apps/v1 Deployments (or LeaderWorkerSets).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
+};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerPort, EmptyDirVolumeSource, EnvVar, HTTPGetAction, Lifecycle,
+    LifecycleHandler, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SleepAction, Volume,
+    VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde::{Deserialize, Deserializer, Serialize};
+
+pub use crate::worker::{
+    DEFAULT_GPU_TYPE, DEFAULT_READINESS_PORT, LABEL_DEPLOYMENT, LABEL_MANAGED_BY, LABEL_SERVICE,
+    MANAGED_BY_VALUE, READINESS_PORT_ENV, ReadinessPort, WORKER_INFO_ANNOTATION, go_atoi,
+    readiness_port,
+};
+/// Annotations `infera render` adds to the printed objects (not part of what
+/// the operator creates).
+pub const PREDICTED_STRATEGY_ANNOTATION: &str = "infera.amd.com/predicted-strategy";
+pub const PREDICTED_STRATEGY_REASON_ANNOTATION: &str = "infera.amd.com/predicted-strategy-reason";
+
+pub const API_VERSION: &str = "infera.amd.com/v1alpha1";
+pub const KIND: &str = "InferaDeployment";
+pub const LWS_API_VERSION: &str = "leaderworkerset.x-k8s.io/v1";
+pub const LWS_KIND: &str = "LeaderWorkerSet";
+
+pub const DRAIN_TIMEOUT_ENV: &str = "INFERA_DRAIN_TIMEOUT";
+pub const DRAIN_TIMEOUT_FLAG: &str = "--drain-timeout";
+pub const READY_PATH: &str = "/ready";
+pub const DEFAULT_SERVER_PORT: i32 = 8000;
+pub const DEFAULT_WORKER_PORT: i32 = 30000;
+/// Injected probe timings (§2).
+pub const PROBE_INITIAL_DELAY_SECONDS: i32 = 15;
+pub const PROBE_PERIOD_SECONDS: i32 = 15;
+pub const PROBE_TIMEOUT_SECONDS: i32 = 10;
+pub const PROBE_FAILURE_THRESHOLD: i32 = 6;
+pub const PRESTOP_SLEEP_SECONDS: i64 = 15;
+pub const DEFAULT_DRAIN_SECONDS: i64 = 30;
+pub const MAX_DRAIN_SECONDS: i64 = 3600;
+/// Teardown after the drain (§6).
+pub const TEARDOWN_SECONDS: i64 = 50;
+pub const MIN_GRACE_SECONDS: i64 = 120;
+
+// ---------------------------------------------------------------------------
+// Typed view of the custom resource (lenient where the CRD is, and where
+// manifests in the wild carry placeholders such as `replicas: ${N}`).
+// ---------------------------------------------------------------------------
+
+/// An InferaDeployment (`infera.amd.com/v1alpha1`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InferaDeployment {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: InferaDeploymentSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InferaDeploymentSpec {
+    /// `sglang` (default) or `vllm`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_framework: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovery_backend: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcd_endpoint: Option<String>,
+    /// Environment applied to every service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envs: Option<Vec<EnvVar>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nats: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gaie: Option<serde_json::Value>,
+    #[serde(default)]
+    pub services: BTreeMap<String, ServiceSpec>,
+}
+
+/// One entry of `spec.services`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceSpec {
+    /// `server` or `worker`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component_type: Option<String>,
+    /// `mixed` (default), `prefill` or `decode`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<IntOrText>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub number_of_nodes: Option<IntOrText>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip_readiness_probe: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<IntOrText>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ServiceResources>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_strings"
+    )]
+    pub args: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<Vec<EnvVar>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_labels: Option<BTreeMap<String, String>>,
+    /// A full PodSpec used verbatim instead of the flat fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra_pod_spec: Option<PodSpec>,
+}
+
+/// The flat `resources` block of a service.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceResources {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<IntOrText>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<Quantity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Quantity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_memory: Option<Quantity>,
+}
+
+/// An integer field that may hold text in manifests that are templates
+/// (`replicas: ${REPLICAS}`). The API server would reject the text; the
+/// linter reports it (IR011) instead of refusing the document.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum IntOrText {
+    Int(i64),
+    Text(String),
+}
+
+impl IntOrText {
+    /// The integer, when the field holds one (text that is a plain integer
+    /// counts too).
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            IntOrText::Int(n) => Some(*n),
+            IntOrText::Text(s) => s.trim().parse().ok(),
+        }
+    }
+
+    pub fn raw(&self) -> String {
+        match self {
+            IntOrText::Int(n) => n.to_string(),
+            IntOrText::Text(s) => s.clone(),
+        }
+    }
+}
+
+/// Accept numbers and booleans in a list of strings (`args: [--tp, 2]`), as
+/// a template engine that forgot to quote would produce.
+fn lenient_strings<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    let raw: Option<Vec<serde_json::Value>> = Option::deserialize(d)?;
+    Ok(raw.map(|items| {
+        items
+            .into_iter()
+            .map(|v| match v {
+                serde_json::Value::String(s) => s,
+                other => other.to_string(),
+            })
+            .collect()
+    }))
+}
+
+/// Disaggregation role of a service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Mixed,
+    Prefill,
+    Decode,
+}
+
+impl Role {
+    pub fn parse(s: Option<&str>) -> Role {
+        match s.map(str::trim) {
+            Some("prefill") => Role::Prefill,
+            Some("decode") => Role::Decode,
+            _ => Role::Mixed,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Mixed => "mixed",
+            Role::Prefill => "prefill",
+            Role::Decode => "decode",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Component {
+    Server,
+    Worker,
+}
+
+impl Component {
+    pub fn parse(s: Option<&str>) -> Component {
+        match s.map(str::trim) {
+            Some("server") => Component::Server,
+            _ => Component::Worker,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WorkloadKind {
+    Deployment,
+    LeaderWorkerSet,
+}
+
+impl WorkloadKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadKind::Deployment => "Deployment",
+            WorkloadKind::LeaderWorkerSet => "LeaderWorkerSet",
+        }
+    }
+}
+
+/// How the rendered workload will roll (§3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// RollingUpdate maxSurge 1 / maxUnavailable 0: replacement first.
+    SurgeFirst,
+    /// RollingUpdate maxSurge 0 / maxUnavailable 1: the old pod goes first.
+    OldPodFirst,
+    /// LeaderWorkerSet rolling update (maxUnavailable 1, maxSurge 0).
+    Lws,
+    /// Servers keep the apps/v1 default 25 % / 25 %.
+    ServerDefault,
+}
+
+impl Strategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::SurgeFirst => "surge-first",
+            Strategy::OldPodFirst => "old-pod-first",
+            Strategy::Lws => "lws",
+            Strategy::ServerDefault => "server-default",
+        }
+    }
+}
+
+impl std::fmt::Display for Strategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The readiness port of one container (its own env).
+pub fn container_readiness_port(c: &Container) -> ReadinessPort {
+    readiness_port(c.env.as_deref().unwrap_or(&[]))
+}
+
+/// Index of the main container of a pod spec: the one named `main` or
+/// `infera`, else the first.
+pub fn main_container_index(pod: &PodSpec) -> usize {
+    crate::worker::main_container_position(pod.containers.iter().map(|c| c.name.as_str()))
+        .unwrap_or(0)
+}
+
+/// Command and args of a container as one token list; shell strings
+/// (`sh -c "exec python3 -m ..."`) are split on whitespace and quotes
+/// stripped, so flags inside them are seen too.
+pub fn command_tokens(c: &Container) -> Vec<String> {
+    let mut out = Vec::new();
+    for part in c.command.iter().flatten().chain(c.args.iter().flatten()) {
+        if part.contains(char::is_whitespace) {
+            out.extend(
+                part.split_whitespace()
+                    .map(|t| t.trim_matches(|ch| ch == '"' || ch == '\'').to_string()),
+            );
+        } else {
+            out.push(part.clone());
+        }
+    }
+    out
+}
+
+/// True when the container's entrypoint launches an infera engine
+/// (`python3 -m infera.engine.<backend>`).
+pub fn container_runs_engine(c: &Container) -> bool {
+    command_tokens(c)
+        .iter()
+        .any(|t| t.starts_with("infera.engine.") || t.contains("/infera/engine/"))
+}
+
+/// True when the container is idle-deployed: its entrypoint is `sleep`,
+/// `sshd` or `mn-idle.sh`, and the engine is launched out of band (§4).
+pub fn container_is_idle(c: &Container) -> bool {
+    if container_runs_engine(c) {
+        return false;
+    }
+    command_tokens(c).iter().any(|t| {
+        let base = t.rsplit('/').next().unwrap_or(t);
+        base == "sleep" || base == "sshd" || base.starts_with("mn-idle")
+    })
+}
+
+/// A worker that serves: its main container starts `infera.engine.*`, or it
+/// uses the flat fields (the operator then writes that entrypoint itself).
+pub fn is_serving_worker(service: &ServiceSpec) -> bool {
+    if Component::parse(service.component_type.as_deref()) != Component::Worker {
+        return false;
+    }
+    match &service.extra_pod_spec {
+        None => true,
+        Some(pod) => pod
+            .containers
+            .get(main_container_index(pod))
+            .is_some_and(container_runs_engine),
+    }
+}
+
+/// The drain timeout of a container in seconds: `--drain-timeout` in its
+/// command/args, else `INFERA_DRAIN_TIMEOUT`, else 30; capped at 3600.
+pub fn drain_timeout_seconds(c: &Container) -> i64 {
+    let tokens = command_tokens(c);
+    let mut from_flag = None;
+    for (i, t) in tokens.iter().enumerate() {
+        if t == DRAIN_TIMEOUT_FLAG {
+            from_flag = tokens.get(i + 1).and_then(|v| parse_seconds(v));
+        } else if let Some(v) = t.strip_prefix("--drain-timeout=") {
+            from_flag = parse_seconds(v);
+        }
+    }
+    let from_env = || {
+        c.env
+            .iter()
+            .flatten()
+            .find(|e| e.name == DRAIN_TIMEOUT_ENV)
+            .and_then(|e| e.value.as_deref())
+            .and_then(parse_seconds)
+    };
+    from_flag
+        .or_else(from_env)
+        .unwrap_or(DEFAULT_DRAIN_SECONDS)
+        .clamp(0, MAX_DRAIN_SECONDS)
+}
+
+fn parse_seconds(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let s = s.strip_suffix('s').unwrap_or(s);
+    if let Ok(n) = s.parse::<i64>() {
+        return Some(n);
+    }
+    s.parse::<f64>()
+        .ok()
+        .filter(|f| f.is_finite())
+        .map(|f| f.ceil() as i64)
+}
+
+/// The grace period the operator guarantees: max(120, 15 + drain + 50).
+pub fn required_grace_seconds(drain: i64) -> i64 {
+    MIN_GRACE_SECONDS.max(PRESTOP_SLEEP_SECONDS + drain + TEARDOWN_SECONDS)
+}
+
+/// True when some container of the pod is probed on its readiness port: a
+/// `readinessProbe.httpGet` with path exactly `/ready` and an integer port
+/// equal to that container's knowable readiness port (§3).
+pub fn probed_on_readiness_port(pod: &PodSpec) -> bool {
+    pod.containers
+        .iter()
+        .any(container_probed_on_readiness_port)
+}
+
+pub fn container_probed_on_readiness_port(c: &Container) -> bool {
+    let Some(http) = c.readiness_probe.as_ref().and_then(|p| p.http_get.as_ref()) else {
+        return false;
+    };
+    let Some(port) = container_readiness_port(c).known() else {
+        return false;
+    };
+    http.path.as_deref() == Some(READY_PATH) && http.port == IntOrString::Int(i32::from(port))
+}
+
+// ---------------------------------------------------------------------------
+// Rendering
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    #[error("not an InferaDeployment: {0}")]
+    NotAnInferaDeployment(String),
+    #[error("the InferaDeployment does not match its schema: {0}")]
+    Invalid(String),
+    #[error("service {service:?}: {message}")]
+    Service { service: String, message: String },
+}
+
+/// One workload the operator renders for one service.
+#[derive(Debug, Clone, Serialize)]
+pub struct RenderedWorkload {
+    pub service: String,
+    pub role: Role,
+    pub component: Component,
+    pub kind: WorkloadKind,
+    /// The complete apps/v1 Deployment or LeaderWorkerSet, as the operator
+    /// creates it.
+    pub object: serde_json::Value,
+    /// The readiness port of the main container (before injection: what the
+    /// operator resolves).
+    pub readiness_port: ReadinessPort,
+    pub probe_injected: bool,
+    pub strategy: Strategy,
+    /// Why this strategy, in one sentence.
+    pub why: String,
+    /// Name of the main container.
+    pub main_container: String,
+    /// `replicas` when known (None: a placeholder; the object carries 1).
+    pub replicas: Option<i32>,
+    /// `numberOfNodes` when known.
+    pub number_of_nodes: Option<i32>,
+    /// True when the service uses the flat fields (no extraPodSpec).
+    pub flat: bool,
+    /// The rendered pod template spec (also inside `object`).
+    pub pod: PodSpec,
+    /// The rendered pod template labels.
+    pub pod_labels: BTreeMap<String, String>,
+}
+
+/// Render every service of an InferaDeployment (wire form).
+pub fn render(idep: &serde_json::Value) -> Result<Vec<RenderedWorkload>, OperatorError> {
+    let kind = idep.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+    if kind != KIND {
+        return Err(OperatorError::NotAnInferaDeployment(format!(
+            "kind is {kind:?}"
+        )));
+    }
+    let typed: InferaDeployment =
+        serde_json::from_value(idep.clone()).map_err(|e| OperatorError::Invalid(e.to_string()))?;
+    Ok(render_typed(&typed))
+}
+
+/// Render every service of a typed InferaDeployment, in service-name order.
+pub fn render_typed(idep: &InferaDeployment) -> Vec<RenderedWorkload> {
+    idep.spec
+        .services
+        .iter()
+        .map(|(name, svc)| render_service(idep, name, svc))
+        .collect()
+}
+
+fn operator_labels(idep_name: &str, service: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (LABEL_MANAGED_BY.to_string(), MANAGED_BY_VALUE.to_string()),
+        (LABEL_DEPLOYMENT.to_string(), idep_name.to_string()),
+        (LABEL_SERVICE.to_string(), service.to_string()),
+    ])
+}
+
+/// Pod template labels: `podLabels`, then the operator's keys (they win).
+pub fn pod_labels(
+    idep_name: &str,
+    service_name: &str,
+    svc: &ServiceSpec,
+) -> BTreeMap<String, String> {
+    let mut labels = svc.pod_labels.clone().unwrap_or_default();
+    labels.extend(operator_labels(idep_name, service_name));
+    labels
+}
+
+fn service_port(svc: &ServiceSpec, component: Component) -> i32 {
+    svc.port
+        .as_ref()
+        .and_then(IntOrText::as_i64)
+        .and_then(|p| i32::try_from(p).ok())
+        .unwrap_or(match component {
+            Component::Server => DEFAULT_SERVER_PORT,
+            Component::Worker => DEFAULT_WORKER_PORT,
+        })
+}
+
+/// The pod the flat fields describe: one container `infera`.
+fn flat_pod(
+    idep: &InferaDeployment,
+    svc: &ServiceSpec,
+    component: Component,
+    role: Role,
+) -> PodSpec {
+    let port = service_port(svc, component);
+    let backend = idep
+        .spec
+        .backend_framework
+        .as_deref()
+        .unwrap_or("sglang")
+        .to_string();
+    let module = match component {
+        Component::Server => "infera.server".to_string(),
+        Component::Worker => format!("infera.engine.{backend}"),
+    };
+    let mut args = vec![
+        "--host".to_string(),
+        "0.0.0.0".to_string(),
+        "--port".to_string(),
+        port.to_string(),
+    ];
+    if component == Component::Worker && role != Role::Mixed {
+        args.push("--disaggregation-mode".to_string());
+        args.push(role.as_str().to_string());
+    }
+    args.extend(svc.args.iter().flatten().cloned());
+
+    let mut env: Vec<EnvVar> = idep.spec.envs.clone().unwrap_or_default();
+    for e in svc.env.iter().flatten() {
+        if let Some(existing) = env.iter_mut().find(|x| x.name == e.name) {
+            *existing = e.clone();
+        } else {
+            env.push(e.clone());
+        }
+    }
+
+    let mut requests = BTreeMap::new();
+    let mut limits = BTreeMap::new();
+    let mut volumes = Vec::new();
+    let mut mounts = Vec::new();
+    if let Some(res) = &svc.resources {
+        if let Some(cpu) = &res.cpu {
+            requests.insert("cpu".to_string(), cpu.clone());
+        }
+        if let Some(mem) = &res.memory {
+            requests.insert("memory".to_string(), mem.clone());
+        }
+        if let Some(gpu) = &res.gpu {
+            let zero = gpu.as_i64() == Some(0);
+            if !zero {
+                let gpu_type = res
+                    .gpu_type
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_GPU_TYPE.to_string());
+                requests.insert(gpu_type.clone(), Quantity(gpu.raw()));
+                limits.insert(gpu_type, Quantity(gpu.raw()));
+            }
+        }
+        if let Some(shm) = &res.shared_memory {
+            volumes.push(Volume {
+                name: "dshm".to_string(),
+                empty_dir: Some(EmptyDirVolumeSource {
+                    medium: Some("Memory".to_string()),
+                    size_limit: Some(shm.clone()),
+                }),
+                ..Volume::default()
+            });
+            mounts.push(VolumeMount {
+                name: "dshm".to_string(),
+                mount_path: "/dev/shm".to_string(),
+                ..VolumeMount::default()
+            });
+        }
+    }
+    let resources = (!requests.is_empty() || !limits.is_empty()).then(|| ResourceRequirements {
+        requests: (!requests.is_empty()).then_some(requests),
+        limits: (!limits.is_empty()).then_some(limits),
+        ..ResourceRequirements::default()
+    });
+
+    let container = Container {
+        name: "infera".to_string(),
+        image: svc.image.clone().or_else(|| idep.spec.image.clone()),
+        command: Some(vec!["python3".to_string(), "-m".to_string(), module]),
+        args: Some(args),
+        env: (!env.is_empty()).then_some(env),
+        resources,
+        volume_mounts: (!mounts.is_empty()).then_some(mounts),
+        ..Container::default()
+    };
+    PodSpec {
+        containers: vec![container],
+        volumes: (!volumes.is_empty()).then_some(volumes),
+        ..PodSpec::default()
+    }
+}
+
+/// Spec-level envs apply to every service; with extraPodSpec they are added
+/// to the main container when it does not set them itself.
+fn add_spec_envs(main: &mut Container, idep: &InferaDeployment) {
+    let env = main.env.get_or_insert_with(Vec::new);
+    for e in idep.spec.envs.iter().flatten() {
+        if !env.iter().any(|x| x.name == e.name) {
+            env.push(e.clone());
+        }
+    }
+    if env.is_empty() {
+        main.env = None;
+    }
+}
+
+/// The service port, when the main container declares none.
+fn add_service_port(main: &mut Container, port: i32) {
+    if main.ports.as_ref().is_none_or(|p| p.is_empty()) {
+        main.ports = Some(vec![ContainerPort {
+            container_port: port,
+            name: Some("http".to_string()),
+            protocol: Some("TCP".to_string()),
+            ..ContainerPort::default()
+        }]);
+    }
+}
+
+/// What the operator injects into a worker's main container (§2): the
+/// readiness port env, the /ready probe, the preStop sleep. Returns the
+/// readiness port, whether the probe was injected, and the grace period the
+/// pod needs.
+fn inject_worker_settings(
+    main: &mut Container,
+    svc: &ServiceSpec,
+    multinode: bool,
+) -> (ReadinessPort, bool, i64) {
+    let readiness = container_readiness_port(main);
+    if matches!(readiness, ReadinessPort::Default { .. }) {
+        main.env.get_or_insert_with(Vec::new).push(EnvVar {
+            name: READINESS_PORT_ENV.to_string(),
+            value: Some(DEFAULT_READINESS_PORT.to_string()),
+            ..EnvVar::default()
+        });
+    }
+    let mut probe_injected = false;
+    let skip = svc.skip_readiness_probe.unwrap_or(false);
+    if !multinode
+        && !skip
+        && main.readiness_probe.is_none()
+        && let Some(p) = readiness.known()
+    {
+        main.readiness_probe = Some(ready_probe(p));
+        probe_injected = true;
+    }
+    let has_prestop = main
+        .lifecycle
+        .as_ref()
+        .is_some_and(|l| l.pre_stop.is_some());
+    if !has_prestop {
+        main.lifecycle
+            .get_or_insert_with(Lifecycle::default)
+            .pre_stop = Some(LifecycleHandler {
+            sleep: Some(SleepAction {
+                seconds: PRESTOP_SLEEP_SECONDS,
+            }),
+            ..LifecycleHandler::default()
+        });
+    }
+    let required = required_grace_seconds(drain_timeout_seconds(main));
+    (readiness, probe_injected, required)
+}
+
+/// The rendered object's metadata: `<idep>-<service>`, the operator's
+/// labels, owned by the InferaDeployment when it has a uid.
+fn object_metadata(
+    idep: &InferaDeployment,
+    idep_name: &str,
+    name: &str,
+    namespace: String,
+) -> ObjectMeta {
+    let owner = idep.metadata.uid.as_ref().map(|uid| {
+        vec![OwnerReference {
+            api_version: API_VERSION.to_string(),
+            kind: KIND.to_string(),
+            name: idep_name.to_string(),
+            uid: uid.clone(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }]
+    });
+    ObjectMeta {
+        name: Some(format!("{idep_name}-{name}")),
+        namespace: Some(namespace),
+        labels: Some(operator_labels(idep_name, name)),
+        owner_references: owner,
+        ..ObjectMeta::default()
+    }
+}
+
+/// An apps/v1 Deployment rolling with `strategy`'s surge/unavailable.
+fn deployment_object(
+    metadata: ObjectMeta,
+    template: PodTemplateSpec,
+    selector: BTreeMap<String, String>,
+    replicas: i32,
+    strategy: Strategy,
+) -> serde_json::Value {
+    let (surge, unavailable) = match strategy {
+        Strategy::SurgeFirst => (IntOrString::Int(1), IntOrString::Int(0)),
+        Strategy::OldPodFirst | Strategy::Lws => (IntOrString::Int(0), IntOrString::Int(1)),
+        Strategy::ServerDefault => (
+            IntOrString::String("25%".to_string()),
+            IntOrString::String("25%".to_string()),
+        ),
+    };
+    let d = Deployment {
+        metadata,
+        spec: Some(DeploymentSpec {
+            replicas: Some(replicas),
+            selector: LabelSelector {
+                match_labels: Some(selector),
+                ..LabelSelector::default()
+            },
+            strategy: Some(DeploymentStrategy {
+                type_: Some("RollingUpdate".to_string()),
+                rolling_update: Some(RollingUpdateDeployment {
+                    max_surge: Some(surge),
+                    max_unavailable: Some(unavailable),
+                }),
+            }),
+            template,
+            ..DeploymentSpec::default()
+        }),
+        status: None,
+    };
+    let mut v = serde_json::to_value(&d).unwrap_or(serde_json::Value::Null);
+    if let Some(m) = v.as_object_mut() {
+        m.insert("apiVersion".into(), "apps/v1".into());
+        m.insert("kind".into(), "Deployment".into());
+    }
+    v
+}
+
+/// A LeaderWorkerSet of `number_of_nodes`-pod groups (§3: old-group-first).
+fn lws_object(
+    metadata: ObjectMeta,
+    template: PodTemplateSpec,
+    replicas: i32,
+    number_of_nodes: i32,
+) -> serde_json::Value {
+    let lws = LeaderWorkerSet {
+        api_version: Some(LWS_API_VERSION.to_string()),
+        kind: Some(LWS_KIND.to_string()),
+        metadata,
+        spec: LeaderWorkerSetSpec {
+            replicas: Some(IntOrText::Int(i64::from(replicas))),
+            leader_worker_template: LeaderWorkerTemplate {
+                size: Some(IntOrText::Int(i64::from(number_of_nodes))),
+                leader_template: None,
+                worker_template: Some(template),
+                restart_policy: Some("RecreateGroupOnPodRestart".to_string()),
+            },
+            rollout_strategy: Some(LwsRolloutStrategy {
+                type_: Some("RollingUpdate".to_string()),
+                rolling_update_configuration: Some(LwsRollingUpdate {
+                    max_unavailable: Some(IntOrString::Int(1)),
+                    max_surge: Some(IntOrString::Int(0)),
+                }),
+            }),
+            startup_policy: Some("LeaderCreated".to_string()),
+        },
+    };
+    serde_json::to_value(&lws).unwrap_or(serde_json::Value::Null)
+}
+
+fn render_service(idep: &InferaDeployment, name: &str, svc: &ServiceSpec) -> RenderedWorkload {
+    let idep_name = idep.metadata.name.clone().unwrap_or_default();
+    let namespace = idep
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".to_string());
+    let component = Component::parse(svc.component_type.as_deref());
+    let role = Role::parse(svc.role.as_deref());
+    let replicas = match &svc.replicas {
+        None => Some(1),
+        Some(r) => r.as_i64().and_then(|n| i32::try_from(n).ok()),
+    };
+    let number_of_nodes = match &svc.number_of_nodes {
+        None => Some(1),
+        Some(n) => n.as_i64().and_then(|n| i32::try_from(n).ok()),
+    };
+    let multinode = number_of_nodes.is_some_and(|n| n > 1);
+    let kind = if multinode {
+        WorkloadKind::LeaderWorkerSet
+    } else {
+        WorkloadKind::Deployment
+    };
+    let flat = svc.extra_pod_spec.is_none();
+    let mut pod = match &svc.extra_pod_spec {
+        Some(p) => p.clone(),
+        None => flat_pod(idep, svc, component, role),
+    };
+    if pod.containers.is_empty() {
+        // A PodSpec without containers is invalid; give the operator's
+        // container so the rendered object stays a valid Deployment.
+        pod.containers = flat_pod(idep, svc, component, role).containers;
+    }
+    let main_idx = main_container_index(&pod).min(pod.containers.len().saturating_sub(1));
+    let port = service_port(svc, component);
+
+    // Spec-level envs apply to every service; with extraPodSpec they are
+    // added to the main container when it does not set them itself.
+    let mut probe_injected = false;
+    let mut readiness = ReadinessPort::Default {
+        port: DEFAULT_READINESS_PORT,
+    };
+    let mut main_name = String::new();
+    if let Some(main) = pod.containers.get_mut(main_idx) {
+        main_name = main.name.clone();
+        if !flat {
+            add_spec_envs(main, idep);
+        }
+        add_service_port(main, port);
+        if component == Component::Worker {
+            let (port, injected, required) = inject_worker_settings(main, svc, multinode);
+            readiness = port;
+            probe_injected = injected;
+            let current = pod.termination_grace_period_seconds;
+            if current.is_none_or(|g| g < required) {
+                pod.termination_grace_period_seconds = Some(required);
+            }
+        }
+    }
+
+    let (strategy, why) =
+        predict_strategy(component, multinode, svc, &pod, &readiness, probe_injected);
+    let labels = pod_labels(&idep_name, name, svc);
+    let selector = BTreeMap::from([
+        (LABEL_DEPLOYMENT.to_string(), idep_name.clone()),
+        (LABEL_SERVICE.to_string(), name.to_string()),
+    ]);
+    let metadata = object_metadata(idep, &idep_name, name, namespace);
+    let template = PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(labels.clone()),
+            ..ObjectMeta::default()
+        }),
+        spec: Some(pod.clone()),
+    };
+    let object = match kind {
+        WorkloadKind::Deployment => deployment_object(
+            metadata,
+            template,
+            selector,
+            replicas.unwrap_or(1),
+            strategy,
+        ),
+        WorkloadKind::LeaderWorkerSet => lws_object(
+            metadata,
+            template,
+            replicas.unwrap_or(1),
+            number_of_nodes.unwrap_or(2),
+        ),
+    };
+
+    RenderedWorkload {
+        service: name.to_string(),
+        role,
+        component,
+        kind,
+        object,
+        readiness_port: readiness,
+        probe_injected,
+        strategy,
+        why,
+        main_container: main_name,
+        replicas,
+        number_of_nodes,
+        flat,
+        pod,
+        pod_labels: labels,
+    }
+}
+
+/// The probe the operator injects (§2).
+pub fn ready_probe(port: u16) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(READY_PATH.to_string()),
+            port: IntOrString::Int(i32::from(port)),
+            ..HTTPGetAction::default()
+        }),
+        initial_delay_seconds: Some(PROBE_INITIAL_DELAY_SECONDS),
+        period_seconds: Some(PROBE_PERIOD_SECONDS),
+        timeout_seconds: Some(PROBE_TIMEOUT_SECONDS),
+        failure_threshold: Some(PROBE_FAILURE_THRESHOLD),
+        ..Probe::default()
+    }
+}
+
+fn predict_strategy(
+    component: Component,
+    multinode: bool,
+    svc: &ServiceSpec,
+    pod: &PodSpec,
+    readiness: &ReadinessPort,
+    probe_injected: bool,
+) -> (Strategy, String) {
+    if multinode {
+        return (
+            Strategy::Lws,
+            "numberOfNodes > 1: a LeaderWorkerSet without a readiness probe, rolled by the LWS \
+             rolling update (maxUnavailable 1, maxSurge 0)"
+                .to_string(),
+        );
+    }
+    if component == Component::Server {
+        return (
+            Strategy::ServerDefault,
+            "a server keeps the apps/v1 default rolling update (maxSurge 25%, maxUnavailable 25%)"
+                .to_string(),
+        );
+    }
+    if probed_on_readiness_port(pod) {
+        let how = if probe_injected {
+            format!(
+                "the operator injects httpGet {READY_PATH} on readiness port {}",
+                readiness.describe()
+            )
+        } else {
+            format!(
+                "a container's own readinessProbe is httpGet {READY_PATH} on its readiness port"
+            )
+        };
+        return (
+            Strategy::SurgeFirst,
+            format!("probed on the readiness port ({how}) → maxSurge 1, maxUnavailable 0"),
+        );
+    }
+    let cause = if svc.skip_readiness_probe.unwrap_or(false) {
+        "skipReadinessProbe: true, so no probe is injected".to_string()
+    } else if !readiness.is_knowable() {
+        format!(
+            "{READINESS_PORT_ENV} is {}, so no probe is injected",
+            readiness.describe()
+        )
+    } else {
+        "the main container has its own readinessProbe that is not httpGet /ready on the integer \
+         readiness port, so none is injected"
+            .to_string()
+    };
+    (
+        Strategy::OldPodFirst,
+        format!("not probed on the readiness port ({cause}) → maxSurge 0, maxUnavailable 1"),
+    )
+}
+
+// ---------------------------------------------------------------------------
+// A minimal LeaderWorkerSet (leaderworkerset.x-k8s.io/v1)
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaderWorkerSet {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: LeaderWorkerSetSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaderWorkerSetSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<IntOrText>,
+    #[serde(default)]
+    pub leader_worker_template: LeaderWorkerTemplate,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout_strategy: Option<LwsRolloutStrategy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_policy: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaderWorkerTemplate {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<IntOrText>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_template: Option<PodTemplateSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_template: Option<PodTemplateSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_policy: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LwsRolloutStrategy {
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rolling_update_configuration: Option<LwsRollingUpdate>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LwsRollingUpdate {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<IntOrString>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_surge: Option<IntOrString>,
+}
+
+// ---------------------------------------------------------------------------
+// `infera render`
+// ---------------------------------------------------------------------------
+
+/// The printed form of a rendered workload: the object plus the predicted
+/// strategy annotations.
+pub fn annotated_object(w: &RenderedWorkload) -> serde_json::Value {
+    let mut obj = w.object.clone();
+    if let Some(meta) = obj.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        let ann = meta
+            .entry("annotations")
+            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+        if let Some(ann) = ann.as_object_mut() {
+            ann.insert(
+                PREDICTED_STRATEGY_ANNOTATION.into(),
+                w.strategy.as_str().into(),
+            );
+            ann.insert(
+                PREDICTED_STRATEGY_REASON_ANNOTATION.into(),
+                w.why.clone().into(),
+            );
+        }
+    }
+    obj
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(name: &str, value: &str) -> EnvVar {
+        EnvVar {
+            name: name.to_string(),
+            value: Some(value.to_string()),
+            ..EnvVar::default()
+        }
+    }
+
+    #[test]
+    fn readiness_port_edge_cases() {
+        let knowable = |v: &str| readiness_port(&[env(READINESS_PORT_ENV, v)]).known();
+        assert_eq!(knowable("+30091"), Some(30091));
+        assert_eq!(knowable("30091"), Some(30091));
+        assert_eq!(knowable("030090"), Some(30090));
+        assert_eq!(knowable("1"), Some(1));
+        assert_eq!(knowable("65535"), Some(65535));
+        assert_eq!(knowable(" 30090"), None);
+        assert_eq!(knowable("30090 "), None);
+        assert_eq!(knowable("30_090"), None);
+        assert_eq!(knowable("0"), None);
+        assert_eq!(knowable("-30090"), None);
+        assert_eq!(knowable("70000"), None);
+        assert_eq!(knowable("65536"), None);
+        assert_eq!(knowable("abc"), None);
+        assert_eq!(knowable(""), None);
+        assert_eq!(knowable("+"), None);
+        assert_eq!(knowable("99999999999999999999999"), None);
+        assert_eq!(readiness_port(&[]), ReadinessPort::Default { port: 30090 });
+        let from = EnvVar {
+            name: READINESS_PORT_ENV.to_string(),
+            value_from: Some(Default::default()),
+            ..EnvVar::default()
+        };
+        assert_eq!(readiness_port(&[from]), ReadinessPort::ValueFrom);
+    }
+
+    fn idep(services: serde_json::Value) -> serde_json::Value {
+        json!({"apiVersion": API_VERSION, "kind": KIND,
+               "metadata": {"name": "demo", "namespace": "ns"},
+               "spec": {"backendFramework": "sglang", "image": "img:1", "services": services}})
+    }
+
+    #[test]
+    fn flat_worker_gets_probe_and_surge_first() {
+        let ws = render(&idep(json!({
+            "prefill": {"componentType": "worker", "role": "prefill",
+                        "resources": {"gpu": 2, "memory": "64Gi", "sharedMemory": "32Gi"},
+                        "args": ["--tp-size", "2"]}
+        })))
+        .unwrap();
+        let w = &ws[0];
+        assert_eq!(w.strategy, Strategy::SurgeFirst);
+        assert!(w.probe_injected);
+        let o = &w.object;
+        assert_eq!(o["kind"], "Deployment");
+        assert_eq!(o["apiVersion"], "apps/v1");
+        assert_eq!(o["metadata"]["name"], "demo-prefill");
+        assert_eq!(o["metadata"]["namespace"], "ns");
+        assert_eq!(o["spec"]["replicas"], 1);
+        assert_eq!(o["spec"]["strategy"]["rollingUpdate"]["maxSurge"], 1);
+        assert_eq!(o["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 0);
+        let sel = o["spec"]["selector"]["matchLabels"].as_object().unwrap();
+        let tl = &o["spec"]["template"]["metadata"]["labels"];
+        for (k, v) in sel {
+            assert_eq!(&tl[k], v, "selector must match template labels");
+        }
+        let c = &o["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["name"], "infera");
+        assert_eq!(
+            c["command"],
+            json!(["python3", "-m", "infera.engine.sglang"])
+        );
+        assert_eq!(
+            c["args"],
+            json!([
+                "--host",
+                "0.0.0.0",
+                "--port",
+                "30000",
+                "--disaggregation-mode",
+                "prefill",
+                "--tp-size",
+                "2"
+            ])
+        );
+        assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/ready");
+        assert_eq!(c["readinessProbe"]["httpGet"]["port"], 30090);
+        assert_eq!(c["readinessProbe"]["timeoutSeconds"], 10);
+        assert_eq!(c["readinessProbe"]["failureThreshold"], 6);
+        assert_eq!(c["lifecycle"]["preStop"]["sleep"]["seconds"], 15);
+        assert_eq!(c["ports"][0]["containerPort"], 30000);
+        assert_eq!(c["resources"]["requests"]["amd.com/gpu"], "2");
+        assert_eq!(c["resources"]["limits"]["amd.com/gpu"], "2");
+        assert!(
+            c["env"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["name"] == READINESS_PORT_ENV && e["value"] == "30090")
+        );
+        assert_eq!(
+            o["spec"]["template"]["spec"]["terminationGracePeriodSeconds"],
+            120
+        );
+        // Typed round trip: a valid apps/v1 Deployment.
+        let d: Deployment = serde_json::from_value(o.clone()).unwrap();
+        assert_eq!(d.spec.unwrap().replicas, Some(1));
+    }
+
+    #[test]
+    fn skip_probe_is_old_pod_first() {
+        let ws = render(&idep(json!({
+            "decode": {"componentType": "worker", "role": "decode", "skipReadinessProbe": true}
+        })))
+        .unwrap();
+        assert_eq!(ws[0].strategy, Strategy::OldPodFirst);
+        assert!(!ws[0].probe_injected);
+        assert_eq!(
+            ws[0].object["spec"]["strategy"]["rollingUpdate"]["maxSurge"],
+            0
+        );
+        assert_eq!(
+            ws[0].object["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"],
+            1
+        );
+    }
+
+    #[test]
+    fn unknowable_port_and_own_probe_are_old_pod_first() {
+        let ws = render(&idep(json!({
+            "a": {"componentType": "worker", "env": [{"name": READINESS_PORT_ENV, "value": " 30090"}]},
+            "b": {"componentType": "worker", "extraPodSpec": {"containers": [
+                {"name": "main", "image": "x", "command": ["python3", "-m", "infera.engine.vllm"],
+                 "readinessProbe": {"httpGet": {"path": "/health", "port": 30000}}}]}},
+            "c": {"componentType": "worker", "extraPodSpec": {"containers": [
+                {"name": "sidecar", "image": "y"},
+                {"name": "main", "image": "x", "env": [{"name": READINESS_PORT_ENV, "value": "+30091"}],
+                 "readinessProbe": {"httpGet": {"path": "/ready", "port": 30091}}}]}}
+        })))
+        .unwrap();
+        assert_eq!(ws[0].strategy, Strategy::OldPodFirst);
+        assert!(!ws[0].probe_injected);
+        assert_eq!(ws[1].strategy, Strategy::OldPodFirst);
+        assert_eq!(ws[1].main_container, "main");
+        assert_eq!(ws[2].strategy, Strategy::SurgeFirst);
+        assert!(!ws[2].probe_injected);
+        assert_eq!(ws[2].main_container, "main");
+        assert_eq!(ws[2].readiness_port.known(), Some(30091));
+    }
+
+    #[test]
+    fn server_default_and_multinode_lws() {
+        let ws = render(&idep(json!({
+            "server": {"componentType": "server", "replicas": 2},
+            "worker": {"componentType": "worker", "numberOfNodes": 2}
+        })))
+        .unwrap();
+        let server = ws.iter().find(|w| w.service == "server").unwrap();
+        assert_eq!(server.strategy, Strategy::ServerDefault);
+        assert_eq!(
+            server.object["spec"]["strategy"]["rollingUpdate"]["maxSurge"],
+            "25%"
+        );
+        assert_eq!(server.object["spec"]["replicas"], 2);
+        let worker = ws.iter().find(|w| w.service == "worker").unwrap();
+        assert_eq!(worker.kind, WorkloadKind::LeaderWorkerSet);
+        assert_eq!(worker.strategy, Strategy::Lws);
+        assert!(!worker.probe_injected);
+        assert_eq!(worker.object["kind"], "LeaderWorkerSet");
+        assert_eq!(worker.object["spec"]["leaderWorkerTemplate"]["size"], 2);
+        assert!(
+            worker.object["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"]
+                [0]
+            .get("readinessProbe")
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn pod_labels_operator_keys_win() {
+        let ws = render(&idep(json!({
+            "w": {"componentType": "worker", "podLabels": {"team": "a", LABEL_SERVICE: "evil"}}
+        })))
+        .unwrap();
+        assert_eq!(ws[0].pod_labels.get("team").map(String::as_str), Some("a"));
+        assert_eq!(
+            ws[0].pod_labels.get(LABEL_SERVICE).map(String::as_str),
+            Some("w")
+        );
+    }
+
+    #[test]
+    fn grace_period_from_drain_timeout() {
+        let ws = render(&idep(json!({
+            "a": {"componentType": "worker", "args": ["--drain-timeout", "600"]},
+            "b": {"componentType": "worker", "env": [{"name": DRAIN_TIMEOUT_ENV, "value": "100000"}]},
+            "c": {"componentType": "worker", "args": ["--drain-timeout=10"]}
+        })))
+        .unwrap();
+        assert_eq!(ws[0].pod.termination_grace_period_seconds, Some(665));
+        assert_eq!(ws[1].pod.termination_grace_period_seconds, Some(3665));
+        assert_eq!(ws[2].pod.termination_grace_period_seconds, Some(120));
+    }
+
+    #[test]
+    fn serving_worker_detection() {
+        let svc = |cmd: serde_json::Value| -> ServiceSpec {
+            serde_json::from_value(json!({"componentType": "worker",
+                "extraPodSpec": {"containers": [{"name": "main", "command": cmd}]}}))
+            .unwrap()
+        };
+        assert!(is_serving_worker(&svc(json!([
+            "python3",
+            "-m",
+            "infera.engine.sglang"
+        ]))));
+        assert!(is_serving_worker(&svc(json!([
+            "/bin/sh",
+            "-c",
+            "exec python3 -m infera.engine.vllm --x"
+        ]))));
+        assert!(!is_serving_worker(&svc(json!(["sleep", "infinity"]))));
+        let flat: ServiceSpec = serde_json::from_value(json!({"componentType": "worker"})).unwrap();
+        assert!(is_serving_worker(&flat));
+        let server: ServiceSpec =
+            serde_json::from_value(json!({"componentType": "server"})).unwrap();
+        assert!(!is_serving_worker(&server));
+    }
+}

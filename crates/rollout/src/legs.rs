@@ -1,0 +1,387 @@
+//! The legs of a rollout (one per worker service, or the one Deployment),
+//! the roles the Auditor counts, and the preflight plan built from the live
+//! objects.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::Api;
+use serde_json::{Map, Value};
+
+use super::api::{LIST, retrying};
+use super::options::{Request, RolloutError};
+use super::plan::{
+    Capacity, LegPlan, LegStrategy, Plan, PlanFinding, deployment_strategy, order_legs,
+    ready_means_registered, replicas_of, surge_capacity, verdict,
+};
+use super::target::TargetKind;
+use super::trigger;
+use infera_audit::RoleSpec;
+use infera_cluster::Connection;
+
+pub(crate) use infera_model::worker::{
+    LABEL_DEPLOYMENT as DEPLOYMENT_LABEL, LABEL_SERVICE as SERVICE_LABEL,
+};
+use infera_model::worker::{READINESS_PORT_ENV, worker_readiness_port};
+
+/// A leg as the driver needs it.
+#[derive(Debug, Clone)]
+pub(crate) struct Leg {
+    pub(crate) name: String,
+    pub(crate) role: String,
+    pub(crate) replicas: u32,
+    pub(crate) selector: BTreeMap<String, String>,
+    pub(crate) readiness_port: u16,
+    pub(crate) workload: String,
+}
+
+fn readiness_port_of(template: &Value) -> u16 {
+    let containers = template
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let main = trigger::main_container_index(&containers).and_then(|i| containers.get(i).cloned());
+    let value = main
+        .as_ref()
+        .and_then(|c| c.get("env"))
+        .and_then(Value::as_array)
+        .and_then(|env| {
+            env.iter()
+                .find(|e| e.get("name").and_then(Value::as_str) == Some(READINESS_PORT_ENV))
+                .and_then(|e| e.get("value").and_then(Value::as_str))
+        });
+    // The worker parses with Python int(): whitespace and `_` allowed.
+    worker_readiness_port(value)
+}
+
+/// Roles to audit and legs to roll.
+pub(crate) async fn legs_of(
+    conn: &Connection,
+    req: &Request,
+    live: &Value,
+) -> Result<(Vec<RoleSpec>, Vec<Leg>), RolloutError> {
+    match req.target.kind {
+        TargetKind::InferaDeployment => idep_legs(conn, req, live).await,
+        TargetKind::Deployment => deployment_leg(req, live),
+    }
+}
+
+fn role_of(service: &Value) -> String {
+    service
+        .get("role")
+        .and_then(Value::as_str)
+        .unwrap_or("mixed")
+        .to_ascii_lowercase()
+}
+
+/// (service, role) of the services to roll, checked against the CR.
+fn chosen_services(
+    req: &Request,
+    services: &Map<String, Value>,
+) -> Result<Vec<(String, String)>, RolloutError> {
+    for s in req.services.iter().chain(req.order.iter()) {
+        if !services.contains_key(s) {
+            return Err(trigger::TriggerError::NoSuchService {
+                service: s.clone(),
+                known: services.keys().cloned().collect::<Vec<_>>().join(", "),
+            }
+            .into());
+        }
+    }
+    if !req.services.is_empty() {
+        return Ok(req
+            .services
+            .iter()
+            .map(|s| (s.clone(), services.get(s).map(role_of).unwrap_or_default()))
+            .collect());
+    }
+    Ok(services
+        .iter()
+        .filter(|(_, s)| {
+            s.get("componentType")
+                .and_then(Value::as_str)
+                .unwrap_or("worker")
+                .eq_ignore_ascii_case("worker")
+        })
+        .map(|(n, s)| (n.clone(), role_of(s)))
+        .collect())
+}
+
+async fn idep_legs(
+    conn: &Connection,
+    req: &Request,
+    live: &Value,
+) -> Result<(Vec<RoleSpec>, Vec<Leg>), RolloutError> {
+    let deps_api: Api<Deployment> = Api::namespaced(conn.client.clone(), &conn.namespace);
+    let roles = infera_audit::roles_from_inferadeployment(live)
+        .map_err(|e| RolloutError::Usage(e.to_string()))?;
+    let services = live
+        .pointer("/spec/services")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let chosen = chosen_services(req, &services)?;
+    let mut legs = Vec::new();
+    for name in order_legs(chosen.clone(), &req.order) {
+        let role = chosen
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, r)| r.clone())
+            .unwrap_or_default();
+        let workload = format!("{}-{name}", req.target.name);
+        let dep = retrying("get deployment", || deps_api.get_opt(&workload))
+            .await
+            .map_err(|e| conn.error(&e, "get", "deployments.apps"))?;
+        let template = match dep.as_ref().and_then(|d| d.spec.as_ref()) {
+            Some(spec) => {
+                serde_json::to_value(&spec.template).map_err(|source| RolloutError::Encode {
+                    what: format!("the pod template of deploy/{workload}"),
+                    source,
+                })?
+            }
+            None => Value::Null,
+        };
+        legs.push(Leg {
+            role,
+            replicas: services
+                .get(&name)
+                .and_then(|s| s.get("replicas"))
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(1),
+            selector: BTreeMap::from([
+                (DEPLOYMENT_LABEL.to_string(), req.target.name.clone()),
+                (SERVICE_LABEL.to_string(), name.clone()),
+            ]),
+            readiness_port: readiness_port_of(&template),
+            workload,
+            name,
+        });
+    }
+    Ok((roles, legs))
+}
+
+fn deployment_leg(req: &Request, live: &Value) -> Result<(Vec<RoleSpec>, Vec<Leg>), RolloutError> {
+    let dep: Deployment = serde_json::from_value(live.clone()).map_err(|e| {
+        RolloutError::Usage(format!(
+            "deploy/{} does not parse as a Deployment: {e}",
+            req.target.name
+        ))
+    })?;
+    let (_, labels) = infera_audit::deployment_selector(&dep);
+    let template = live.pointer("/spec/template").cloned().unwrap_or_default();
+    let role = RoleSpec {
+        role: req.target.name.clone(),
+        services: Vec::new(),
+        selector: labels.clone(),
+    };
+    Ok((
+        vec![role],
+        vec![Leg {
+            name: req.target.name.clone(),
+            role: req.target.name.clone(),
+            replicas: replicas_of(live),
+            selector: labels,
+            readiness_port: readiness_port_of(&template),
+            workload: req.target.name.clone(),
+        }],
+    ))
+}
+
+/// Nodes and pods for the surge-capacity estimate (best effort: a list
+/// that is not allowed leaves the capacity unknown).
+struct ClusterView {
+    nodes: Vec<Node>,
+    pods: Option<Vec<Pod>>,
+}
+
+impl ClusterView {
+    async fn list(conn: &Connection) -> ClusterView {
+        let nodes_api: Api<Node> = Api::all(conn.client.clone());
+        let nodes = match retrying("list nodes", || nodes_api.list(&LIST)).await {
+            Ok(l) => l.items,
+            Err(_) => Vec::new(),
+        };
+        let all_pods: Api<Pod> = Api::all(conn.client.clone());
+        let pods = match retrying("list pods", || all_pods.list(&LIST)).await {
+            Ok(l) => Some(l.items),
+            Err(_) => {
+                let ns_pods: Api<Pod> = Api::namespaced(conn.client.clone(), &conn.namespace);
+                retrying("list pods", || ns_pods.list(&LIST))
+                    .await
+                    .ok()
+                    .map(|l| l.items)
+            }
+        };
+        ClusterView { nodes, pods }
+    }
+
+    fn capacity(&self, strategy: &LegStrategy, template: &Value, ns: &str) -> Capacity {
+        if !strategy.surges() {
+            return Capacity::NotNeeded;
+        }
+        match &self.pods {
+            Some(pods) if !self.nodes.is_empty() => surge_capacity(template, ns, &self.nodes, pods),
+            _ => Capacity::Unknown("nodes or pods could not be listed".into()),
+        }
+    }
+}
+
+/// The strategy a leg will roll with, and why (when not plain).
+fn leg_strategy(
+    req: &Request,
+    live: &Value,
+    leg: &Leg,
+    dep: Option<&Value>,
+) -> (LegStrategy, String) {
+    let number_of_nodes = live
+        .pointer(&format!("/spec/services/{}/numberOfNodes", leg.name))
+        .and_then(Value::as_u64)
+        .unwrap_or(1);
+    match (dep, req.target.kind) {
+        (_, TargetKind::InferaDeployment) if number_of_nodes > 1 => (
+            LegStrategy::Lws { surge: 0, unavailable: 1 },
+            "numberOfNodes > 1: a LeaderWorkerSet group with no readiness probe rolls one group down first".to_string(),
+        ),
+        (Some(v), TargetKind::Deployment) if req.surge => {
+            let mut v = v.clone();
+            v["spec"]["strategy"] = trigger::surge_strategy();
+            (deployment_strategy(&v), "--surge sets maxSurge 1 / maxUnavailable 0 first".to_string())
+        }
+        (Some(v), _) => (deployment_strategy(v), String::new()),
+        (None, _) => (
+            LegStrategy::Rolling { surge: 0, unavailable: 1 },
+            format!("{} does not exist yet", leg.workload),
+        ),
+    }
+}
+
+/// Build the plan from the live objects.
+pub(crate) async fn preflight(
+    conn: &Connection,
+    req: &Request,
+    live: &Value,
+    legs: &[Leg],
+    roles: &[RoleSpec],
+    min_ready: u32,
+) -> Result<Plan, RolloutError> {
+    let ns = &conn.namespace;
+    let deps_api: Api<Deployment> = Api::namespaced(conn.client.clone(), ns);
+    let view = ClusterView::list(conn).await;
+    let mut deployments = Vec::new();
+    let mut plan_legs = Vec::new();
+    for leg in legs {
+        let dep = retrying("get deployment", || deps_api.get_opt(&leg.workload))
+            .await
+            .map_err(|e| conn.error(&e, "get", "deployments.apps"))?;
+        let dep_value = dep
+            .as_ref()
+            .map(|d| {
+                serde_json::to_value(d).map_err(|source| RolloutError::Encode {
+                    what: format!("deploy/{}", leg.workload),
+                    source,
+                })
+            })
+            .transpose()?;
+        let (strategy, why) = leg_strategy(req, live, leg, dep_value.as_ref());
+        let template = dep_value
+            .as_ref()
+            .and_then(|v| v.pointer("/spec/template").cloned())
+            .unwrap_or_default();
+        plan_legs.push(LegPlan {
+            leg: leg.name.clone(),
+            role: leg.role.clone(),
+            workload: format!("deploy/{}", leg.workload),
+            replicas: leg.replicas,
+            capacity: view.capacity(&strategy, &template, ns),
+            strategy,
+            why,
+            ready_means_registered: ready_means_registered(&template),
+            findings: Vec::new(),
+            verdict: super::plan::Verdict::Ok,
+            readiness_port: Some(leg.readiness_port),
+            selector: leg.selector.clone(),
+        });
+        deployments.extend(dep_value);
+    }
+    let mut lint_objects = vec![live.clone()];
+    lint_objects.extend(deployments);
+    let other_findings = attach_findings(&mut plan_legs, lint_findings(&lint_objects));
+    set_verdicts(&mut plan_legs, live, roles, min_ready);
+    Ok(Plan {
+        target: req.target.to_string(),
+        namespace: ns.clone(),
+        what: match (req.command, &req.image) {
+            (_, Some(image)) => format!("set-image {image}"),
+            (c, None) => c.to_string(),
+        },
+        legs: plan_legs,
+        other_findings,
+    })
+}
+
+/// Give each leg its findings; returns those of no leg.
+fn attach_findings(
+    legs: &mut [LegPlan],
+    findings: Vec<(PlanFinding, Option<String>)>,
+) -> Vec<PlanFinding> {
+    let mut other = Vec::new();
+    for (finding, service) in findings {
+        match legs
+            .iter_mut()
+            .find(|l| service.as_deref() == Some(l.leg.as_str()))
+        {
+            Some(l) => l.findings.push(finding),
+            None => other.push(finding),
+        }
+    }
+    other
+}
+
+/// The verdict of each leg, counting the replicas of the role's other
+/// services (not rolled at the same time).
+fn set_verdicts(legs: &mut [LegPlan], live: &Value, roles: &[RoleSpec], min_ready: u32) {
+    let services = live
+        .pointer("/spec/services")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for l in legs.iter_mut() {
+        let others: u32 = roles
+            .iter()
+            .filter(|r| r.role == l.role)
+            .flat_map(|r| r.services.iter())
+            .filter(|s| **s != l.leg)
+            .map(|s| {
+                services
+                    .get(s)
+                    .and_then(|v| v.get("replicas"))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(1) as u32
+            })
+            .sum();
+        l.verdict = verdict(l, others, min_ready);
+    }
+}
+
+/// Lint findings for the live objects, with the service they belong to.
+fn lint_findings(objects: &[Value]) -> Vec<(PlanFinding, Option<String>)> {
+    super::lint_bridge::lint(objects)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use infera_model::worker::DEFAULT_READINESS_PORT;
+    use serde_json::json;
+
+    #[test]
+    fn readiness_port_follows_the_workers_parser() {
+        let t = |v: &str| json!({"spec": {"containers": [{"name": "infera", "env": [{"name": "INFERA_READINESS_PORT", "value": v}]}]}});
+        assert_eq!(readiness_port_of(&t("31000")), 31000);
+        assert_eq!(readiness_port_of(&t(" 30_091")), 30091);
+        assert_eq!(readiness_port_of(&json!({})), DEFAULT_READINESS_PORT);
+    }
+}

@@ -1,0 +1,37 @@
+//! `infera rollout`: plan, drive, step events.
+//!
+//! * [`target`] — `idep/NAME` | `deploy/NAME`.
+//! * [`trigger`] — the change as merge patches on the CR (or Deployment), and its undo.
+//! * [`history`] — the last rollouts, kept on the object (`infera rollout history`).
+//! * [`record`] — the in-flight record (annotation) that makes resume and `--abort` work.
+//! * [`plan`] — the preflight table: strategy, surge capacity, lint, verdict; leg order.
+//! * [`tracker`] — the per-leg step state machine over pod watch events.
+//! * [`reporter`] — where the driver's output and questions go (the CLI
+//!   implements it in `crate::console`; tests capture it).
+//! * [`options`] — [`Request`], [`Options`] (library types; the CLI converts
+//!   its flags in `crate::console`), [`RolloutOutcome`], [`RolloutError`].
+//! * [`drive`] — the [`Driver`]: the watch loop tying them together with the Auditor.
+//!
+//! Exit codes: 0 complete and every role held `--min-ready`; 1 complete but
+//! a role fell below; 3 stalled, aborted, timed out, or stopped by the
+//! preflight (a predicted stall/gap without `--force`); 2 usage, connection
+//! or permission; 130 interrupted.
+
+mod api;
+pub mod drive;
+pub mod history;
+mod legs;
+mod lint_bridge;
+pub mod options;
+pub mod plan;
+pub mod record;
+pub mod reporter;
+pub mod target;
+pub mod tracker;
+pub mod trigger;
+mod watch;
+
+pub use api::inferadeployment_resource;
+pub use drive::{Driver, execute, execute_with};
+pub use options::{OnStall, Options, PauseBetween, Request, RolloutError, RolloutOutcome};
+pub use reporter::{Clock, Question, Recorder, Reported, Reporter, Silent, Stall, human_duration};

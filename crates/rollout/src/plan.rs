@@ -1,0 +1,544 @@
+//! Preflight: the plan table printed before anything changes.
+//!
+//! For every leg: the strategy the workload will roll with, whether some
+//! eligible node has room for the surge pod right now
+//! ([`infera_model::scheduling::fit_pod`] over the live nodes and the pods bound to
+//! them), the lint findings for the live objects, and a verdict. A predicted
+//! stall or gap stops the rollout unless `--force`.
+//!
+//! Default leg order: **decode, then prefill, then mixed** (then name order).
+//! The PD barrier (operator-semantics §4) is asymmetric: a starting decode
+//! never waits — one verified registered prefill is enough, and the old
+//! prefill still provides it — while a starting prefill *waits* until it has
+//! moved a real KV block to a registered decode. Rolling decode first means
+//! that when the prefill leg starts its decode side has settled (replaced and
+//! registered), so the prefill barrier is never waiting on a decode that is
+//! itself mid-replacement, and the last leg exercises the new prefill → new
+//! decode path with a real KV transfer before the last old pod retires.
+
+use std::collections::BTreeMap;
+
+use comfy_table::{Cell, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use serde_json::Value;
+
+use infera_model::scheduling::{count_reasons, failed_scheduling_message, fit_pod};
+
+/// How a leg's workload replaces its pods.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LegStrategy {
+    /// RollingUpdate, resolved for the replica count: `surge` extra pods
+    /// may exist, `unavailable` pods may be missing.
+    Rolling { surge: u32, unavailable: u32 },
+    /// Everything is killed first.
+    Recreate,
+    /// LeaderWorkerSet rolling update (default maxUnavailable 1, maxSurge 0).
+    Lws { surge: u32, unavailable: u32 },
+}
+
+impl LegStrategy {
+    pub fn surge_first(&self) -> bool {
+        matches!(self, LegStrategy::Rolling { surge, unavailable: 0 } if *surge > 0)
+    }
+    /// Old pods that may be missing at once during the leg.
+    pub fn unavailable(&self, replicas: u32) -> u32 {
+        match self {
+            LegStrategy::Rolling { unavailable, .. } | LegStrategy::Lws { unavailable, .. } => {
+                (*unavailable).min(replicas)
+            }
+            LegStrategy::Recreate => replicas,
+        }
+    }
+    pub fn surges(&self) -> bool {
+        matches!(self, LegStrategy::Rolling { surge, .. } | LegStrategy::Lws { surge, .. } if *surge > 0)
+    }
+    pub fn describe(&self) -> String {
+        match self {
+            LegStrategy::Rolling {
+                surge: 1,
+                unavailable: 0,
+            } => "surge-first (maxSurge 1, maxUnavailable 0)".into(),
+            LegStrategy::Rolling {
+                surge: 0,
+                unavailable,
+            } => {
+                format!("old-pod-first (maxSurge 0, maxUnavailable {unavailable})")
+            }
+            LegStrategy::Rolling { surge, unavailable } => {
+                format!("rolling (maxSurge {surge}, maxUnavailable {unavailable})")
+            }
+            LegStrategy::Recreate => "Recreate (every pod killed first)".into(),
+            LegStrategy::Lws { surge, unavailable } => {
+                format!("LeaderWorkerSet (maxSurge {surge}, maxUnavailable {unavailable})")
+            }
+        }
+    }
+}
+
+fn count(v: i64) -> u32 {
+    u32::try_from(v.max(0)).unwrap_or(u32::MAX)
+}
+
+/// The strategy of an apps/v1 Deployment object (operator-semantics §3:
+/// upstream arithmetic, both 0 → maxUnavailable 1; see [`infera_model::rolling`]).
+pub fn deployment_strategy(dep: &Value) -> LegStrategy {
+    let replicas = replicas_of(dep);
+    let strategy = dep.pointer("/spec/strategy");
+    if strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("Recreate") {
+        return LegStrategy::Recreate;
+    }
+    let rolling = strategy.and_then(|s| s.get("rollingUpdate"));
+    let (surge, unavailable) = infera_model::rolling::resolve_fenceposts(
+        rolling.and_then(|r| r.get("maxSurge")),
+        rolling.and_then(|r| r.get("maxUnavailable")),
+        i64::from(replicas),
+    );
+    LegStrategy::Rolling {
+        surge: count(surge),
+        unavailable: count(unavailable),
+    }
+}
+
+/// The strategy of a LeaderWorkerSet object (defaults maxSurge 0,
+/// maxUnavailable 1).
+pub fn lws_strategy(lws: &Value) -> LegStrategy {
+    use infera_model::rolling::scaled_value;
+    let replicas = i64::from(replicas_of(lws));
+    let rolling = lws.pointer("/spec/rolloutStrategy/rollingUpdateConfiguration");
+    let surge = scaled_value(rolling.and_then(|r| r.get("maxSurge")), "0", replicas, true);
+    let unavailable = scaled_value(
+        rolling.and_then(|r| r.get("maxUnavailable")),
+        "1",
+        replicas,
+        false,
+    );
+    LegStrategy::Lws {
+        surge: count(surge),
+        unavailable: count(unavailable),
+    }
+}
+
+pub fn replicas_of(obj: &Value) -> u32 {
+    obj.pointer("/spec/replicas")
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(1)
+}
+
+/// Whether a pod template's Ready condition means "registered" (a
+/// `readinessProbe.httpGet` on path `/ready`, operator-semantics §3–4).
+pub fn ready_means_registered(template: &Value) -> bool {
+    template
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.pointer("/readinessProbe/httpGet/path")
+                    .and_then(Value::as_str)
+                    == Some("/ready")
+            })
+        })
+}
+
+/// Room for one more pod of this template on some node, right now?
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Capacity {
+    /// This node could take the surge pod.
+    Room(String),
+    /// No node could: the scheduler's own wording.
+    NoRoom(String),
+    /// The leg does not surge (the old pod goes first).
+    NotNeeded,
+    /// The inventory could not be read.
+    Unknown(String),
+}
+
+impl Capacity {
+    pub fn describe(&self) -> String {
+        match self {
+            Capacity::Room(node) => format!("room on {node}"),
+            Capacity::NoRoom(message) => format!("no room: {message}"),
+            Capacity::NotNeeded => "not needed (no surge pod)".into(),
+            Capacity::Unknown(why) => format!("unknown ({why})"),
+        }
+    }
+}
+
+/// Where a surge pod built from `template` (a pod template as wire JSON,
+/// namespace `namespace`) could go, given the live nodes and every pod.
+pub fn surge_capacity(template: &Value, namespace: &str, nodes: &[Node], pods: &[Pod]) -> Capacity {
+    let mut pod_json = serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": template.get("metadata").cloned().unwrap_or(Value::Null),
+        "spec": template.get("spec").cloned().unwrap_or(Value::Null),
+    });
+    pod_json["metadata"]["namespace"] = Value::String(namespace.to_string());
+    let surge: Pod = match serde_json::from_value(pod_json) {
+        Ok(pod) => pod,
+        Err(e) => return Capacity::Unknown(format!("the pod template does not parse: {e}")),
+    };
+    let bound: Vec<&Pod> = pods.iter().collect();
+    let mut per_node: Vec<Vec<infera_model::scheduling::UnfitReason>> = Vec::new();
+    for node in nodes {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let on_node: Vec<&Pod> = pods
+            .iter()
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(name.as_str()))
+            .collect();
+        match fit_pod(&surge, node, &on_node, &bound) {
+            Ok(()) => return Capacity::Room(name),
+            Err(reasons) => per_node.push(reasons),
+        }
+    }
+    let counts = count_reasons(per_node.iter().map(Vec::as_slice));
+    Capacity::NoRoom(failed_scheduling_message(nodes.len(), &counts))
+}
+
+/// What the preflight expects of a leg.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Ok,
+    /// The surge pod has nowhere to go: the rollout will stall (old pods keep serving).
+    Stall(String),
+    /// The role will have fewer than `--min-ready` Ready or routable pods.
+    Gap(String),
+}
+
+impl Verdict {
+    pub fn blocks(&self) -> bool {
+        !matches!(self, Verdict::Ok)
+    }
+    pub fn label(&self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Stall(_) => "STALL",
+            Verdict::Gap(_) => "GAP",
+        }
+    }
+    pub fn reason(&self) -> &str {
+        match self {
+            Verdict::Ok => "",
+            Verdict::Stall(r) | Verdict::Gap(r) => r,
+        }
+    }
+}
+
+/// A lint finding, as much of it as the plan shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanFinding {
+    pub code: String,
+    pub severity: String,
+    pub message: String,
+}
+
+/// One leg of the plan.
+#[derive(Debug, Clone)]
+pub struct LegPlan {
+    pub leg: String,
+    pub role: String,
+    /// The workload the pods come from (`deploy/qwen-decode`).
+    pub workload: String,
+    pub replicas: u32,
+    pub strategy: LegStrategy,
+    /// Why the operator chose it (from its model), or empty.
+    pub why: String,
+    /// Whether Ready on these pods means registered (a `/ready` probe).
+    pub ready_means_registered: bool,
+    pub capacity: Capacity,
+    pub findings: Vec<PlanFinding>,
+    pub verdict: Verdict,
+    /// Port of the worker's `/ready` endpoint, when knowable.
+    pub readiness_port: Option<u16>,
+    /// Labels selecting exactly this leg's pods.
+    pub selector: BTreeMap<String, String>,
+}
+
+/// Decide a leg's verdict. `others_in_role`: replicas of other services of
+/// the same role that keep serving during this leg.
+pub fn verdict(leg: &LegPlan, others_in_role: u32, min_ready: u32) -> Verdict {
+    let unavailable = leg.strategy.unavailable(leg.replicas);
+    let kept = leg.replicas.saturating_sub(unavailable) + others_in_role;
+    if unavailable > 0 && kept < min_ready {
+        return Verdict::Gap(format!(
+            "{} lets {unavailable} old pod(s) go before the replacement is Ready: role {} keeps {kept} Ready pod(s) (< {min_ready}) for the whole restart",
+            leg.strategy.describe(),
+            leg.role
+        ));
+    }
+    if leg.strategy.surges() {
+        if let Capacity::NoRoom(message) = &leg.capacity {
+            return Verdict::Stall(format!(
+                "the surge pod cannot be scheduled ({message}); the rollout would wait with the old pod serving and never finish"
+            ));
+        }
+        if !leg.ready_means_registered
+            && others_in_role + leg.replicas.saturating_sub(1) < min_ready
+        {
+            return Verdict::Gap(format!(
+                "no /ready readiness probe: the replacement turns Ready before it has loaded weights and registered, so the old pod is retired while role {} has nothing routable",
+                leg.role
+            ));
+        }
+    }
+    if let Some(f) = leg.findings.iter().find(|f| f.severity == "error") {
+        return Verdict::Gap(format!("lint {}: {}", f.code, f.message));
+    }
+    Verdict::Ok
+}
+
+/// Order legs: explicit `--order` first (in its order), then decode,
+/// prefill, mixed, others, each by name (see the module docs).
+pub fn order_legs(mut legs: Vec<(String, String)>, order: &[String]) -> Vec<String> {
+    let rank = |role: &str| match role {
+        "decode" => 0,
+        "prefill" => 1,
+        "mixed" => 2,
+        _ => 3,
+    };
+    legs.sort_by(|(a_name, a_role), (b_name, b_role)| {
+        let pos = |n: &String| order.iter().position(|o| o == n).unwrap_or(usize::MAX);
+        (pos(a_name), rank(a_role), a_name).cmp(&(pos(b_name), rank(b_role), b_name))
+    });
+    legs.into_iter().map(|(name, _)| name).collect()
+}
+
+/// The whole preflight.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub target: String,
+    pub namespace: String,
+    pub what: String,
+    pub legs: Vec<LegPlan>,
+    /// Findings not tied to a leg (e.g. other services).
+    pub other_findings: Vec<PlanFinding>,
+}
+
+impl Plan {
+    pub fn blocking(&self) -> Vec<&LegPlan> {
+        self.legs.iter().filter(|l| l.verdict.blocks()).collect()
+    }
+
+    pub fn table(&self) -> Table {
+        let mut table = Table::new();
+        table
+            .load_preset(UTF8_FULL_CONDENSED)
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(140)
+            .set_header(vec![
+                "#",
+                "leg",
+                "role",
+                "workload",
+                "replicas",
+                "strategy",
+                "surge capacity",
+                "lint",
+                "verdict",
+            ]);
+        for (i, leg) in self.legs.iter().enumerate() {
+            let lint = if leg.findings.is_empty() {
+                "clean".to_string()
+            } else {
+                leg.findings
+                    .iter()
+                    .map(|f| format!("{} {}", f.severity, f.code))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            table.add_row(vec![
+                Cell::new(i + 1),
+                Cell::new(&leg.leg),
+                Cell::new(&leg.role),
+                Cell::new(&leg.workload),
+                Cell::new(leg.replicas),
+                Cell::new(leg.strategy.describe()),
+                Cell::new(leg.capacity.describe()),
+                Cell::new(lint),
+                Cell::new(leg.verdict.label()),
+            ]);
+        }
+        table
+    }
+
+    /// The plan as text: header, table, findings, verdict reasons.
+    pub fn render(&self) -> String {
+        let mut lines = vec![
+            format!(
+                "Plan for {} ({}) in namespace {}:",
+                self.target, self.what, self.namespace
+            ),
+            self.table().to_string(),
+        ];
+        for leg in &self.legs {
+            for f in &leg.findings {
+                lines.push(format!(
+                    "  {} {} [{}]: {}",
+                    leg.leg, f.severity, f.code, f.message
+                ));
+            }
+            if !leg.why.is_empty() {
+                lines.push(format!("  {}: {}", leg.leg, leg.why));
+            }
+        }
+        for f in &self.other_findings {
+            lines.push(format!(
+                "  (other) {} [{}]: {}",
+                f.severity, f.code, f.message
+            ));
+        }
+        for leg in self.blocking() {
+            lines.push(format!(
+                "  predicted {} on leg {}: {}",
+                leg.verdict.label(),
+                leg.leg,
+                leg.verdict.reason()
+            ));
+        }
+        lines.join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn upstream_strategy_arithmetic() {
+        let dep = |strategy: Value, replicas: u32| json!({"spec": {"replicas": replicas, "strategy": strategy}});
+        assert_eq!(
+            deployment_strategy(&dep(json!(null), 1)),
+            LegStrategy::Rolling {
+                surge: 1,
+                unavailable: 0
+            }
+        );
+        assert_eq!(
+            deployment_strategy(&dep(json!(null), 4)),
+            LegStrategy::Rolling {
+                surge: 1,
+                unavailable: 1
+            }
+        );
+        assert_eq!(
+            deployment_strategy(&dep(
+                json!({"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}),
+                1
+            )),
+            LegStrategy::Rolling {
+                surge: 0,
+                unavailable: 1
+            }
+        );
+        assert_eq!(
+            deployment_strategy(&dep(
+                json!({"rollingUpdate": {"maxSurge": "50%", "maxUnavailable": "50%"}}),
+                3
+            )),
+            LegStrategy::Rolling {
+                surge: 2,
+                unavailable: 1
+            }
+        );
+        assert_eq!(
+            deployment_strategy(&dep(json!({"type": "Recreate"}), 2)),
+            LegStrategy::Recreate
+        );
+        assert!(
+            LegStrategy::Rolling {
+                surge: 1,
+                unavailable: 0
+            }
+            .surge_first()
+        );
+    }
+
+    fn leg(strategy: LegStrategy, capacity: Capacity, probed: bool) -> LegPlan {
+        LegPlan {
+            leg: "decode".into(),
+            role: "decode".into(),
+            workload: "deploy/x-decode".into(),
+            replicas: 1,
+            strategy,
+            why: String::new(),
+            ready_means_registered: probed,
+            capacity,
+            findings: vec![],
+            verdict: Verdict::Ok,
+            readiness_port: Some(30090),
+            selector: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn verdicts() {
+        let surge = LegStrategy::Rolling {
+            surge: 1,
+            unavailable: 0,
+        };
+        let old_first = LegStrategy::Rolling {
+            surge: 0,
+            unavailable: 1,
+        };
+        assert_eq!(
+            verdict(&leg(surge.clone(), Capacity::Room("n1".into()), true), 0, 1),
+            Verdict::Ok
+        );
+        assert!(
+            matches!(verdict(&leg(surge.clone(), Capacity::NoRoom("0/2 nodes".into()), true), 0, 1), Verdict::Stall(m) if m.contains("0/2 nodes"))
+        );
+        assert!(matches!(
+            verdict(&leg(old_first.clone(), Capacity::NotNeeded, false), 0, 1),
+            Verdict::Gap(_)
+        ));
+        // Another service of the same role keeps serving: no gap.
+        assert_eq!(
+            verdict(&leg(old_first, Capacity::NotNeeded, false), 1, 1),
+            Verdict::Ok
+        );
+        // Surge without a /ready probe: Ready before registered.
+        assert!(
+            matches!(verdict(&leg(surge, Capacity::Room("n1".into()), false), 0, 1), Verdict::Gap(m) if m.contains("routable"))
+        );
+    }
+
+    #[test]
+    fn default_order_is_decode_prefill_mixed() {
+        let legs = vec![
+            ("agg".to_string(), "mixed".to_string()),
+            ("prefill".to_string(), "prefill".to_string()),
+            ("decode".to_string(), "decode".to_string()),
+        ];
+        assert_eq!(
+            order_legs(legs.clone(), &[]),
+            vec!["decode", "prefill", "agg"]
+        );
+        assert_eq!(
+            order_legs(legs, &["prefill".into()]),
+            vec!["prefill", "decode", "agg"]
+        );
+    }
+
+    #[test]
+    fn capacity_uses_scheduler_wording() {
+        let node: Node = serde_json::from_value(json!({"metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+            "status": {"allocatable": {"amd.com/gpu": "8", "cpu": "64", "memory": "512Gi", "pods": "110"}}})).unwrap();
+        let template = json!({"metadata": {"labels": {"app": "w"}}, "spec": {"containers": [{"name": "main",
+            "resources": {"requests": {"amd.com/gpu": "8"}, "limits": {"amd.com/gpu": "8"}}}]}});
+        assert_eq!(
+            surge_capacity(&template, "ns", std::slice::from_ref(&node), &[]),
+            Capacity::Room("n1".into())
+        );
+        let running: Pod =
+            serde_json::from_value(json!({"metadata": {"name": "old", "namespace": "ns"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "main",
+            "resources": {"requests": {"amd.com/gpu": "8"}}}]}, "status": {"phase": "Running"}}))
+            .unwrap();
+        match surge_capacity(&template, "ns", &[node], &[running]) {
+            Capacity::NoRoom(m) => {
+                assert_eq!(m, "0/1 nodes are available: 1 Insufficient amd.com/gpu.")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

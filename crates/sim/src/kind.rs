@@ -1,0 +1,138 @@
+//! The kinds the simulator serves (below `store` and `api`, which both use it).
+
+/// The kinds the simulator serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    Namespace,
+    Node,
+    Pod,
+    Event,
+    Deployment,
+    ReplicaSet,
+    InferaDeployment,
+    LeaderWorkerSet,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 8] = [
+        Kind::Namespace,
+        Kind::Node,
+        Kind::Pod,
+        Kind::Event,
+        Kind::Deployment,
+        Kind::ReplicaSet,
+        Kind::InferaDeployment,
+        Kind::LeaderWorkerSet,
+    ];
+
+    /// API group ("" for core).
+    pub fn group(self) -> &'static str {
+        match self {
+            Kind::Namespace | Kind::Node | Kind::Pod | Kind::Event => "",
+            Kind::Deployment | Kind::ReplicaSet => "apps",
+            Kind::InferaDeployment => "infera.amd.com",
+            Kind::LeaderWorkerSet => "leaderworkerset.x-k8s.io",
+        }
+    }
+
+    pub fn version(self) -> &'static str {
+        match self {
+            Kind::Namespace | Kind::Node | Kind::Pod | Kind::Event => "v1",
+            Kind::Deployment | Kind::ReplicaSet => "v1",
+            Kind::InferaDeployment => "v1alpha1",
+            Kind::LeaderWorkerSet => "v1",
+        }
+    }
+
+    /// `apiVersion` as written in objects (`v1`, `apps/v1`, ...).
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Kind::Namespace | Kind::Node | Kind::Pod | Kind::Event => "v1",
+            Kind::Deployment | Kind::ReplicaSet => "apps/v1",
+            Kind::InferaDeployment => "infera.amd.com/v1alpha1",
+            Kind::LeaderWorkerSet => "leaderworkerset.x-k8s.io/v1",
+        }
+    }
+
+    pub fn kind(self) -> &'static str {
+        match self {
+            Kind::Namespace => "Namespace",
+            Kind::Node => "Node",
+            Kind::Pod => "Pod",
+            Kind::Event => "Event",
+            Kind::Deployment => "Deployment",
+            Kind::ReplicaSet => "ReplicaSet",
+            Kind::InferaDeployment => "InferaDeployment",
+            Kind::LeaderWorkerSet => "LeaderWorkerSet",
+        }
+    }
+
+    pub fn plural(self) -> &'static str {
+        match self {
+            Kind::Namespace => "namespaces",
+            Kind::Node => "nodes",
+            Kind::Pod => "pods",
+            Kind::Event => "events",
+            Kind::Deployment => "deployments",
+            Kind::ReplicaSet => "replicasets",
+            Kind::InferaDeployment => "inferadeployments",
+            Kind::LeaderWorkerSet => "leaderworkersets",
+        }
+    }
+
+    pub fn singular(self) -> &'static str {
+        match self {
+            Kind::Namespace => "namespace",
+            Kind::Node => "node",
+            Kind::Pod => "pod",
+            Kind::Event => "event",
+            Kind::Deployment => "deployment",
+            Kind::ReplicaSet => "replicaset",
+            Kind::InferaDeployment => "inferadeployment",
+            Kind::LeaderWorkerSet => "leaderworkerset",
+        }
+    }
+
+    pub fn short_names(self) -> &'static [&'static str] {
+        match self {
+            Kind::Namespace => &["ns"],
+            Kind::Node => &["no"],
+            Kind::Pod => &["po"],
+            Kind::Event => &["ev"],
+            Kind::Deployment => &["deploy"],
+            Kind::ReplicaSet => &["rs"],
+            Kind::InferaDeployment => &["idep"],
+            Kind::LeaderWorkerSet => &["lws"],
+        }
+    }
+
+    pub fn namespaced(self) -> bool {
+        !matches!(self, Kind::Namespace | Kind::Node)
+    }
+
+    /// Whether the kind has a `status` subresource (so a main-resource update
+    /// keeps the stored status and `update_status` only changes status).
+    pub fn has_status(self) -> bool {
+        !matches!(self, Kind::Event)
+    }
+
+    /// The kind served at `/<group>/<version>/<plural>`.
+    pub fn from_plural(group: &str, version: &str, plural: &str) -> Option<Kind> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.group() == group && k.version() == version && k.plural() == plural)
+    }
+
+    /// The kind of an `apiVersion` + `kind` pair from an object.
+    pub fn from_api_version_kind(api_version: &str, kind: &str) -> Option<Kind> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.api_version() == api_version && k.kind() == kind)
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.plural())
+    }
+}

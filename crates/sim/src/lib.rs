@@ -1,0 +1,280 @@
+//! `infera sim`: a simulated cluster speaking the real Kubernetes API.
+//!
+//! [`RunningSim`] ties the parts together: a [`store::Store`] seeded from a
+//! [`scenario::Scenario`], the [`controllers`] a real cluster has
+//! (Deployment, ReplicaSet, scheduler, GC) on a [`clock::SimClock`], the
+//! HTTP(S) [`api::ApiServer`] on loopback, and the [`world`] — nodes,
+//! kubelet, infera operator, podFaults — which reaches the API server over
+//! HTTP through a `kube::Client` built from the simulator's own kubeconfig
+//! (the same code `infera sim attach` runs against any cluster). Clients —
+//! `kubectl`, `infera rollout`, tests — reach it only through a kubeconfig
+//! and HTTP.
+
+pub mod api;
+pub mod clock;
+pub mod controllers;
+pub mod events;
+pub mod faults;
+pub mod kind;
+pub mod scenario;
+pub mod store;
+pub mod world;
+
+use std::path::Path;
+
+use base64::Engine as _;
+use serde_json::json;
+
+use api::{ApiConfig, ApiServer};
+use clock::SimClock;
+use controllers::ControllerHandle;
+use faults::FaultConfig;
+use scenario::Scenario;
+use store::Store;
+
+/// The kubeconfig context (and cluster and user) name the simulator writes.
+pub const CONTEXT: &str = "infera-sim";
+
+/// How to start a simulation.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    pub scenario: Scenario,
+    /// Simulated seconds per wall second.
+    pub speed: f64,
+    /// Overrides the scenario's seed.
+    pub seed: Option<u64>,
+    /// 0 picks a free port.
+    pub port: u16,
+    pub tls: bool,
+    /// Bearer token; `None` generates a random one.
+    pub token: Option<String>,
+    /// Overrides the scenario's `faults:` field by field.
+    pub faults: FaultConfig,
+    /// Run the [`world`] (nodes, kubelet, operator) and seed the store from
+    /// the scenario. Without it the cluster starts empty, for `infera sim
+    /// attach` to bring the world.
+    pub world: bool,
+}
+
+impl SimOptions {
+    pub fn new(scenario: Scenario, speed: f64) -> SimOptions {
+        SimOptions {
+            scenario,
+            speed,
+            seed: None,
+            port: 0,
+            tls: false,
+            token: None,
+            faults: FaultConfig::default(),
+            world: true,
+        }
+    }
+
+    /// An empty cluster: API server and controllers, no nodes, no
+    /// manifests, no kubelet or operator (see [`SimOptions::world`]).
+    pub fn without_world(mut self) -> SimOptions {
+        self.world = false;
+        self
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Scenario(#[from] scenario::ScenarioError),
+    #[error(transparent)]
+    Api(#[from] api::ApiError),
+    #[error(transparent)]
+    World(#[from] world::WorldError),
+    #[error("cannot build a client for the simulator's own API: {0}")]
+    Client(String),
+    #[error("cannot write the kubeconfig to {path}: {source}")]
+    Kubeconfig {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A simulated cluster: store, controllers and API server, all running.
+pub struct RunningSim {
+    api: ApiServer,
+    clock: SimClock,
+    scenario: Scenario,
+    token: String,
+    controllers: Option<ControllerHandle>,
+    world: Option<world::WorldHandle>,
+}
+
+impl std::fmt::Debug for RunningSim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningSim")
+            .field("url", &self.api.url())
+            .field("scenario", &self.scenario.name)
+            .field("speed", &self.clock.speed())
+            .finish_non_exhaustive()
+    }
+}
+
+fn random_token() -> String {
+    use rand::Rng;
+    let bytes: [u8; 24] = rand::rng().random();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+impl RunningSim {
+    /// Seed a store from the scenario, start the controllers and serve the API.
+    pub async fn start(options: SimOptions) -> Result<RunningSim, SimError> {
+        let mut scenario = options.scenario;
+        if let Some(seed) = options.seed {
+            scenario.seed = seed;
+        }
+        let faults = scenario.faults.overridden_by(&options.faults);
+        let store = Store::with_options(scenario.seed, store::DEFAULT_HISTORY);
+        if options.world {
+            // Seeded directly (the world finds everything there already).
+            scenario.apply(&store)?;
+        }
+        let token = options.token.unwrap_or_else(random_token);
+        let mut config = ApiConfig::new(token.clone());
+        config.port = options.port;
+        config.tls = options.tls;
+        config.faults = faults;
+        config.seed = scenario.seed;
+        let api = ApiServer::start(store.clone(), config).await?;
+        let clock = SimClock::new(options.speed);
+        let controllers = controllers::start(store, clock.clone(), &scenario);
+        let mut sim = RunningSim {
+            api,
+            clock,
+            scenario,
+            token,
+            controllers: Some(controllers),
+            world: None,
+        };
+        if options.world {
+            match sim.start_world().await {
+                Ok(w) => sim.world = Some(w),
+                Err(e) => {
+                    sim.shutdown().await;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(sim)
+    }
+
+    async fn start_world(&self) -> Result<world::WorldHandle, SimError> {
+        let config = self
+            .client_config()
+            .await
+            .map_err(|e| SimError::Client(e.to_string()))?;
+        let client = kube::Client::try_from(config).map_err(|e| SimError::Client(e.to_string()))?;
+        let options = world::WorldOptions::embedded();
+        let handle =
+            world::World::start(client, &self.scenario, self.clock.clone(), options).await?;
+        Ok(handle)
+    }
+
+    pub fn url(&self) -> String {
+        self.api.url()
+    }
+
+    pub fn api(&self) -> &ApiServer {
+        &self.api
+    }
+
+    pub fn store(&self) -> &Store {
+        self.api.store()
+    }
+
+    pub fn clock(&self) -> &SimClock {
+        &self.clock
+    }
+
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    /// The namespace the scenario's workloads live in (the first namespaced
+    /// manifest's), for the kubeconfig context.
+    pub fn namespace(&self) -> String {
+        self.scenario
+            .manifests
+            .iter()
+            .find_map(|m| m.pointer("/metadata/namespace").and_then(|v| v.as_str()))
+            .unwrap_or("default")
+            .to_string()
+    }
+
+    /// A kubeconfig (YAML) with one context, `infera-sim`, whose namespace is
+    /// the scenario's. It carries the bearer token: write it with mode 0600.
+    pub fn kubeconfig_yaml(&self) -> String {
+        let mut cluster = json!({"server": self.url()});
+        if let Some(pem) = self.api.ca_pem() {
+            cluster["certificate-authority-data"] =
+                base64::engine::general_purpose::STANDARD.encode(pem).into();
+        }
+        let config = json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": CONTEXT, "cluster": cluster}],
+            "users": [{"name": CONTEXT, "user": {"token": self.token}}],
+            "contexts": [{"name": CONTEXT, "context": {
+                "cluster": CONTEXT, "user": CONTEXT, "namespace": self.namespace()}}],
+            "current-context": CONTEXT,
+        });
+        serde_saphyr::to_string(&config).unwrap_or_else(|_| config.to_string())
+    }
+
+    /// Write [`Self::kubeconfig_yaml`] to `path`, readable by the owner only.
+    pub fn write_kubeconfig(&self, path: &Path) -> Result<(), SimError> {
+        let err = |source| SimError::Kubeconfig {
+            path: path.display().to_string(),
+            source,
+        };
+        write_private(path, self.kubeconfig_yaml().as_bytes()).map_err(err)
+    }
+
+    /// A client `Config` built from the kubeconfig, exactly as `--kubeconfig`
+    /// would build it.
+    pub async fn client_config(&self) -> Result<kube::Config, kube::config::KubeconfigError> {
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&self.kubeconfig_yaml())?;
+        kube::Config::from_custom_kubeconfig(
+            kubeconfig,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+    }
+
+    /// Stop the controllers and the API server.
+    pub async fn shutdown(mut self) {
+        if let Some(w) = self.world.take() {
+            w.shutdown();
+        }
+        if let Some(c) = self.controllers.take() {
+            c.shutdown();
+        }
+        self.api.shutdown().await;
+    }
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    // `mode` applies only when the file is created: tighten an existing one
+    // before the token goes in.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    file.write_all(bytes)
+}

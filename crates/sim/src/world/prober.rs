@@ -1,0 +1,246 @@
+//! What the kubelet reads from a pod spec — the infera engine a container
+//! runs, its readiness port, the readiness/startup probes, preStop — and the
+//! probe itself: an `httpGet` on the worker's readiness port is sent for
+//! real to the pod's listener; a probe on another port (e.g. the engine's
+//! `/health`) passes once weights are loaded, an exec/tcp/other probe once
+//! the container runs (as before the listener existed).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::listener::http_get;
+
+use infera_model::worker::{READINESS_PORT_ENV, main_container_position};
+
+fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
+    v.pointer(p).and_then(Value::as_str).unwrap_or("")
+}
+
+/// What a probe checks.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Check {
+    /// `httpGet` (a real request for `path`) or `tcpSocket` (`None`: a
+    /// real connect) on the readiness port.
+    ReadinessPort {
+        path: Option<String>,
+    },
+    EngineUp,
+    Running,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Probe {
+    pub check: Check,
+    pub initial: f64,
+    pub period: f64,
+    pub timeout: f64,
+    pub success: u32,
+    pub failure: u32,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Engine {
+    pub role: String,
+    pub engine: String,
+    pub model: String,
+    pub port: i64,
+    pub readiness_port: u16,
+}
+
+fn tokens(c: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for field in ["command", "args"] {
+        for part in c.get(field).and_then(Value::as_array).into_iter().flatten() {
+            out.extend(
+                part.as_str()
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .map(str::to_string),
+            );
+        }
+    }
+    out
+}
+
+fn flag(tokens: &[String], name: &str) -> Option<String> {
+    tokens.iter().enumerate().find_map(|(i, t)| {
+        if t == name {
+            tokens.get(i + 1).cloned()
+        } else {
+            t.strip_prefix(&format!("{name}=")).map(str::to_string)
+        }
+    })
+}
+
+pub(super) fn main_container(pod: &Value) -> Value {
+    let containers = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    main_container_position(containers.iter().map(|c| str_at(c, "/name")))
+        .and_then(|i| containers.get(i))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// The worker's own (loose, Python `int()`) reading of INFERA_READINESS_PORT.
+fn worker_readiness_port(c: &Value) -> u16 {
+    let env = c
+        .get("env")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    infera_model::worker::worker_readiness_port(
+        env.iter()
+            .find(|e| str_at(e, "/name") == READINESS_PORT_ENV)
+            .and_then(|e| e.get("value").and_then(Value::as_str)),
+    )
+}
+
+/// Whether the simulated kubelet runs `pod` as an infera worker (its main
+/// container starts `infera.engine.*`), which registers once loaded.
+pub fn is_infera_worker(pod: &Value) -> bool {
+    engine_of(pod).is_some()
+}
+
+pub(super) fn engine_of(pod: &Value) -> Option<Engine> {
+    let main = main_container(pod);
+    let toks = tokens(&main);
+    let engine = toks
+        .iter()
+        .find_map(|t| t.strip_prefix("infera.engine.").map(str::to_string))?;
+    let role = flag(&toks, "--disaggregation-mode").unwrap_or_else(|| "mixed".into());
+    let model = flag(&toks, "--served-model-name")
+        .or_else(|| flag(&toks, "--model-path"))
+        .or_else(|| flag(&toks, "--model"))
+        .unwrap_or_else(|| "unknown".into());
+    let port = flag(&toks, "--port")
+        .and_then(|p| p.parse().ok())
+        .or_else(|| {
+            main.pointer("/ports/0/containerPort")
+                .and_then(Value::as_i64)
+        })
+        .unwrap_or(30000);
+    Some(Engine {
+        role,
+        engine,
+        model,
+        port,
+        readiness_port: worker_readiness_port(&main),
+    })
+}
+
+fn probe_port(p: &Value, container: &Value) -> Option<i64> {
+    let port_value = p
+        .pointer("/httpGet/port")
+        .or_else(|| p.pointer("/tcpSocket/port"));
+    port_value.and_then(|v| {
+        v.as_i64().or_else(|| {
+            let name = v.as_str()?;
+            name.parse().ok().or_else(|| {
+                container
+                    .get("ports")?
+                    .as_array()?
+                    .iter()
+                    .find(|cp| str_at(cp, "/name") == name)
+                    .and_then(|cp| cp.get("containerPort")?.as_i64())
+            })
+        })
+    })
+}
+
+pub(super) fn probe_of(p: &Value, container: &Value, engine: Option<&Engine>) -> Probe {
+    let port = probe_port(p, container);
+    let http = p.get("httpGet").is_some_and(Value::is_object);
+    let check = match (engine, port) {
+        (Some(e), Some(port)) if port == i64::from(e.readiness_port) => {
+            let path = str_at(p, "/httpGet/path");
+            let path = if path.is_empty() { "/" } else { path };
+            Check::ReadinessPort {
+                path: http.then(|| path.to_string()),
+            }
+        }
+        (Some(_), Some(_)) => Check::EngineUp,
+        _ => Check::Running,
+    };
+    let num = |k: &str, d: f64| p.get(k).and_then(Value::as_f64).unwrap_or(d);
+    let count = |k: &str, d: u32| {
+        p.get(k)
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(d)
+            .max(1)
+    };
+    Probe {
+        check,
+        initial: num("initialDelaySeconds", 0.0),
+        period: num("periodSeconds", 10.0).max(1.0),
+        timeout: num("timeoutSeconds", 1.0).max(1.0),
+        success: count("successThreshold", 1),
+        failure: count("failureThreshold", 3),
+    }
+}
+
+/// The preStop hook's duration: a `sleep N` exec or a `sleep` action.
+pub(super) fn prestop_seconds(main: &Value) -> Option<f64> {
+    main.pointer("/lifecycle/preStop").map(|h| {
+        let cmd: Vec<String> = h
+            .pointer("/exec/command")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str())
+            .flat_map(|s| s.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+            .collect();
+        flag(&cmd, "sleep")
+            .and_then(|s| s.parse::<f64>().ok())
+            .or_else(|| h.pointer("/sleep/seconds").and_then(Value::as_f64))
+            .unwrap_or(0.0)
+    })
+}
+
+/// The worker's state a probe sees (besides its real listener).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Seen {
+    pub registered: bool,
+    pub loaded: bool,
+    pub running: bool,
+}
+
+impl Check {
+    /// What the probe should find: the model's expectation.
+    pub fn expected(&self, s: Seen) -> bool {
+        match self {
+            Check::ReadinessPort { .. } => s.registered,
+            Check::EngineUp => s.loaded,
+            Check::Running => s.running,
+        }
+    }
+}
+
+/// Run one probe. `addr` is the pod's readiness socket; `wall_timeout` is
+/// the probe's timeout in wall time. An HTTP probe succeeds on 200..399
+/// (as the kubelet's), and fails on a refused connection or a timeout.
+pub(super) async fn run(
+    check: &Check,
+    addr: Option<SocketAddr>,
+    wall_timeout: Duration,
+    s: Seen,
+) -> bool {
+    match (check, addr) {
+        (Check::ReadinessPort { path: Some(path) }, Some(addr)) => {
+            http_get(addr, path, wall_timeout)
+                .await
+                .is_ok_and(|r| (200..400).contains(&r.status))
+        }
+        (Check::ReadinessPort { path: None }, Some(addr)) => {
+            let connect = tokio::net::TcpStream::connect(addr);
+            matches!(tokio::time::timeout(wall_timeout, connect).await, Ok(Ok(_)))
+        }
+        (Check::ReadinessPort { .. }, None) => false,
+        (other, _) => other.expected(s),
+    }
+}

@@ -1,0 +1,72 @@
+//! The process entry shared by `infera` and `kubectl-infera` (kubectl's
+//! plugin discovery runs `kubectl-infera` for `kubectl infera …`): parse,
+//! dispatch, map errors to exit codes — nothing else.
+
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches};
+
+use crate::cli::{Cli, Command, RolloutCommand, SimCommand};
+use crate::exit::Exit;
+
+/// Run the command line as `bin_name` (`infera`, or `kubectl infera` for
+/// the plugin, so help and errors show what the user typed).
+pub fn main(bin_name: &'static str) -> ExitCode {
+    let matches = Cli::command().bin_name(bin_name).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    crate::cluster::trace::init_logging(cli.verbose);
+    match run(cli) {
+        Ok(exit) => exit.into(),
+        Err(err) => {
+            // The credentials rule applies to the last line too.
+            let text = crate::cluster::redact::scrub(&format!("{err:#}"));
+            eprintln!("error: {text}");
+            Exit::Usage.into()
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<Exit> {
+    match cli.command {
+        Command::Lint(args) => crate::commands::lint::run(&args),
+        Command::Rules(args) => crate::commands::lint::rules_command(&args),
+        Command::Render(args) => crate::commands::render::render_command(&args),
+        Command::Rollout(RolloutCommand::Restart(args)) => {
+            runtime()?.block_on(crate::console::rollout(args, None))
+        }
+        Command::Rollout(RolloutCommand::SetImage(args)) => {
+            runtime()?.block_on(crate::console::rollout(args.rollout, Some(args.image)))
+        }
+        Command::Rollout(RolloutCommand::History(args)) => {
+            runtime()?.block_on(crate::console::history::history(args))
+        }
+        Command::Audit(args) => runtime()?.block_on(crate::console::audit(args)),
+        Command::Sim(SimCommand::Serve(args)) => {
+            runtime()?.block_on(crate::commands::sim::serve(args))
+        }
+        Command::Sim(SimCommand::Attach(args)) => {
+            runtime()?.block_on(crate::commands::sim_attach::run(args))
+        }
+        Command::Sim(SimCommand::Scenarios) => crate::commands::sim::list_scenarios(),
+        Command::Demo(args) => runtime()?.block_on(crate::console::demo(args)),
+        Command::Rbac(args) => crate::commands::rbac::rbac_command(&args),
+        Command::Completions(args) => {
+            use std::io::Write;
+            std::io::stdout().write_all(&crate::generate::completion(args.shell))?;
+            Ok(Exit::Ok)
+        }
+        Command::Generate(args) => {
+            crate::generate::write_all(&args.dir)?;
+            Ok(Exit::Ok)
+        }
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}

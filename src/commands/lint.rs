@@ -1,0 +1,431 @@
+//! `infera lint` and `infera rules`: flags → the lint crate's options, the
+//! printers to stdout, exit codes; `--cluster` lists the live objects.
+//!
+//! Flags beat the config file, which beats the defaults. Exit codes: 0
+//! nothing at or above `--fail-on`; 1 findings at or above it; 2 usage errors
+//! (bad flags, bad config, unknown rule) or input errors (a file that cannot
+//! be read or parsed — every other file is still linted and printed).
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use infera_lint::config::{self, CliOverrides};
+use infera_lint::engine::{self, InputError, LintOptions, LintOutcome, RuleMeta};
+use infera_lint::finding::Severity;
+use infera_lint::{apply, describe_input_error, rule_page, rules_listing, write_report};
+
+use crate::cli::{FailOn, LintArgs, LintFormat, RulesArgs};
+use crate::exit::Exit;
+
+/// [`engine::lint_live`]'s signature.
+pub type LintLiveFn =
+    fn(&[serde_json::Value], &str, &LintOptions, Option<Vec<engine::InventoryNode>>) -> LintOutcome;
+
+/// The engine entry points the command calls: `infera_lint::engine`'s in
+/// [`run`], fakes in this module's tests (flags → options → exit code without
+/// real manifests).
+#[derive(Clone, Copy)]
+pub struct EngineFns {
+    pub lint_paths: fn(&[PathBuf], &LintOptions) -> LintOutcome,
+    /// Live objects, with the live node inventory when it could be read.
+    pub lint_objects: LintLiveFn,
+    pub rules: fn() -> &'static [RuleMeta],
+}
+
+/// `infera lint`.
+pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
+    run_with(
+        args,
+        &EngineFns {
+            lint_paths: engine::lint_paths,
+            lint_objects: engine::lint_live,
+            rules: engine::rules,
+        },
+    )
+}
+
+/// `infera lint` over the given engine.
+pub fn run_with(args: &LintArgs, engine: &EngineFns) -> anyhow::Result<Exit> {
+    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+    let loaded = config::load(args.config.as_deref(), &cwd)?;
+    let effective = config::resolve((engine.rules)(), &loaded, &overrides(args))?;
+    let options = LintOptions {
+        node_gpus: effective.node_gpus,
+        nodes: effective.nodes.clone(),
+        enabled: effective.enabled.clone(),
+        threads: args.threads,
+        // Only code frames need the text; keeping it for the other formats
+        // would hold the whole input in memory.
+        keep_sources: args.format == LintFormat::Human,
+    };
+
+    let outcome = if args.cluster {
+        lint_cluster(args, &options, engine)?
+    } else {
+        let paths = if args.paths.is_empty() {
+            vec![PathBuf::from(".")]
+        } else {
+            args.paths.clone()
+        };
+        (engine.lint_paths)(&paths, &options)
+    };
+    let outcome = apply(outcome, &effective);
+
+    // Input errors always go to standard error (in json/sarif/github they
+    // are inside the document as well), so a human sees them even when
+    // stdout is redirected to a file.
+    {
+        let mut stderr = io::stderr().lock();
+        for e in &outcome.input_errors {
+            let _ = writeln!(stderr, "error: {}", describe_input_error(e));
+        }
+    }
+
+    match print(args.format, &outcome, (engine.rules)(), &cwd) {
+        Ok(()) => {}
+        // `infera lint | head`: the reader went away, nothing left to say.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        Err(e) => return Err(e).context("cannot write the lint report to standard output"),
+    }
+    Ok(exit_for(&outcome, args.fail_on))
+}
+
+fn overrides(args: &LintArgs) -> CliOverrides {
+    CliOverrides {
+        node_gpus: args.node_gpus,
+        nodes: args.nodes.clone(),
+        select: args.select.clone(),
+        ignore: args.ignore.clone(),
+    }
+}
+
+/// Print the outcome to stdout in `format`. Colour (human format only) when
+/// stdout is a terminal and `NO_COLOR` is not set.
+fn print(
+    format: LintFormat,
+    outcome: &LintOutcome,
+    rules: &[RuleMeta],
+    cwd: &Path,
+) -> io::Result<()> {
+    let stdout = io::stdout();
+    let choice = anstream::AutoStream::choice(&stdout);
+    let color = choice != anstream::ColorChoice::Never;
+    let mut out = io::BufWriter::new(anstream::AutoStream::new(stdout.lock(), choice));
+    write_report(&mut out, format.into(), outcome, rules, Some(cwd), color)?;
+    out.flush()
+}
+
+/// 2 on input errors; else 1 when a finding is at or above `fail_on`; else 0.
+pub fn exit_for(outcome: &LintOutcome, fail_on: FailOn) -> Exit {
+    if !outcome.input_errors.is_empty() {
+        return Exit::Usage;
+    }
+    let threshold = match fail_on {
+        FailOn::Never => return Exit::Ok,
+        FailOn::Warning => Severity::Warning,
+        FailOn::Error => Severity::Error,
+    };
+    if outcome.findings.iter().any(|f| f.severity >= threshold) {
+        Exit::Findings
+    } else {
+        Exit::Ok
+    }
+}
+
+/// `infera lint --cluster [-n NS | -A]`: list the analysed kinds from the
+/// cluster and lint them as live objects (no spans: findings point at
+/// `cluster`, line 0).
+fn lint_cluster(
+    args: &LintArgs,
+    options: &LintOptions,
+    engine: &EngineFns,
+) -> anyhow::Result<LintOutcome> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime for the cluster client")?;
+    runtime.block_on(async {
+        let connection = infera_cluster::connect(&args.cluster_args.options()).await?;
+        let namespace = (!args.all_namespaces).then_some(connection.namespace.as_str());
+        let (objects, errors) = list_live_objects(&connection, namespace).await?;
+        let live = live_inventory(&connection).await;
+        let mut outcome = (engine.lint_objects)(&objects, "cluster", options, live);
+        outcome.input_errors.extend(errors);
+        Ok(outcome)
+    })
+}
+
+/// Nodes with their allocatable and free (allocatable minus the requests of
+/// the pods bound there) extended resources, as the rollout preflight sees
+/// them. None, with a note on stderr, when nodes or pods cannot be listed
+/// (the capacity rules then judge without an inventory).
+async fn live_inventory(
+    connection: &crate::cluster::Connection,
+) -> Option<Vec<engine::InventoryNode>> {
+    let inventory = match crate::cluster::NodeInventory::fetch(connection).await {
+        Ok(inv) => inv,
+        Err(e) => {
+            eprintln!(
+                "note: cannot read nodes and pods for the live capacity ({e}); IR002/IR004 judge without an inventory (grant the `infera-capacity` ClusterRole of `infera rbac`)"
+            );
+            return None;
+        }
+    };
+    let whole = |list: &crate::cluster::ResourceList| {
+        list.iter()
+            .filter_map(|(k, v)| Some((k.clone(), i64::try_from(v / 1000).ok()?)))
+            .collect::<BTreeMap<String, i64>>()
+    };
+    let labels: BTreeMap<String, BTreeMap<String, String>> = inventory
+        .nodes
+        .iter()
+        .map(|n| {
+            (
+                n.metadata.name.clone().unwrap_or_default(),
+                n.metadata.labels.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    Some(
+        inventory
+            .capacity()
+            .into_iter()
+            .map(|c| engine::InventoryNode {
+                labels: labels.get(&c.node).cloned().unwrap_or_default(),
+                gpus: whole(&c.allocatable),
+                free: Some(whole(&c.free)),
+                name: c.node,
+            })
+            .collect(),
+    )
+}
+
+/// The kinds `infera lint --cluster` reads: (group, version, kind, plural).
+const LIVE_KINDS: &[(&str, &str, &str, &str)] = &[
+    (
+        "infera.amd.com",
+        "v1alpha1",
+        "InferaDeployment",
+        "inferadeployments",
+    ),
+    ("apps", "v1", "Deployment", "deployments"),
+    (
+        "leaderworkerset.x-k8s.io",
+        "v1",
+        "LeaderWorkerSet",
+        "leaderworkersets",
+    ),
+];
+
+/// Objects of one list page at most; the rest is fetched with continue tokens.
+const LIST_PAGE: u32 = 500;
+
+/// List the analysed kinds from a cluster (`namespace` `None` = every
+/// namespace), as wire-form JSON objects with `apiVersion`/`kind` set.
+///
+/// Kinds the cluster does not serve (CRD not installed: 404) are skipped. A
+/// kind the caller may not list becomes an input error, and the other kinds
+/// are still linted. An unreachable server or rejected credentials end the
+/// command. Workloads owned by an InferaDeployment are left out: the
+/// InferaDeployment itself is linted, so they would only repeat its findings.
+pub async fn list_live_objects(
+    connection: &infera_cluster::Connection,
+    namespace: Option<&str>,
+) -> Result<(Vec<serde_json::Value>, Vec<InputError>), infera_cluster::ClusterError> {
+    use infera_cluster::ClusterError;
+    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+
+    let mut objects = Vec::new();
+    let mut errors = Vec::new();
+    for (group, version, kind, plural) in LIVE_KINDS {
+        let resource =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+        let api: Api<DynamicObject> = match namespace {
+            Some(ns) => Api::namespaced_with(connection.client.clone(), ns, &resource),
+            None => Api::all_with(connection.client.clone(), &resource),
+        };
+        let mut params = ListParams::default().limit(LIST_PAGE);
+        loop {
+            let page = match api.list(&params).await {
+                Ok(page) => page,
+                Err(kube::Error::Api(status)) if status.code == 404 => break,
+                Err(e) => {
+                    let err =
+                        ClusterError::from_kube(&e, &connection.url, "list", plural, namespace);
+                    match err {
+                        ClusterError::Unreachable { .. } | ClusterError::Unauthorized { .. } => {
+                            return Err(err);
+                        }
+                        other => errors.push(InputError {
+                            file: "cluster".to_string(),
+                            line: None,
+                            column: None,
+                            message: format!("{other}; {plural} were not linted"),
+                        }),
+                    }
+                    break;
+                }
+            };
+            for item in page.items {
+                let owned_by_infera = item
+                    .metadata
+                    .owner_references
+                    .as_deref()
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|o| o.kind == "InferaDeployment");
+                if owned_by_infera {
+                    continue;
+                }
+                let Ok(mut value) = serde_json::to_value(&item) else {
+                    continue;
+                };
+                if let Some(map) = value.as_object_mut() {
+                    map.insert("apiVersion".into(), resource.api_version.clone().into());
+                    map.insert("kind".into(), (*kind).into());
+                    if let Some(meta) = map.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+                        meta.remove("managedFields");
+                    }
+                }
+                objects.push(value);
+            }
+            match page.metadata.continue_.as_deref() {
+                Some(token) if !token.is_empty() => params = params.continue_token(token),
+                _ => break,
+            }
+        }
+    }
+    Ok((objects, errors))
+}
+
+// ---------------------------------------------------------------------------
+// infera rules
+// ---------------------------------------------------------------------------
+
+/// `infera rules [RULE] [--json]`.
+pub fn rules_command(args: &RulesArgs) -> anyhow::Result<Exit> {
+    rules_command_with(args, engine::rules())
+}
+
+/// `infera rules` over the given registry.
+pub fn rules_command_with(args: &RulesArgs, registry: &'static [RuleMeta]) -> anyhow::Result<Exit> {
+    let text = match &args.rule {
+        None => rules_listing(registry, args.json),
+        Some(wanted) => {
+            let wanted_trimmed = wanted.trim();
+            let rule = registry
+                .iter()
+                .find(|r| r.code.eq_ignore_ascii_case(wanted_trimmed) || r.name == wanted_trimmed)
+                .ok_or_else(|| {
+                    anyhow::anyhow!("unknown rule `{wanted}`; run `infera rules` to list the rules")
+                })?;
+            rule_page(rule, args.json)
+        }
+    };
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        Err(e) => return Err(e).context("cannot write to standard output"),
+    }
+    Ok(Exit::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use infera_lint::config::Effective;
+    use infera_lint::report::tests_support::{RULES, input_error, outcome_with, sample_findings};
+    use std::collections::BTreeMap;
+
+    fn effective(enabled: &[&'static str], severity: &[(&'static str, Severity)]) -> Effective {
+        Effective {
+            node_gpus: 8,
+            nodes: None,
+            enabled: enabled.to_vec(),
+            severity: severity.iter().copied().collect::<BTreeMap<_, _>>(),
+        }
+    }
+
+    #[test]
+    fn exit_codes() {
+        let all = effective(&["IR001", "IR005"], &[]);
+        let both = apply(outcome_with(sample_findings()), &all);
+        assert_eq!(exit_for(&both, FailOn::Error), Exit::Findings);
+        assert_eq!(exit_for(&both, FailOn::Never), Exit::Ok);
+        let warning_only = apply(outcome_with(sample_findings()), &effective(&["IR005"], &[]));
+        assert_eq!(exit_for(&warning_only, FailOn::Error), Exit::Ok);
+        assert_eq!(exit_for(&warning_only, FailOn::Warning), Exit::Findings);
+        let mut broken = warning_only.clone();
+        broken.input_errors.push(input_error());
+        assert_eq!(exit_for(&broken, FailOn::Never), Exit::Usage);
+        assert_eq!(exit_for(&LintOutcome::default(), FailOn::Warning), Exit::Ok);
+    }
+
+    fn fake_paths(paths: &[PathBuf], opts: &LintOptions) -> LintOutcome {
+        let mut outcome = outcome_with(sample_findings());
+        if paths.iter().any(|p| p.as_os_str() == "bad.yaml") {
+            outcome.input_errors.push(input_error());
+        }
+        assert_eq!(opts.node_gpus, 4, "--node-gpus reaches the engine");
+        outcome
+    }
+    fn fake_objects(
+        _: &[serde_json::Value],
+        _: &str,
+        _: &LintOptions,
+        _: Option<Vec<engine::InventoryNode>>,
+    ) -> LintOutcome {
+        LintOutcome::default()
+    }
+    fn fake_rules() -> &'static [RuleMeta] {
+        RULES
+    }
+    const FAKE: EngineFns = EngineFns {
+        lint_paths: fake_paths,
+        lint_objects: fake_objects,
+        rules: fake_rules,
+    };
+
+    fn lint_args(extra: &[&str]) -> LintArgs {
+        use clap::Parser;
+        let mut argv = vec!["infera", "lint", "--format", "json", "--node-gpus", "4"];
+        argv.extend_from_slice(extra);
+        match crate::cli::Cli::try_parse_from(argv).unwrap().command {
+            crate::cli::Command::Lint(args) => args,
+            _ => unreachable!("parsed a lint command"),
+        }
+    }
+
+    #[test]
+    fn run_with_maps_outcomes_to_exit_codes() {
+        assert_eq!(
+            run_with(&lint_args(&["a.yaml"]), &FAKE).unwrap(),
+            Exit::Findings
+        );
+        assert_eq!(
+            run_with(&lint_args(&["--fail-on", "never", "a.yaml"]), &FAKE).unwrap(),
+            Exit::Ok
+        );
+        assert_eq!(
+            run_with(&lint_args(&["--select", "IR005", "a.yaml"]), &FAKE).unwrap(),
+            Exit::Ok,
+            "only the warning is left"
+        );
+        assert_eq!(
+            run_with(
+                &lint_args(&["--fail-on", "never", "bad.yaml", "a.yaml"]),
+                &FAKE
+            )
+            .unwrap(),
+            Exit::Usage
+        );
+        let err = run_with(&lint_args(&["--ignore", "IR404", "a.yaml"]), &FAKE).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown rule `IR404` in --ignore"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,55 @@
+//! `infera rbac`: the minimal Role `rollout` and `audit` need, printed.
+
+use infera_cluster::rbac_objects;
+use serde_json::json;
+
+use crate::cli::{OutputFormat, RbacArgs};
+use crate::exit::Exit;
+
+/// The ServiceAccount the bindings name.
+const NAME: &str = infera_cluster::RBAC_NAME;
+
+/// Render the objects as YAML (multi-document, with a header comment) or as
+/// a JSON `v1 List`.
+pub fn render_rbac(namespace: &str, format: OutputFormat) -> anyhow::Result<String> {
+    let objects = rbac_objects(namespace);
+    match format {
+        OutputFormat::Json => {
+            let list = json!({ "apiVersion": "v1", "kind": "List", "items": objects });
+            Ok(serde_json::to_string_pretty(&list)? + "\n")
+        }
+        OutputFormat::Yaml => {
+            let body = serde_saphyr::to_string_multiple(&objects)
+                .map_err(|e| anyhow::anyhow!("cannot render the RBAC objects as YAML: {e}"))?;
+            Ok(format!(
+                "# Minimal RBAC for `infera rollout`, `infera audit` and `infera lint --cluster`\n\
+                 # in namespace {namespace}. The ClusterRole is needed only for the rollout\n\
+                 # preflight's node capacity check (nodes, and pods of every namespace).\n\
+                 # The bindings name the ServiceAccount `{NAME}`: edit `subjects` for a user\n\
+                 # or group, then `kubectl apply -f` this file.\n---\n{body}"
+            ))
+        }
+    }
+}
+
+/// `infera rbac`.
+pub fn rbac_command(args: &RbacArgs) -> anyhow::Result<Exit> {
+    print!("{}", render_rbac(&args.namespace, args.output)?);
+    Ok(Exit::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn yaml_and_json_render() {
+        let yaml = render_rbac("ns1", OutputFormat::Yaml).unwrap();
+        assert!(yaml.contains("kind: Role\n"), "{yaml}");
+        assert!(yaml.contains("kind: ClusterRoleBinding"));
+        let json: Value =
+            serde_json::from_str(&render_rbac("ns1", OutputFormat::Json).unwrap()).unwrap();
+        assert_eq!(json["items"].as_array().map(Vec::len), Some(4));
+    }
+}

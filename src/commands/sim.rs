@@ -1,0 +1,94 @@
+//! `infera sim serve` and `infera sim scenarios`.
+
+use infera_sim::faults::FaultConfig;
+use infera_sim::{RunningSim, SimOptions, scenario};
+
+use crate::cli::{FaultArgs, SimServeArgs};
+use crate::exit::Exit;
+
+impl From<&FaultArgs> for FaultConfig {
+    fn from(a: &FaultArgs) -> Self {
+        FaultConfig {
+            drop_watches_every: a.drop_watches_every,
+            error_rate: a.error_rate,
+            error_burst: None,
+            retry_after_seconds: None,
+            conflict_rate: a.conflict_rate,
+            compact_every: a.compact_every,
+            latency: a.latency,
+            restart_api_every: a.restart_api_every,
+        }
+    }
+}
+
+/// `infera sim serve`: run until Ctrl-C.
+pub async fn serve(args: SimServeArgs) -> anyhow::Result<Exit> {
+    let scenario = match scenario::Scenario::load(&args.scenario) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(Exit::Usage);
+        }
+    };
+    let mut options = SimOptions::new(scenario, args.speed);
+    options.seed = args.seed;
+    options.port = args.port;
+    options.tls = !args.plain_http;
+    options.token = args.token.clone();
+    options.faults = FaultConfig::from(&args.faults);
+    options.world = !args.no_world;
+    let sim = match RunningSim::start(options).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(Exit::Usage);
+        }
+    };
+    let kubeconfig = match &args.kubeconfig_out {
+        Some(path) => {
+            if let Err(e) = sim.write_kubeconfig(path) {
+                eprintln!("error: {e}");
+                sim.shutdown().await;
+                return Ok(Exit::Usage);
+            }
+            path.display().to_string()
+        }
+        None => {
+            let path =
+                std::env::temp_dir().join(format!("infera-sim-{}.kubeconfig", std::process::id()));
+            if let Err(e) = sim.write_kubeconfig(&path) {
+                eprintln!("error: {e}");
+                sim.shutdown().await;
+                return Ok(Exit::Usage);
+            }
+            path.display().to_string()
+        }
+    };
+    println!(
+        "infera sim: scenario {} serving on {} (speed {}x, seed {})",
+        sim.scenario().name,
+        sim.url(),
+        sim.clock().speed(),
+        sim.scenario().seed
+    );
+    println!("kubeconfig: {kubeconfig}");
+    println!("  kubectl --kubeconfig {kubeconfig} get pods -A");
+    println!("  infera rollout restart idep/NAME --kubeconfig {kubeconfig} --dry-run");
+    println!("Ctrl-C stops the simulator.");
+    let _ = tokio::signal::ctrl_c().await;
+    sim.shutdown().await;
+    Ok(Exit::Ok)
+}
+
+/// `infera sim scenarios`.
+pub fn list_scenarios() -> anyhow::Result<Exit> {
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::NOTHING);
+    table.set_header(["NAME", "DESCRIPTION"]);
+    table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+    for (name, description) in scenario::builtins() {
+        table.add_row([name, description]);
+    }
+    println!("{table}");
+    Ok(Exit::Ok)
+}

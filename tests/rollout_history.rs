@@ -1,0 +1,208 @@
+//! The rollout history against the embedded simulator: rollouts driven
+//! through the library (connected with the simulator's kubeconfig, as the
+//! CLI connects), read back by the real `infera rollout history` binary.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use infera::cli::ClusterArgs;
+use infera::cluster::{Connection, connect};
+use infera::rollout::history::{HISTORY_ANNOTATION, HistoryEntry, KEEP, sha256_hex};
+use infera::rollout::target::Target;
+use infera::rollout::{Options, Request, RolloutOutcome, execute};
+use infera::sim::scenario::Scenario;
+use infera::sim::store::Kind;
+use infera::sim::{RunningSim, SimOptions};
+use serde_json::Value;
+
+const SPEED: f64 = 200.0;
+
+struct Sim {
+    sim: RunningSim,
+    kubeconfig: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+async fn start(scenario: &str) -> Sim {
+    let scenario = Scenario::load(scenario).unwrap_or_else(|e| panic!("{e}"));
+    let sim = RunningSim::start(SimOptions::new(scenario, SPEED))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ns = sim.namespace();
+    assert!(infera::demo::wait_steady(sim.store(), &ns, Duration::from_secs(60)).await);
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig)
+        .unwrap_or_else(|e| panic!("{e}"));
+    Sim {
+        sim,
+        kubeconfig,
+        _dir: dir,
+    }
+}
+
+async fn conn(kubeconfig: &Path) -> Connection {
+    let args = ClusterArgs {
+        kubeconfig: Some(kubeconfig.to_path_buf()),
+        ..ClusterArgs::default()
+    };
+    connect(&args.options())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+async fn roll(s: &Sim, target: &str, services: &[&str], force: bool) -> RolloutOutcome {
+    let target: Target = target.parse().unwrap_or_else(|e| panic!("{e}"));
+    let mut req = Request::restart(target);
+    req.services = services.iter().map(|s| s.to_string()).collect();
+    let mut opts = Options::unattended(SPEED);
+    opts.force = force;
+    execute(
+        &conn(&s.kubeconfig).await,
+        req,
+        opts,
+        std::future::pending(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+async fn history(s: &Sim, target: &str, json: bool) -> Output {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_infera"));
+    cmd.args(["rollout", "history", target, "--kubeconfig"])
+        .arg(&s.kubeconfig)
+        .env_remove("KUBECONFIG");
+    if json {
+        cmd.args(["-o", "json"]);
+    }
+    let out = cmd.output().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+async fn history_json(s: &Sim, target: &str) -> Vec<HistoryEntry> {
+    let out = history(s, target, true).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn minima(e: &HistoryEntry) -> Vec<(String, Option<u32>, Option<u32>)> {
+    e.minima
+        .iter()
+        .map(|m| (m.role.clone(), m.ready, m.routable))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_rollouts_leave_two_entries_newest_first() {
+    let s = start("pd-1p1d-skip-probe").await;
+    let empty = history(&s, "idep/llama", false).await;
+    let text = String::from_utf8_lossy(&empty.stdout);
+    assert!(text.contains("no rollout history on idep/llama"), "{text}");
+    assert_eq!(history_json(&s, "idep/llama").await, Vec::new());
+
+    let first = roll(&s, "idep/llama", &[], true).await;
+    let second = roll(&s, "idep/llama", &["decode"], true).await;
+    let entries = history_json(&s, "idep/llama").await;
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    let (newest, oldest) = (&entries[0], &entries[1]);
+    assert_eq!(oldest.change, "restart of decode, prefill");
+    assert_eq!(newest.change, "restart of decode");
+    for (entry, outcome) in [(oldest, &first), (newest, &second)] {
+        let report = outcome.report.as_ref().expect("a report");
+        assert_eq!(entry.outcome, "complete");
+        assert_eq!(entry.context.as_deref(), Some(infera::sim::CONTEXT));
+        assert_eq!(entry.user.as_deref(), Some(infera::sim::CONTEXT));
+        let expected: Vec<_> = report
+            .roles
+            .iter()
+            .map(|r| (r.role.clone(), r.min_ready_exact, r.min_routable_exact))
+            .collect();
+        assert_eq!(minima(entry), expected);
+        let json = report.try_to_json().unwrap_or_else(|e| panic!("{e}")) + "\n";
+        assert_eq!(
+            entry.report_digest,
+            format!("sha256:{}", sha256_hex(json.as_bytes()))
+        );
+        assert!(
+            entry.at.ends_with('Z') && entry.at.len() == 20,
+            "{}",
+            entry.at
+        );
+    }
+    // skip-probe: old-pod-first leaves each rolled role with nothing Ready.
+    assert!(minima(oldest).iter().all(|(_, r, _)| *r == Some(0)));
+    let table = String::from_utf8_lossy(&history(&s, "idep/llama", false).await.stdout).to_string();
+    let (a, b) = (
+        table
+            .find("restart of decode ")
+            .or(table.find("restart of decode\n")),
+        table.find("restart of decode, prefill"),
+    );
+    assert!(
+        a.is_some() && b.is_some() && a < b,
+        "newest first:\n{table}"
+    );
+    assert!(table.contains("decode 0/0"), "{table}");
+    s.sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_history_keeps_the_last_ten() {
+    let s = start("pd-1p1d").await;
+    let ns = s.sim.namespace();
+    let store = s.sim.store();
+    let mut live = store
+        .get(Kind::InferaDeployment, Some(&ns), "llama")
+        .unwrap_or_else(|| panic!("no idep/llama"));
+    let old: Vec<Value> = (0..KEEP)
+        .map(|n| {
+            serde_json::json!({"at": format!("2026-01-01T00:00:{n:02}Z"), "change": format!("old {n}"),
+                "outcome": "complete", "minima": [], "duration_s": 1.0, "report_digest": "sha256:0"})
+        })
+        .collect();
+    live["metadata"]["annotations"][HISTORY_ANNOTATION] =
+        Value::from(serde_json::to_string(&old).unwrap_or_default());
+    store
+        .update(Kind::InferaDeployment, live)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let outcome = roll(&s, "idep/llama", &["decode"], true).await;
+    assert_eq!(outcome.exit, infera::exit::Exit::Ok);
+    let entries = history_json(&s, "idep/llama").await;
+    assert_eq!(entries.len(), KEEP);
+    assert_eq!(entries[0].change, "restart of decode");
+    // Every role is audited, the rolled one and the other; pd-1p1d holds both.
+    let roles = minima(&entries[0]);
+    assert_eq!(roles.len(), 2, "{roles:?}");
+    assert!(
+        roles.iter().all(|(_, r, t)| *r == Some(1) && *t == Some(1)),
+        "{roles:?}"
+    );
+    assert_eq!(entries[KEEP - 1].change, "old 1", "the oldest went first");
+    s.sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aborted_rollout_is_recorded_too() {
+    let s = start("whole-node-pinned").await;
+    let ns = s.sim.namespace();
+    let idep = s.sim.store().list(Kind::InferaDeployment, Some(&ns)).0[0]
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let target = format!("idep/{idep}");
+    let outcome = roll(&s, &target, &[], true).await;
+    let report = outcome.report.as_ref().expect("a report");
+    let entries = history_json(&s, &target).await;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0].outcome, report.outcome.as_str());
+    assert_ne!(entries[0].outcome, "complete");
+    s.sim.shutdown().await;
+}
