@@ -763,3 +763,162 @@ async fn plain_http_sends_no_token() {
     assert!(err.contains("You must be logged in to the server"), "{err}");
     c.shutdown().await;
 }
+
+/// The lab's kubectl (v1.37, `$INFERA_LAB_BIN/kubectl`): it sends protobuf
+/// bodies for typed commands. Skipped, saying why, when INFERA_LAB_BIN is
+/// not set, unless INFERA_LAB_REQUIRED is.
+fn lab_kubectl() -> Option<PathBuf> {
+    let found = std::env::var_os("INFERA_LAB_BIN")
+        .map(|dir| PathBuf::from(dir).join("kubectl"))
+        .filter(|p| p.is_file());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("INFERA_LAB_REQUIRED").is_none(),
+            "INFERA_LAB_REQUIRED is set but $INFERA_LAB_BIN/kubectl is missing: run lab/build"
+        );
+        eprintln!(
+            "skipping: INFERA_LAB_BIN is not set (export INFERA_LAB_BIN=$(lab/build | tail -n1))"
+        );
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn current_kubectl_creates_scales_drains_and_reads_events() {
+    let Some(bin) = lab_kubectl() else { return };
+    let c = Cluster::builtin(bin, "pd-1p1d", 20.0).await;
+    // Protobuf bodies: create namespace|deployment, scale.
+    c.kubectl(&["create", "namespace", "x"])
+        .await
+        .expect_ok("create namespace");
+    let out = c
+        .kubectl(&["create", "deployment", "web", "--image=nginx", "-n", "x"])
+        .await;
+    assert!(
+        out.expect_ok("create deployment")
+            .contains("deployment.apps/web created")
+    );
+    c.kubectl(&["scale", "deploy/web", "--replicas=2", "-n", "x"])
+        .await
+        .expect_ok("scale");
+    c.kubectl(&[
+        "rollout",
+        "status",
+        "deploy/web",
+        "-n",
+        "x",
+        "--timeout=60s",
+    ])
+    .await
+    .expect_ok("rollout status");
+    // Defaulting saw Go's empty strategy type as unset.
+    let strategy = c
+        .kubectl(&[
+            "get",
+            "deploy/web",
+            "-n",
+            "x",
+            "-o",
+            "jsonpath={.spec.strategy.type}",
+        ])
+        .await;
+    assert_eq!(strategy.expect_ok("strategy"), "RollingUpdate");
+    // Events, as on a cluster.
+    let describe = c.kubectl(&["describe", "deploy/web", "-n", "x"]).await;
+    let describe = describe.expect_ok("describe deploy");
+    assert!(
+        describe.contains("Scaled up replica set web-") && describe.contains("from 1 to 2"),
+        "{describe}"
+    );
+    let events = c
+        .eventually("kubelet events", &["get", "events", "-n", "x"], |o| {
+            o.ok() && o.stdout.contains("Started")
+        })
+        .await;
+    for reason in [
+        "ScalingReplicaSet",
+        "SuccessfulCreate",
+        "Scheduled",
+        "Pulling",
+        "Pulled",
+        "Created",
+    ] {
+        assert!(
+            events.stdout.contains(reason),
+            "no {reason} in\n{}",
+            events.stdout
+        );
+    }
+    assert!(
+        events.stdout.contains("Successfully assigned x/web-"),
+        "{}",
+        events.stdout
+    );
+    // auth can-i: no RBAC in the sim, everything is allowed.
+    let can = c
+        .kubectl(&["auth", "can-i", "create", "deployments", "-n", "x"])
+        .await;
+    assert_eq!(can.expect_ok("auth can-i").trim(), "yes");
+    // drain: cordon (patch) then policy/v1 Evictions (protobuf).
+    let node = c
+        .kubectl(&[
+            "get",
+            "pods",
+            "-n",
+            "x",
+            "-o",
+            "jsonpath={.items[0].spec.nodeName}",
+        ])
+        .await;
+    let node = node.expect_ok("node of web").trim().to_string();
+    let drain = c
+        .kubectl(&[
+            "drain",
+            &node,
+            "--ignore-daemonsets",
+            "--delete-emptydir-data",
+            "--timeout=60s",
+        ])
+        .await;
+    let drained = drain.expect_ok("drain");
+    assert!(
+        drained.contains("evicted") && drained.contains("drained"),
+        "{drained}"
+    );
+    let cordoned = c
+        .kubectl(&["get", "node", &node, "-o", "jsonpath={.spec.unschedulable}"])
+        .await;
+    assert_eq!(cordoned.expect_ok("node").trim(), "true");
+    // Evicted web pods come back on the other nodes.
+    c.kubectl(&[
+        "rollout",
+        "status",
+        "deploy/web",
+        "-n",
+        "x",
+        "--timeout=60s",
+    ])
+    .await
+    .expect_ok("rollout status after drain");
+    let nodes = c
+        .kubectl(&[
+            "get",
+            "pods",
+            "-n",
+            "x",
+            "-o",
+            "jsonpath={.items[*].spec.nodeName}",
+        ])
+        .await;
+    let nodes = nodes.expect_ok("web nodes").to_string();
+    assert!(!nodes.split_whitespace().any(|n| n == node), "{nodes}");
+    // ConfigMaps are not simulated: a clean NotFound, not a decode error.
+    let cm = c
+        .kubectl(&["create", "configmap", "c", "--from-literal=a=b", "-n", "x"])
+        .await;
+    assert!(
+        cm.expect_err("configmap")
+            .contains("could not find the requested resource")
+    );
+    c.shutdown().await;
+}

@@ -13,6 +13,7 @@
 pub mod api;
 pub mod clock;
 pub mod controllers;
+pub mod events;
 pub mod faults;
 pub mod kind;
 pub mod scenario;

@@ -107,6 +107,13 @@ fn subresource(k: Kind, sub: &str, sub_kind: &str, verbs: &[&str]) -> Value {
         r["group"] = json!("autoscaling");
         r["version"] = json!("v1");
     }
+    if sub == "eviction" {
+        // kubectl drain evicts (not deletes) only when discovery lists
+        // pods/eviction with its group/version (kubectl's
+        // pkg/drain/drain.go CheckEvictionSupport).
+        r["group"] = json!("policy");
+        r["version"] = json!("v1");
+    }
     r
 }
 
@@ -148,6 +155,7 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
                 "PodProxyOptions",
                 &["create", "delete", "get", "patch", "update"],
             ));
+            resources.push(subresource(k, "eviction", "Eviction", &["create"]));
         }
     }
     let gv = if group.is_empty() {

@@ -29,9 +29,9 @@ const MAX_BODY: usize = 8 * 1024 * 1024;
 /// (upstream picks 30-60 min).
 const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
 
-type Query = HashMap<String, String>;
+pub(super) type Query = HashMap<String, String>;
 
-fn json_response(code: StatusCode, body: Vec<u8>) -> Response<Body> {
+pub(super) fn json_response(code: StatusCode, body: Vec<u8>) -> Response<Body> {
     let mut resp = Response::new(Body::from(body));
     *resp.status_mut() = code;
     resp.headers_mut().insert(
@@ -202,6 +202,9 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response<Body> {
     if let Some(latency) = shared.injector.latency() {
         tokio::time::sleep(latency).await;
     }
+    if path == super::authz::PATH && req.method() == Method::POST {
+        return super::authz::self_subject_access_review();
+    }
     match route {
         Route::Health => Response::new(Body::from("ok")),
         Route::Version => ok_json(&discovery::version()),
@@ -275,6 +278,16 @@ async fn read_body(body: Body) -> Result<Bytes, ApiStatus> {
         .map_err(|e| ApiStatus::bad_request(format!("reading the request body failed: {e}")))
 }
 
+/// Read a body, turning a protobuf one (a current kubectl's typed clients)
+/// into JSON; see `protobuf.rs`.
+async fn read_json_body(body: Body, content_type: &str) -> Result<Bytes, ApiStatus> {
+    let bytes = read_body(body).await?;
+    if super::protobuf::is_protobuf(content_type) {
+        return super::protobuf::to_json(&bytes).map(Bytes::from);
+    }
+    Ok(bytes)
+}
+
 fn parse_json(bytes: &[u8]) -> Result<Value, ApiStatus> {
     serde_json::from_slice(bytes).map_err(|e| {
         ApiStatus::bad_request(format!("the request body is not a valid JSON object: {e}"))
@@ -315,6 +328,7 @@ async fn resource(
                 kind,
                 Kind::Deployment | Kind::ReplicaSet | Kind::LeaderWorkerSet
             ),
+            "eviction" => kind == Kind::Pod,
             _ => false,
         };
         if !allowed {
@@ -330,6 +344,10 @@ async fn resource(
     }
 
     match (method, rp.name.clone()) {
+        (Method::POST, Some(name)) if rp.subresource.as_deref() == Some("eviction") => {
+            let body = read_json_body(req.into_body(), &content_type).await?;
+            super::eviction::evict(shared, rp.namespace.as_deref(), &name, &query, &body)
+        }
         (Method::GET, None) if watch => watch_stream(shared, &rp, &query, table),
         (Method::GET, None) => list(shared, &rp, &query, table),
         (Method::GET, Some(name)) => {
@@ -352,11 +370,11 @@ async fn resource(
             Ok(json_response(StatusCode::OK, stored.json().to_vec()))
         }
         (Method::POST, None) => {
-            let body = read_body(req.into_body()).await?;
+            let body = read_json_body(req.into_body(), &content_type).await?;
             create(shared, &rp, &query, &body)
         }
         (Method::PUT, Some(name)) => {
-            let body = read_body(req.into_body()).await?;
+            let body = read_json_body(req.into_body(), &content_type).await?;
             update(shared, &rp, &name, &query, &body)
         }
         (Method::PATCH, Some(name)) => {
@@ -364,11 +382,11 @@ async fn resource(
             patch_object(shared, &rp, &name, &content_type, &query, &body)
         }
         (Method::DELETE, Some(name)) => {
-            let body = read_body(req.into_body()).await?;
+            let body = read_json_body(req.into_body(), &content_type).await?;
             delete(shared, &rp, &name, &query, &body)
         }
         (Method::DELETE, None) => {
-            let body = read_body(req.into_body()).await?;
+            let body = read_json_body(req.into_body(), &content_type).await?;
             delete_collection(shared, &rp, &query, &body)
         }
         (m, _) => Err(ApiStatus::method_not_allowed(m.as_str(), kind.plural())),
@@ -966,7 +984,7 @@ fn patch_object(
 }
 
 #[derive(Debug, Default)]
-struct DeleteOptions {
+pub(super) struct DeleteOptions {
     grace_period: Option<i64>,
     propagation: Option<String>,
     uid: Option<String>,
@@ -974,7 +992,7 @@ struct DeleteOptions {
     dry_run: bool,
 }
 
-fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, ApiStatus> {
+pub(super) fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, ApiStatus> {
     let mut opts = DeleteOptions::default();
     if !body.iter().all(u8::is_ascii_whitespace) {
         let v = parse_json(body)?;
@@ -1040,7 +1058,7 @@ fn delete(
     delete_one(shared, kind, rp.namespace.as_deref(), name, &opts).map(|v| ok_json(&v))
 }
 
-fn delete_one(
+pub(super) fn delete_one(
     shared: &Shared,
     kind: Kind,
     ns: Option<&str>,

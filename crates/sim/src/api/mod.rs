@@ -32,11 +32,14 @@
 //! * Lists ignore `resourceVersion`/`resourceVersionMatch` and read the
 //!   current state; continue pages are read from the current state too.
 
+pub mod authz;
 pub mod defaults;
 pub mod discovery;
+pub mod eviction;
 pub(crate) mod handler;
 pub mod openapi;
 pub mod patch;
+pub mod protobuf;
 pub mod selectors;
 pub mod status;
 pub mod tables;

@@ -172,10 +172,14 @@ fn columns(kind: Kind) -> Vec<Value> {
             col("Count", "string", 1),
             col("Name", "string", 1),
         ],
+        // The CRD's additionalPrinterColumns (lab/crd: Backend, State,
+        // GAIE at priority 1, Age).
         Kind::InferaDeployment => vec![
             col("Name", "string", 0),
+            col("Backend", "string", 0),
             col("State", "string", 0),
-            col("Age", "string", 0),
+            col("GAIE", "boolean", 1),
+            col("Age", "date", 0),
         ],
         Kind::LeaderWorkerSet => vec![col("Name", "string", 0), col("Age", "string", 0)],
     }
@@ -316,7 +320,11 @@ fn cells(kind: Kind, o: &Value) -> Vec<Value> {
         Kind::Event => event_cells(name, o),
         Kind::InferaDeployment => vec![
             json!(name),
+            json!(s(o, "/spec/backendFramework").unwrap_or_default()),
             json!(s(o, "/status/state").unwrap_or_default()),
+            o.pointer("/status/gaie/ready")
+                .cloned()
+                .unwrap_or(Value::Null),
             json!(age),
         ],
         Kind::LeaderWorkerSet => vec![json!(name), json!(age)],

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use super::Manager;
 use super::cache::{Key, controller_uid, i64_at, key_of, str_at};
+use crate::events;
 use crate::store::Kind;
 
 pub const REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
@@ -395,6 +396,10 @@ impl Manager {
         match self.store.create_shared(Kind::ReplicaSet, rs) {
             Ok(created) => {
                 let created = self.absorb(Kind::ReplicaSet, created);
+                if new_replicas > 0 {
+                    // k8s.io/kubernetes@v1.37.2 pkg/controller/deployment/sync.go:286
+                    self.scaling_event(d, &created, 0, new_replicas);
+                }
                 let reason = Some((
                     "NewReplicaSetCreated",
                     format!(
@@ -582,6 +587,7 @@ impl Manager {
         let name = str_at(rs, "/metadata/name").to_string();
         let desired = replicas(d).to_string();
         let max = (replicas(d) + max_surge(d)).to_string();
+        let from = rs_replicas(rs);
         match self
             .store
             .mutate_shared(Kind::ReplicaSet, Some(&ns), &name, |v| {
@@ -589,9 +595,48 @@ impl Manager {
                 v["metadata"]["annotations"][DESIRED_REPLICAS_ANNOTATION] = Value::from(desired);
                 v["metadata"]["annotations"][MAX_REPLICAS_ANNOTATION] = Value::from(max);
             }) {
-            Ok(updated) => self.absorb(Kind::ReplicaSet, updated),
+            Ok(updated) => {
+                if from != to {
+                    self.scaling_event(d, &updated, from, to);
+                }
+                self.absorb(Kind::ReplicaSet, updated)
+            }
             Err(_) => Arc::new(rs.clone()),
         }
+    }
+
+    /// `ScalingReplicaSet`, worded as k8s.io/kubernetes@v1.37.2
+    /// pkg/controller/deployment/sync.go (scaleReplicaSet, getNewReplicaSet).
+    fn scaling_event(&self, d: &Value, rs: &Value, from: i64, to: i64) {
+        let op = if from < to { "up" } else { "down" };
+        let rs_name = str_at(rs, "/metadata/name");
+        events::record(
+            &self.store,
+            &events::Event {
+                component: "deployment-controller",
+                involved: d,
+                type_: "Normal",
+                reason: "ScalingReplicaSet",
+                message: format!("Scaled {op} replica set {rs_name} from {from} to {to}"),
+                action: None,
+            },
+        );
+    }
+
+    /// `SuccessfulCreate` / `SuccessfulDelete` of the ReplicaSet controller
+    /// (k8s.io/kubernetes@v1.37.2 pkg/controller/controller_utils.go:614,634).
+    fn pod_event(&self, rs: &Value, reason: &str, message: String) {
+        events::record(
+            &self.store,
+            &events::Event {
+                component: "replicaset-controller",
+                involved: rs,
+                type_: "Normal",
+                reason,
+                message,
+                action: None,
+            },
+        );
     }
 
     fn rollout_rolling(&mut self, d: &Value, all: Vec<Arc<Value>>) {
@@ -946,6 +991,8 @@ impl Manager {
             for _ in 0..(want - have) {
                 let pod = pod_from_template(&rs);
                 if let Ok(created) = self.store.create_shared(Kind::Pod, pod) {
+                    let msg = format!("Created pod: {}", str_at(&created, "/metadata/name"));
+                    self.pod_event(&rs, "SuccessfulCreate", msg);
                     self.absorb(Kind::Pod, created);
                 }
             }
@@ -959,6 +1006,7 @@ impl Manager {
             {
                 let (ns, name) = key_of(p);
                 if let Ok(updated) = self.store.delete(Kind::Pod, Some(&ns), &name, None) {
+                    self.pod_event(&rs, "SuccessfulDelete", format!("Deleted pod: {name}"));
                     if self.store.get(Kind::Pod, Some(&ns), &name).is_some() {
                         self.absorb(Kind::Pod, updated);
                     } else {

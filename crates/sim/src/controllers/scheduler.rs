@@ -117,6 +117,18 @@ impl Manager {
                 });
                 self.pending.remove(key);
                 if let Ok(updated) = result {
+                    // k8s.io/kubernetes@v1.37.2 pkg/scheduler/schedule_one.go:1138
+                    crate::events::record(
+                        &self.store,
+                        &crate::events::Event {
+                            component: "default-scheduler",
+                            involved: &updated,
+                            type_: "Normal",
+                            reason: "Scheduled",
+                            message: format!("Successfully assigned {ns}/{name} to {node}"),
+                            action: Some("Binding"),
+                        },
+                    );
                     self.absorb(Kind::Pod, updated);
                 }
             }

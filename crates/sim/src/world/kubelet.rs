@@ -111,6 +111,7 @@ struct Spec {
     prestop: Option<f64>,
     containers: Vec<(String, String)>,
     has_qos: bool,
+    node: String,
 }
 
 fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
@@ -154,6 +155,7 @@ fn spec_of(pod: &Value) -> Spec {
             .unwrap_or(30.0),
         prestop: prober::prestop_seconds(&main),
         has_qos: pod.pointer("/status/qosClass").is_some(),
+        node: str_at(pod, "/spec/nodeName").to_string(),
         containers,
         engine,
     }
@@ -228,7 +230,24 @@ impl PodTask {
         Some(SocketAddr::from((self.ip.addr(), e.readiness_port)))
     }
 
+    /// Post a kubelet event about every container (see `events.rs`).
+    fn container_events(&self, type_: &str, reason: &str, message: impl Fn(&str, &str) -> String) {
+        let subject = super::events::Subject {
+            client: self.shared.client.clone(),
+            ns: self.spec.ns.clone(),
+            pod: self.spec.name.clone(),
+            uid: self.spec.uid.clone(),
+            node: self.spec.node.clone(),
+        };
+        for (name, image) in &self.spec.containers {
+            subject.post(name, type_, reason, message(name, image));
+        }
+    }
+
     fn begin(&mut self) {
+        self.container_events("Normal", "Pulling", |_, image| {
+            format!("Pulling image {image:?}")
+        });
         let t = self.now();
         self.st.running_at = t + self.shared.scenario.timings.image_pull;
         self.st.loaded_at = self.st.running_at + self.load_time;
@@ -306,6 +325,14 @@ impl PodTask {
         let now = self.now();
         if !self.st.running && now >= self.st.running_at {
             self.st.running = true;
+            if self.st.restarts == 0 {
+                let pull = self.shared.scenario.timings.image_pull;
+                self.container_events("Normal", "Pulled", |_, image| {
+                    format!("Successfully pulled image {image:?} in {pull}s ({pull}s including waiting). Image size: 0 bytes.")
+                });
+            }
+            self.container_events("Normal", "Created", |_, _| "Container created".into());
+            self.container_events("Normal", "Started", |_, _| "Container started".into());
             self.st.next_startup = self
                 .spec
                 .startup
@@ -456,6 +483,13 @@ impl PodTask {
         } else {
             self.st.fail_run += 1;
             self.st.ok_run = 0;
+            let target = self
+                .readiness_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            self.container_events("Warning", "Unhealthy", |_, _| {
+                format!("Readiness probe failed: probe to {target} did not succeed")
+            });
             if self.st.fail_run >= p.failure {
                 self.st.ready = false;
             }
@@ -622,6 +656,9 @@ impl PodTask {
         let clock = self.shared.clock.clone();
         let deadline = self.now() + self.spec.grace;
         if self.st.running {
+            self.container_events("Normal", "Killing", |name, _| {
+                format!("Stopping container {name}")
+            });
             if let Some(sleep) = self.spec.prestop {
                 clock.sleep(secs(sleep.min(self.spec.grace))).await;
             }

@@ -19,6 +19,7 @@
 //! real workloads stay off them; the Deployments the world applies or
 //! renders get the matching toleration ([`toleration`]).
 
+mod events;
 mod faults;
 pub mod listener;
 mod manifests;
