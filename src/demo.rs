@@ -12,9 +12,9 @@ use serde_json::Value;
 
 use crate::rollout::target::{Target, TargetKind};
 use crate::rollout::{Reporter, Request, RolloutOutcome, execute_with};
-use crate::sim::world::kubelet::is_infera_worker;
 use crate::sim::scenario::Scenario;
 use crate::sim::store::{Kind, Store};
+use crate::sim::world::kubelet::is_infera_worker;
 use crate::sim::{RunningSim, SimOptions};
 
 /// How long (wall) the demo waits for the scenario's workloads to be serving

@@ -69,6 +69,10 @@ struct Summary {
     minima: BTreeMap<String, (Option<u64>, Option<u64>)>,
     /// service → step kinds in order
     steps: BTreeMap<String, Vec<String>>,
+    /// The scheduler's message as the `unschedulable` steps quote it (the
+    /// embedded scheduler writes what kube-scheduler v1.37.2 writes,
+    /// preemption clause included).
+    unschedulable: Vec<String>,
 }
 
 /// One `infera rollout restart` and what it left.
@@ -141,10 +145,20 @@ fn summarise(out: &Output, report: &Path) -> Run {
             outcome: report["outcome"].as_str().map(str::to_string),
             minima,
             steps,
+            unschedulable: unschedulable_quotes(&String::from_utf8_lossy(&out.stdout)),
         },
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// The message after `unschedulable  POD  (… after the previous step): `.
+fn unschedulable_quotes(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| l.split_whitespace().nth(3) == Some("unschedulable"))
+        .filter_map(|l| l.split_once("): ").map(|(_, m)| m.to_string()))
+        .collect()
 }
 
 fn rollout_args<'a>(case: &'a Case, force: bool, report: &'a Path) -> Vec<&'a str> {
