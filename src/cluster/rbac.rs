@@ -20,9 +20,9 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
 /// Why each rule (each verb is needed by some command: `tests/lab_rbac.rs`
 /// removes them one at a time on the upstream lab and checks that a command
 /// fails naming it):
-/// * pods watch — the auditor and the rollout's step tracking (their
-///   get/list come with the ClusterRole below, which grants them in every
-///   namespace anyway);
+/// * pods watch — the auditor and the rollout's step tracking (their list
+///   comes with the ClusterRole below, which grants it in every namespace
+///   anyway);
 /// * pods/proxy get — `GET pods/NAME:PORT/proxy/ready`, asking a worker's
 ///   `/ready` directly;
 /// * events list — the FailedScheduling message quoted in a stall report
@@ -38,8 +38,9 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
 ///
 /// Cluster-wide (ClusterRole), because nodes are not namespaced and a node's
 /// free capacity depends on pods of every namespace:
-/// * nodes list, pods get/list — the rollout preflight's "is there room for
-///   the surge pod right now", and the pods of the namespace.
+/// * nodes list, pods list — the rollout preflight's "is there room for
+///   the surge pod right now" (without them the plan says the capacity is
+///   unknown), and the pods of the namespace.
 pub fn rbac_objects(namespace: &str) -> Vec<Value> {
     let subject = json!([{ "kind": "ServiceAccount", "name": NAME, "namespace": namespace }]);
     vec![
@@ -69,7 +70,7 @@ pub fn rbac_objects(namespace: &str) -> Vec<Value> {
             "metadata": { "name": format!("{NAME}-capacity") },
             "rules": [
                 rule("", &["nodes"], &["list"]),
-                rule("", &["pods"], &["get", "list"]),
+                rule("", &["pods"], &["list"]),
             ],
         }),
         json!({
@@ -96,7 +97,7 @@ pub fn render_rbac(namespace: &str, format: OutputFormat) -> anyhow::Result<Stri
                 .map_err(|e| anyhow::anyhow!("cannot render the RBAC objects as YAML: {e}"))?;
             Ok(format!(
                 "# Minimal RBAC for `infera rollout`, `infera audit` and `infera lint --cluster`\n\
-                 # in namespace {namespace}. Bind both: the ClusterRole grants the pods get/list\n\
+                 # in namespace {namespace}. Bind both: the ClusterRole grants the pods list\n\
                  # the Role relies on, and the rollout preflight's node capacity check.\n\
                  # The bindings name the ServiceAccount `{NAME}`: edit `subjects` for a user\n\
                  # or group, then `kubectl apply -f` this file.\n---\n{body}"
