@@ -33,6 +33,9 @@ const COMMANDS: [&[&str]; 4] = [
     &["rollout", "restart", "idep/llama", "-n", NS, "--yes"],
 ];
 
+/// What the plan says when the preflight cannot list nodes or pods.
+const CAPACITY_UNKNOWN: &str = "unknown (nodes or pods";
+
 const DRY_RUN: [&str; 6] = ["rollout", "restart", "idep/llama", "-n", NS, "--dry-run"];
 
 fn kubectl_ok(lab: &Lab, args: &[&str]) -> Output {
@@ -167,6 +170,7 @@ fn printed_role_is_sufficient_and_minimal() {
     }
 
     let full_plan = run(&lab, &kubeconfig, &token, &DRY_RUN).text;
+    assert!(!full_plan.contains(CAPACITY_UNKNOWN), "{full_plan}");
     // Minimal: each verb is needed by some command, which says so.
     let mut unused = Vec::new();
     for (oi, ri, resource, verb) in grants(&objects) {
@@ -182,10 +186,10 @@ fn printed_role_is_sufficient_and_minimal() {
             // than failing: the plan must change.
             let plan = run(&lab, &kubeconfig, &token, &DRY_RUN).text;
             apply(&lab, &objects[oi]);
-            if plan == full_plan {
+            if !plan.contains(CAPACITY_UNKNOWN) {
                 unused.push(format!("{} {verb} {resource}", objects[oi]["kind"]));
             }
-            eprintln!("without {verb} {resource}: the plan changes:\n{plan}");
+            eprintln!("without {verb} {resource}: the plan's capacity is unknown:\n{plan}");
             continue;
         }
         let failed = COMMANDS.iter().find_map(|args| {
