@@ -138,7 +138,7 @@ manifests:
 "#;
     let scenario = Scenario::from_yaml("pinned.yaml", yaml).unwrap_or_else(|e| panic!("{e}"));
     let (sim, store) = start_sim(scenario, 100.0).await;
-    let want = "0/2 nodes are available: 1 Insufficient amd.com/gpu, 1 node(s) didn't match Pod's node affinity/selector.";
+    let want = "0/2 nodes are available: 1 Insufficient amd.com/gpu, 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.";
     wait_for("a FailedScheduling event", Duration::from_secs(20), || {
         store
             .list(Kind::Event, Some("default"))
@@ -296,7 +296,7 @@ async fn whole_node_pinned_surge_stays_pending_then_deadline() {
     })
     .await;
     restart_idep(&store, "kimi").await;
-    let want = "0/2 nodes are available: 1 Insufficient amd.com/gpu, 1 node(s) didn't match Pod's node affinity/selector.";
+    let want = "0/2 nodes are available: 1 Insufficient amd.com/gpu, 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.";
     wait_for("FailedScheduling", Duration::from_secs(20), || {
         store
             .list(Kind::Event, Some("llm"))

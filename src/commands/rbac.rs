@@ -23,8 +23,8 @@ pub fn render_rbac(namespace: &str, format: OutputFormat) -> anyhow::Result<Stri
                 .map_err(|e| anyhow::anyhow!("cannot render the RBAC objects as YAML: {e}"))?;
             Ok(format!(
                 "# Minimal RBAC for `infera rollout`, `infera audit` and `infera lint --cluster`\n\
-                 # in namespace {namespace}. The ClusterRole is needed only for the rollout\n\
-                 # preflight's node capacity check (nodes, and pods of every namespace).\n\
+                 # in namespace {namespace}. Bind both: the ClusterRole grants the pods list\n\
+                 # the Role relies on, and the rollout preflight's node capacity check.\n\
                  # The bindings name the ServiceAccount `{NAME}`: edit `subjects` for a user\n\
                  # or group, then `kubectl apply -f` this file.\n---\n{body}"
             ))

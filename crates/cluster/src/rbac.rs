@@ -15,22 +15,30 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
 /// ClusterRole, ClusterRoleBinding. The bindings are templates: their subject
 /// is a ServiceAccount `infera` in `namespace`; edit it for a user or group.
 ///
-/// Why each rule:
-/// * pods get/list/watch — the auditor and the rollout's step tracking;
+/// Why each rule (each verb is needed by some command: `tests/lab_rbac.rs`
+/// removes them one at a time on the upstream lab and checks that a command
+/// fails naming it):
+/// * pods watch — the auditor and the rollout's step tracking (their list
+///   comes with the ClusterRole below, which grants it in every namespace
+///   anyway);
 /// * pods/proxy get — `GET pods/NAME:PORT/proxy/ready`, asking a worker's
 ///   `/ready` directly;
-/// * events get/list/watch — FailedScheduling messages for stall reports;
-/// * inferadeployments get/list/watch/patch — the rollout trigger goes on
-///   the CR (the operator reverts Deployment edits);
-/// * deployments get/list/watch/patch — rollout status, and the trigger on
-///   plain Deployments (`--surge`, restart annotation, image);
-/// * leaderworkersets get/list/watch — `lint --cluster` reads multi-node
-///   workers.
+/// * events list — the FailedScheduling message quoted in a stall report
+///   (read once, at stall time; without it the pod's PodScheduled message is
+///   quoted instead);
+/// * inferadeployments get/list/patch — the audit reads the CR, `lint
+///   --cluster` lists it, the rollout trigger goes on the CR (the operator
+///   reverts Deployment edits);
+/// * deployments get/list/watch/patch — rollout status (watched), `lint
+///   --cluster`, and the trigger on plain Deployments (`--surge`, restart
+///   annotation, image);
+/// * leaderworkersets list — `lint --cluster` reads multi-node workers.
 ///
 /// Cluster-wide (ClusterRole), because nodes are not namespaced and a node's
 /// free capacity depends on pods of every namespace:
-/// * nodes get/list/watch, pods get/list — the rollout preflight's "is there
-///   room for the surge pod right now".
+/// * nodes list, pods list — the rollout preflight's "is there room for
+///   the surge pod right now" (without them the plan says the capacity is
+///   unknown), and the pods of the namespace.
 pub fn rbac_objects(namespace: &str) -> Vec<Value> {
     let subject = json!([{ "kind": "ServiceAccount", "name": NAME, "namespace": namespace }]);
     vec![
@@ -39,12 +47,12 @@ pub fn rbac_objects(namespace: &str) -> Vec<Value> {
             "kind": "Role",
             "metadata": { "name": NAME, "namespace": namespace },
             "rules": [
-                rule("", &["pods"], &["get", "list", "watch"]),
+                rule("", &["pods"], &["watch"]),
                 rule("", &["pods/proxy"], &["get"]),
-                rule("", &["events"], &["get", "list", "watch"]),
-                rule("infera.amd.com", &["inferadeployments"], &["get", "list", "watch", "patch"]),
+                rule("", &["events"], &["list"]),
+                rule("infera.amd.com", &["inferadeployments"], &["get", "list", "patch"]),
                 rule("apps", &["deployments"], &["get", "list", "watch", "patch"]),
-                rule("leaderworkerset.x-k8s.io", &["leaderworkersets"], &["get", "list", "watch"]),
+                rule("leaderworkerset.x-k8s.io", &["leaderworkersets"], &["list"]),
             ],
         }),
         json!({
@@ -59,8 +67,8 @@ pub fn rbac_objects(namespace: &str) -> Vec<Value> {
             "kind": "ClusterRole",
             "metadata": { "name": format!("{NAME}-capacity") },
             "rules": [
-                rule("", &["nodes"], &["get", "list", "watch"]),
-                rule("", &["pods"], &["get", "list"]),
+                rule("", &["nodes"], &["list"]),
+                rule("", &["pods"], &["list"]),
             ],
         }),
         json!({
@@ -101,12 +109,17 @@ mod tests {
             ("pods", "watch"),
             ("pods/proxy", "get"),
             ("events", "list"),
+            ("inferadeployments", "get"),
             ("inferadeployments", "patch"),
             ("deployments", "patch"),
         ] {
             assert!(has(&objects, "Role", res, verb), "{res} {verb}");
         }
         assert!(has(&objects, "ClusterRole", "nodes", "list"));
+        assert!(has(&objects, "ClusterRole", "pods", "list"));
+        // Found unused on the upstream lab (tests/lab_rbac.rs).
+        assert!(!has(&objects, "Role", "inferadeployments", "watch"));
+        assert!(!has(&objects, "Role", "events", "watch"));
         assert!(!has(&objects, "Role", "pods", "delete"));
         assert!(!has(&objects, "Role", "pods", "create"));
         assert_eq!(objects[0]["metadata"]["namespace"], "prod");

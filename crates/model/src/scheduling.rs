@@ -407,6 +407,57 @@ pub fn failed_scheduling_message(total_nodes: usize, reasons: &[(UnfitReason, us
     message
 }
 
+/// Whether preemption cannot help on a node that failed for `reason`:
+/// upstream's filter plugins answer `UnschedulableAndUnresolvable` for these
+/// (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, and
+/// InterPodAffinity's unmatched required affinity), plain `Unschedulable`
+/// (evicting a victim could free it) for the rest.
+fn preemption_unresolvable(reason: &UnfitReason) -> bool {
+    matches!(
+        reason,
+        UnfitReason::Unschedulable
+            | UnfitReason::NodeNameMismatch
+            | UnfitReason::UntoleratedTaint { .. }
+            | UnfitReason::NodeAffinity
+            | UnfitReason::PodAffinity
+    )
+}
+
+/// What kube-scheduler's DefaultPreemption PostFilter appends to the
+/// FailedScheduling message when it finds nothing to preempt (every pod has
+/// the same priority, as in our scenarios): ` preemption: 0/N nodes are
+/// available: <k> No preemption victims found for incoming pod, <m>
+/// Preemption is not helpful for scheduling.` — per node, "not helpful"
+/// when its failure is unresolvable, else "no victims"; sorted as strings
+/// (upstream: pkg/scheduler/framework/preemption/preemption.go,
+/// `Evaluator.findCandidates` and `FitError.Error()`, v1.37.2).
+pub fn preemption_suffix(total_nodes: usize, per_node: &[Vec<UnfitReason>]) -> String {
+    if total_nodes == 0 {
+        return String::new();
+    }
+    let unhelpful = per_node
+        .iter()
+        .filter(|reasons| reasons.iter().any(preemption_unresolvable))
+        .count();
+    let no_victims = per_node.len() - unhelpful;
+    let mut parts = Vec::new();
+    if no_victims > 0 {
+        parts.push(format!(
+            "{no_victims} No preemption victims found for incoming pod"
+        ));
+    }
+    if unhelpful > 0 {
+        parts.push(format!(
+            "{unhelpful} Preemption is not helpful for scheduling"
+        ));
+    }
+    parts.sort();
+    format!(
+        " preemption: 0/{total_nodes} nodes are available: {}.",
+        parts.join(", ")
+    )
+}
+
 fn is_terminal(pod: &Pod) -> bool {
     matches!(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
@@ -1200,6 +1251,12 @@ mod tests {
         assert_eq!(
             failed_scheduling_message(2, &counted),
             "0/2 nodes are available: 1 Insufficient amd.com/gpu, 1 node(s) didn't match Pod's node affinity/selector."
+        );
+        // What the real kube-scheduler v1.37.2 appended on the lab
+        // (tests/lab_conformance.rs, whole-node-pinned).
+        assert_eq!(
+            preemption_suffix(2, &per_node),
+            " preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
         );
         // Sorted as strings, counts included: "10 ..." sorts before "2 ...".
         let msg = failed_scheduling_message(

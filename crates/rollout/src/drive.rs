@@ -639,6 +639,18 @@ impl<'a> Driver<'a> {
                 self.probe_new_ready(index, before);
             }
             res = self.probes.rx.recv() => {
+                // A 403 on the pod proxy is missing RBAC, not a worker that
+                // disagrees: stop with the verb and resource to grant.
+                if let Some((_, _, Err(detail))) = &res
+                    && detail.starts_with("HTTP 403 ")
+                {
+                    return Err(ClusterError::Forbidden {
+                        verb: "get".into(),
+                        resource: "pods/proxy".into(),
+                        namespace: Some(self.probes.namespace.clone()),
+                    }
+                    .into());
+                }
                 if let Some((leg, pod, result)) = res
                     && self.on_probe(&leg, &pod, result)
                 {
@@ -952,22 +964,31 @@ impl<'a> Driver<'a> {
                 self.deployments.apply(&ev, name_key, |d| Some(d.clone()));
                 Ok(0)
             }
-            Watched::Pod(Err(e)) | Watched::Deployment(Err(e)) => {
-                let conn = self.api.conn;
-                let err = ClusterError::from_watcher(&e, &conn.url, "pods", Some(&conn.namespace));
-                if err.is_fatal() {
-                    return Err(err.into());
-                }
-                tracing::info!(target: "infera::rollout::drive", "watch restart: {err}; re-listing with backoff");
-                if !self.warned {
-                    self.warned = true;
-                    self.out.note(&format!(
-                        "note: watch interrupted ({err}); re-listing with backoff"
-                    ));
-                }
-                Ok(0)
-            }
+            Watched::Pod(Err(e)) => self.watch_error(&e, "pods"),
+            Watched::Deployment(Err(e)) => self.watch_error(&e, "deployments.apps"),
         }
+    }
+
+    /// A watch error: fatal ones (403, 401, …) stop the rollout naming the
+    /// resource whose watch failed; the rest re-list with backoff.
+    fn watch_error(
+        &mut self,
+        e: &kube::runtime::watcher::Error,
+        resource: &str,
+    ) -> Result<usize, RolloutError> {
+        let conn = self.api.conn;
+        let err = ClusterError::from_watcher(e, &conn.url, resource, Some(&conn.namespace));
+        if err.is_fatal() {
+            return Err(err.into());
+        }
+        tracing::info!(target: "infera::rollout::drive", "watch restart: {err}; re-listing with backoff");
+        if !self.warned {
+            self.warned = true;
+            self.out.note(&format!(
+                "note: watch interrupted ({err}); re-listing with backoff"
+            ));
+        }
+        Ok(0)
     }
 
     /// Where every leg stands, and how to resume or abort.

@@ -56,7 +56,7 @@ pub(crate) type ProbeResult = (String, String, Result<(), String>);
 /// `/ready` checks in flight and when each pod is due again.
 pub(crate) struct Probes {
     client: kube::Client,
-    namespace: String,
+    pub namespace: String,
     tx: tokio::sync::mpsc::UnboundedSender<ProbeResult>,
     pub rx: tokio::sync::mpsc::UnboundedReceiver<ProbeResult>,
     next: HashMap<String, Instant>,

@@ -134,8 +134,9 @@ impl Manager {
             }
             None => {
                 let counted = scheduling::count_reasons(per_node.iter().map(Vec::as_slice));
-                let message =
-                    scheduling::failed_scheduling_message(self.cache.node_count(), &counted);
+                let total = self.cache.node_count();
+                let message = scheduling::failed_scheduling_message(total, &counted)
+                    + &scheduling::preemption_suffix(total, &per_node);
                 let current = pod
                     .pointer("/status/conditions")
                     .and_then(Value::as_array)
