@@ -158,20 +158,30 @@ async fn the_history_keeps_the_last_ten() {
     let s = start("pd-1p1d").await;
     let ns = s.sim.namespace();
     let store = s.sim.store();
-    let mut live = store
-        .get(Kind::InferaDeployment, Some(&ns), "llama")
-        .unwrap_or_else(|| panic!("no idep/llama"));
     let old: Vec<Value> = (0..KEEP)
         .map(|n| {
             serde_json::json!({"at": format!("2026-01-01T00:00:{n:02}Z"), "change": format!("old {n}"),
                 "outcome": "complete", "minima": [], "duration_s": 1.0, "report_digest": "sha256:0"})
         })
         .collect();
-    live["metadata"]["annotations"][HISTORY_ANNOTATION] =
-        Value::from(serde_json::to_string(&old).unwrap_or_default());
-    store
-        .update(Kind::InferaDeployment, live)
-        .unwrap_or_else(|e| panic!("{e:?}"));
+    // The world's operator writes the object too (its status): read, modify,
+    // write, and start over on a conflict, as any client must.
+    let mut attempts = 0;
+    loop {
+        let mut live = store
+            .get(Kind::InferaDeployment, Some(&ns), "llama")
+            .unwrap_or_else(|| panic!("no idep/llama"));
+        live["metadata"]["annotations"][HISTORY_ANNOTATION] =
+            Value::from(serde_json::to_string(&old).unwrap_or_default());
+        match store.update(Kind::InferaDeployment, live) {
+            Ok(_) => break,
+            Err(e) if attempts < 20 => {
+                attempts += 1;
+                eprintln!("retrying the seed write after {e:?}");
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    }
     let outcome = roll(&s, "idep/llama", &["decode"], true).await;
     assert_eq!(outcome.exit, infera::exit::Exit::Ok);
     let entries = history_json(&s, "idep/llama").await;
