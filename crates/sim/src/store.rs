@@ -697,6 +697,13 @@ impl Store {
                 None => map.remove("status"),
             };
         }
+        // The status writer's managedFields entry (see `api::managed`).
+        if let (Some(mf), Some(meta)) = (
+            obj.pointer("/metadata/managedFields"),
+            new.get_mut("metadata").and_then(Value::as_object_mut),
+        ) {
+            meta.insert("managedFields".into(), mf.clone());
+        }
         self.commit(&mut state, kind, &key, &old, new)
             .map(|v| (*v).clone())
     }

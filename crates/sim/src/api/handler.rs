@@ -15,6 +15,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::Shared;
 use super::discovery;
+use super::managed::{self, Operation};
 use super::openapi;
 use super::patch::{self, PatchType};
 use super::selectors::{FieldSelector, LabelSelector, Selectors};
@@ -299,7 +300,17 @@ async fn resource(
     rp: ResourcePath,
     req: Request<Body>,
 ) -> Result<Response<Body>, ApiStatus> {
-    let query = parse_query(&req);
+    let mut query = parse_query(&req);
+    if !query.contains_key("fieldManager") {
+        let ua = req
+            .headers()
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok());
+        query.insert(
+            "fieldManager".into(),
+            super::managed::manager_from_user_agent(ua),
+        );
+    }
     let method = req.method().clone();
     let watch = truthy(&query, "watch");
     shared.store.record_request(&verb_key(&method, &rp, watch));
@@ -694,6 +705,7 @@ fn create(
         crate::api::defaults::apply(kind, &mut preview);
         return Ok(with_warnings(created_json(&preview), &warnings));
     }
+    managed::record(None, &mut obj, write(query, rp, Operation::Update, None));
     match shared.store.create(kind, obj) {
         Ok(created) => Ok(with_warnings(created_json(&created), &warnings)),
         Err(e) => Err(ApiStatus::from_store(&e, kind, &name)),
@@ -778,6 +790,14 @@ fn update(
     if dry_run(query) {
         return Ok(with_warnings(ok_json(&obj), &warnings));
     }
+    if let Some(current) = &current {
+        keep_managed_fields(current, &mut obj);
+        managed::record(
+            Some(current),
+            &mut obj,
+            write(query, rp, Operation::Update, None),
+        );
+    }
     let result = if rp.subresource.as_deref() == Some("status") {
         shared.store.update_status(kind, obj)
     } else {
@@ -786,6 +806,38 @@ fn update(
     result
         .map(|v| with_warnings(ok_json(&v), &warnings))
         .map_err(|e| ApiStatus::from_store(&e, kind, name))
+}
+
+/// A PUT without `metadata.managedFields` keeps the stored ones (upstream:
+/// a request that omits them does not reset them).
+fn keep_managed_fields(current: &Value, obj: &mut Value) {
+    let missing = obj.pointer("/metadata/managedFields").is_none();
+    if let (true, Some(mf), Some(meta)) = (
+        missing,
+        current.pointer("/metadata/managedFields"),
+        obj.get_mut("metadata").and_then(Value::as_object_mut),
+    ) {
+        meta.insert("managedFields".into(), mf.clone());
+    }
+}
+
+/// The managedFields entry of this request (its manager is always set:
+/// see [`resource`]).
+fn write<'a>(
+    query: &'a Query,
+    rp: &'a ResourcePath,
+    operation: Operation,
+    applied: Option<&'a Value>,
+) -> managed::Write<'a> {
+    managed::Write {
+        manager: query
+            .get("fieldManager")
+            .map(String::as_str)
+            .unwrap_or("unknown"),
+        operation,
+        subresource: rp.subresource.as_deref(),
+        applied,
+    }
 }
 
 fn scale_of(kind: Kind, obj: &Value) -> Value {
@@ -906,6 +958,9 @@ fn patch_object(
                 if dry {
                     return Ok(with_warnings(created_json(&obj), &warnings));
                 }
+                let applied = obj.clone();
+                let how = write(query, rp, Operation::Apply, Some(&applied));
+                managed::record(None, &mut obj, how);
                 return shared
                     .store
                     .create(kind, obj)
@@ -969,6 +1024,15 @@ fn patch_object(
         if dry {
             return Ok(with_warnings(ok_json(&patched), &warnings));
         }
+        let applied = (patch_type == PatchType::Apply)
+            .then(|| std::str::from_utf8(body).ok())
+            .flatten()
+            .and_then(|t| serde_saphyr::from_str::<Value>(t).ok());
+        let how = match &applied {
+            Some(a) => write(query, rp, Operation::Apply, Some(a)),
+            None => write(query, rp, Operation::Update, None),
+        };
+        managed::record(Some(&current), &mut patched, how);
         let result = if rp.subresource.as_deref() == Some("status") {
             shared.store.update_status(kind, patched)
         } else {

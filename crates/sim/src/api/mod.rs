@@ -24,8 +24,9 @@
 //! * Only a few validation rules ([`validation`]); unknown fields
 //!   (`fieldValidation`) and type errors are detected for the built-in
 //!   kinds only, not for custom resources (whose schemas are not modelled);
-//!   server-side apply has no field ownership (no `managedFields`, no
-//!   conflicts).
+//!   server-side apply merges the applied configuration and never reports a
+//!   conflict (always as if forced); `metadata.managedFields` records who
+//!   wrote which field ([`managed`]), with atomic lists.
 //! * Deletion: `Foreground` propagation deletes the owner at once and its
 //!   dependents in the background; `Orphan` strips owner references
 //!   synchronously. No finalizers are added by the server.
@@ -36,6 +37,7 @@ pub mod authz;
 pub mod defaults;
 pub mod discovery;
 pub mod eviction;
+pub mod managed;
 pub(crate) mod handler;
 pub mod openapi;
 pub mod patch;
