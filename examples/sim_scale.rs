@@ -141,6 +141,7 @@ fn scenario(args: &Args) -> Scenario {
         manifests,
         faults: FaultConfig::default(),
         pod_faults: Vec::new(),
+        self_heal: None,
     }
 }
 

@@ -218,6 +218,16 @@ pub struct HistoryArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RolloutFormat {
+    /// The plan, progress (bars on a terminal) and the report table.
+    Text,
+    /// One JSON object per line on stdout for every event (plan, note,
+    /// start, event, step, stall, leg-done, finish), the last one
+    /// `{"event":"result","exit":N,"report":{…}|null}`.
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PauseBetween {
     Legs,
     Pods,
@@ -273,6 +283,10 @@ pub struct RolloutArgs {
     /// template on the target, so the old pods keep serving) and forget it.
     #[arg(long)]
     pub abort: bool,
+    /// Output format on stdout (`json`: JSON lines, for a log collector or
+    /// another program; stderr keeps the file notes).
+    #[arg(long, short = 'o', value_enum, default_value_t = RolloutFormat::Text)]
+    pub output: RolloutFormat,
     #[command(flatten)]
     pub audit: AuditKnobs,
     #[command(flatten)]

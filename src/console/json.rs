@@ -1,6 +1,7 @@
 //! A [`Reporter`] writing one JSON object per line (for a log collector or
-//! another program; not selected by any flag yet). Never asks: a question
-//! is reported as an event and answered "cannot ask".
+//! another program): `infera rollout restart|set-image -o json`. Never
+//! asks: a question is reported as an event and answered "cannot ask".
+//! The last line is [`finish`]'s `result`: the exit code and the report.
 
 use std::io::Write;
 use std::time::Instant;
@@ -49,8 +50,18 @@ impl<W: Write> Reporter for JsonLines<W> {
                        "verdict": l.verdict.label()})
             })
             .collect();
+        let gitops = plan.gitops.as_ref().map(|g| {
+            let fields: Vec<Value> = g
+                .fields
+                .iter()
+                .map(|f| json!({"field": f.display, "applied_by": f.applied_by}))
+                .collect();
+            json!({"tool": g.tool, "managers": g.managers, "markers": g.markers,
+                   "fields": fields, "refuses": g.refuses()})
+        });
         self.emit(json!({"event": "plan", "target": plan.target,
-                         "namespace": plan.namespace, "what": plan.what, "legs": legs}));
+                         "namespace": plan.namespace, "what": plan.what, "legs": legs,
+                         "gitops": gitops, "refuses": plan.refuses()}));
     }
 
     fn note(&mut self, text: &str) {
@@ -107,6 +118,32 @@ impl<W: Write> Reporter for JsonLines<W> {
         self.emit(json!({"event": "question", "text": question.text(), "answer": null}));
         None
     }
+}
+
+/// The last line of `-o json`: `{"event":"result","exit":N,"report":…}`
+/// (the report as `--report FILE.json` writes it; `null` when nothing was
+/// driven), then the output files. Exit 2 when a file cannot be written.
+pub fn finish(
+    report: Option<&crate::audit::Report>,
+    outputs: &crate::audit::Outputs,
+    exit: crate::exit::Exit,
+    page: &super::html::PageContext,
+) -> crate::exit::Exit {
+    let body = report
+        .and_then(|r| r.try_to_json().ok())
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .unwrap_or(Value::Null);
+    let failed = report.is_some_and(|r| super::write_all(r, outputs, page));
+    let exit = if failed {
+        crate::exit::Exit::Usage
+    } else {
+        exit
+    };
+    println!(
+        "{}",
+        json!({"event": "result", "exit": exit.code(), "report": body})
+    );
+    exit
 }
 
 #[cfg(test)]

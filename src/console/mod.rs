@@ -69,6 +69,16 @@ pub fn finish_outputs_with(
     };
     println!("{}", report.table());
     println!("{}", report.sentence());
+    if write_all(report, outputs, page) {
+        Exit::Usage
+    } else {
+        exit
+    }
+}
+
+/// Every output file; an HTML `--report` is the page, any other the JSON.
+/// Each written file is said on stderr; `true` when one failed.
+fn write_all(report: &Report, outputs: &Outputs, page: &html::PageContext) -> bool {
     let mut failed = false;
     for result in write_outputs(report, outputs, page) {
         match result {
@@ -79,10 +89,9 @@ pub fn finish_outputs_with(
             }
         }
     }
-    if failed { Exit::Usage } else { exit }
+    failed
 }
 
-/// Every output file; an HTML `--report` is the page, any other the JSON.
 fn write_outputs(
     report: &Report,
     outputs: &Outputs,
@@ -127,16 +136,26 @@ pub async fn rollout(args: RolloutArgs, image: Option<String>) -> anyhow::Result
         Ok(c) => c,
         Err(e) => return Ok(usage(e)),
     };
-    let mut out = Terminal::new(interactive());
-    match rollout::execute_with(&conn, request, options, &mut out, ctrl_c()).await {
-        Ok(outcome) => Ok(finish_outputs_with(
-            outcome.report.as_ref(),
-            &outputs,
-            outcome.exit,
-            &page_context(Some(&conn), command_line(), outcome.plan.as_ref()),
-        )),
-        Err(e) => Ok(usage(e)),
+    let json = args.output == crate::cli::RolloutFormat::Json;
+    let mut terminal;
+    let mut lines;
+    let out: &mut dyn rollout::Reporter = if json {
+        lines = json::JsonLines::new(std::io::stdout());
+        &mut lines
+    } else {
+        terminal = Terminal::new(interactive());
+        &mut terminal
+    };
+    let outcome = match rollout::execute_with(&conn, request, options, out, ctrl_c()).await {
+        Ok(outcome) => outcome,
+        Err(e) => return Ok(usage(e)),
+    };
+    let page = page_context(Some(&conn), command_line(), outcome.plan.as_ref());
+    let report = outcome.report.as_ref();
+    if json {
+        return Ok(json::finish(report, &outputs, outcome.exit, &page));
     }
+    Ok(finish_outputs_with(report, &outputs, outcome.exit, &page))
 }
 
 /// `infera audit TARGET`.

@@ -24,6 +24,9 @@ pub enum Outcome {
     Interrupted,
     /// `--until-complete --for D`: D elapsed before the rollout completed.
     Timeout,
+    /// Another writer (a GitOps tool's self-heal) put back a field the
+    /// rollout's trigger set; the rollout stopped.
+    Reverted,
 }
 
 impl Outcome {
@@ -34,6 +37,7 @@ impl Outcome {
             Outcome::Aborted => "aborted",
             Outcome::Interrupted => "interrupted",
             Outcome::Timeout => "timeout",
+            Outcome::Reverted => "reverted",
         }
     }
 }
@@ -214,12 +218,15 @@ fn opt(v: Option<u32>) -> String {
 
 impl Report {
     /// Exit code: 0 complete and every role held the floor; 1 complete but a
-    /// role fell below it; 3 stalled, aborted or timed out; 130 interrupted.
+    /// role fell below it; 3 stalled, aborted, timed out or reverted; 130
+    /// interrupted.
     pub fn exit(&self) -> Exit {
         match self.outcome {
             Outcome::Complete if self.all_held() => Exit::Ok,
             Outcome::Complete => Exit::Findings,
-            Outcome::Stalled | Outcome::Aborted | Outcome::Timeout => Exit::Stalled,
+            Outcome::Stalled | Outcome::Aborted | Outcome::Timeout | Outcome::Reverted => {
+                Exit::Stalled
+            }
             Outcome::Interrupted => Exit::Interrupted,
         }
     }

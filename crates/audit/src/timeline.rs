@@ -419,6 +419,7 @@ fn is_milestone(label: &str) -> bool {
             | "leg-complete"
             | "stalled"
             | "aborted"
+            | "reverted"
             | "rolling"
             | "complete"
     )

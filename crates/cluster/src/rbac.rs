@@ -26,9 +26,10 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
 /// * events list — the FailedScheduling message quoted in a stall report
 ///   (read once, at stall time; without it the pod's PodScheduled message is
 ///   quoted instead);
-/// * inferadeployments get/list/patch — the audit reads the CR, `lint
+/// * inferadeployments get/list/watch/patch — the audit reads the CR, `lint
 ///   --cluster` lists it, the rollout trigger goes on the CR (the operator
-///   reverts Deployment edits);
+///   reverts Deployment edits) and the rollout watches it for a trigger
+///   reverted by another writer (a GitOps tool's self-heal);
 /// * deployments get/list/watch/patch — rollout status (watched), `lint
 ///   --cluster`, and the trigger on plain Deployments (`--surge`, restart
 ///   annotation, image);
@@ -50,7 +51,7 @@ pub fn rbac_objects(namespace: &str) -> Vec<Value> {
                 rule("", &["pods"], &["watch"]),
                 rule("", &["pods/proxy"], &["get"]),
                 rule("", &["events"], &["list"]),
-                rule("infera.amd.com", &["inferadeployments"], &["get", "list", "patch"]),
+                rule("infera.amd.com", &["inferadeployments"], &["get", "list", "watch", "patch"]),
                 rule("apps", &["deployments"], &["get", "list", "watch", "patch"]),
                 rule("leaderworkerset.x-k8s.io", &["leaderworkersets"], &["list"]),
             ],

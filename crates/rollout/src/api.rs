@@ -109,7 +109,10 @@ impl<'a> TargetApi<'a> {
     }
 
     async fn patch(&self, patch: &Value) -> Result<DynamicObject, kube::Error> {
-        let params = PatchParams::default();
+        let params = PatchParams {
+            field_manager: Some(super::gitops::FIELD_MANAGER.to_string()),
+            ..PatchParams::default()
+        };
         let merge = Patch::Merge(patch);
         let obj = retrying("patch", || {
             self.api.patch(&self.target.name, &params, &merge)

@@ -28,11 +28,13 @@ use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::Value;
 
 use super::api::{TargetApi, failed_scheduling_event};
+use super::gitops;
 use super::legs::{Leg, legs_of, preflight};
 use super::options::{OnStall, Options, PauseBetween, Request, RolloutError, RolloutOutcome};
 use super::plan::Plan;
 use super::record::{InFlight, LegRecord, combine};
 use super::reporter::{Clock, Question, Reporter, Silent, Stall, human_duration};
+use super::revert::RevertWatch;
 use super::target::TargetKind;
 use super::tracker::{LegTracker, Observation, StepKind};
 use super::trigger::{
@@ -79,7 +81,7 @@ pub async fn execute_with(
         return abort_in_flight(&api, record, is_idep, reporter).await;
     }
     let prepared = prepare(conn, &req, &live, record, reporter).await?;
-    let plan = preflight(
+    let mut plan = preflight(
         conn,
         &req,
         &live,
@@ -88,6 +90,10 @@ pub async fn execute_with(
         opts.min_ready,
     )
     .await?;
+    let fields: Vec<_> = (prepared.legs.iter())
+        .flat_map(|l| gitops::trigger_fields(&live, &l.name, &prepared.change, is_idep))
+        .collect();
+    plan.gitops = gitops::assess(&live, &fields);
     reporter.plan(&plan);
     let pause_pods = match gate(&plan, &opts, is_idep, prepared.resumed, reporter)? {
         Gate::Drive { pause_pods } => pause_pods,
@@ -233,16 +239,13 @@ fn gate(
         );
         pause_pods = false;
     }
-    let blocking = !plan.blocking().is_empty();
+    let blocking = plan.refuses();
     if blocking && !opts.force && !resumed {
-        out.note(
-            "Stopping before any change: the preflight predicts a stall or a gap (see above). \
-             Fix the finding, or rerun with `--force` to roll anyway and watch it happen.",
-        );
+        out.note(&plan.refusal());
         return Ok(Gate::Stop(Exit::Stalled));
     }
     if blocking {
-        out.note("Proceeding despite the predicted stall/gap (--force).");
+        out.note("Proceeding despite the preflight (--force).");
     }
     if !opts.yes && out.ask(&Question::Start) == Some(false) {
         out.note("Nothing was changed.");
@@ -274,6 +277,10 @@ async fn abort_in_flight(
         ));
     }
     api.patch_with(|_| Ok(InFlight::removal_patch())).await?;
+    let entry = super::history::aborted_entry(&record, api.conn);
+    if let Err(e) = super::history::record(api, &entry).await {
+        out.note(&format!("could not record the rollout history: {e}"));
+    }
     if !record.done.is_empty() {
         out.note(&format!(
             "Legs already finished stay rolled: {}.",
@@ -366,6 +373,8 @@ pub struct Driver<'a> {
     tick: tokio::time::Interval,
     sample_every: Duration,
     next_sample: Instant,
+    /// The current leg's trigger fields, checked on every target version.
+    revert: RevertWatch,
 }
 
 impl<'a> Driver<'a> {
@@ -436,6 +445,7 @@ impl<'a> Driver<'a> {
             tick,
             sample_every,
             next_sample: Instant::now(),
+            revert: RevertWatch::default(),
         }
     }
 
@@ -458,7 +468,10 @@ impl<'a> Driver<'a> {
         let outcome = self.drive_legs().await?;
         let now = Instant::now();
         self.out.finish();
-        if outcome == Outcome::Complete || outcome == Outcome::Aborted {
+        if matches!(
+            outcome,
+            Outcome::Complete | Outcome::Aborted | Outcome::Reverted
+        ) {
             self.api
                 .patch_with(|_| Ok(InFlight::removal_patch()))
                 .await?;
@@ -525,11 +538,15 @@ impl<'a> Driver<'a> {
         let in_flight_here = self.record.current.as_ref().is_some_and(|c| c.leg == leg);
         if in_flight_here {
             self.resume_leg(&leg, now).await?;
+            let live = self.live.clone();
+            self.revert
+                .arm(&leg, &live, &self.change, self.is_idep, now);
         } else {
             let mut leg_original = Original::default();
             let (is_idep, surge) = (self.is_idep, self.req.surge);
             let (rec_base, change) = (&self.record, &self.change);
-            self.api
+            let patched = self
+                .api
                 .patch_with(|live| {
                     let (patch, original) = if is_idep {
                         idep_patch(live, &leg, change)?
@@ -545,6 +562,7 @@ impl<'a> Driver<'a> {
                     Ok(combine(patch, &rec.annotation_patch()?))
                 })
                 .await?;
+            self.revert.arm(&leg, &patched, change, is_idep, now);
             self.record.current = Some(LegRecord {
                 leg: leg.clone(),
                 original: leg_original,
@@ -598,6 +616,9 @@ impl<'a> Driver<'a> {
                 return Ok(Some(outcome));
             }
             if let Some(outcome) = self.check_stall(&mut st, now).await? {
+                return Ok(Some(outcome));
+            }
+            if let Some(outcome) = self.check_revert(index, now).await? {
                 return Ok(Some(outcome));
             }
             let quiet_for = now.saturating_duration_since(st.last_progress);
@@ -829,6 +850,31 @@ impl<'a> Driver<'a> {
         Ok(None)
     }
 
+    /// A trigger field put back by another writer: say who and when, undo
+    /// the rest of the leg's change as an abort does (the old pods keep
+    /// serving), and stop before any further leg.
+    async fn check_revert(
+        &mut self,
+        index: usize,
+        now: Instant,
+    ) -> Result<Option<Outcome>, RolloutError> {
+        let Some(revert) = self.revert.found.take() else {
+            return Ok(None);
+        };
+        let leg = self.legs[index].name.clone();
+        let text = format!(
+            "REVERTED: {}; stopping: no further leg",
+            revert.describe(self.opts.time_scale)
+        );
+        self.out.event(&leg, &text, now);
+        self.auditor.step(marker(&leg, "reverted", None, now));
+        self.abort_leg(index, now).await?;
+        self.out.note(
+            "The change was reverted by another writer: commit it to Git (or suspend the GitOps sync), then rerun.",
+        );
+        Ok(Some(Outcome::Reverted))
+    }
+
     async fn report_stall(
         &mut self,
         leg: &str,
@@ -864,6 +910,7 @@ impl<'a> Driver<'a> {
             "aborting: restoring the previous pod template on the target so the old pods keep serving",
             now,
         );
+        self.revert.disarm();
         undo_leg(&self.api, &mut self.record, self.is_idep).await?;
         self.auditor
             .step(marker(&leg, "aborted", None, Instant::now()));
@@ -892,6 +939,7 @@ impl<'a> Driver<'a> {
     async fn finish_leg(&mut self, index: usize) -> Result<bool, RolloutError> {
         let now = Instant::now();
         let leg = self.legs[index].name.clone();
+        self.revert.disarm();
         self.record.done.push(leg.clone());
         self.record.current = None;
         let rec = self.record.clone();
@@ -962,10 +1010,24 @@ impl<'a> Driver<'a> {
             }
             Watched::Deployment(Ok(ev)) => {
                 self.deployments.apply(&ev, name_key, |d| Some(d.clone()));
+                if let kube::runtime::watcher::Event::Apply(d) = &ev
+                    && !self.is_idep
+                    && d.metadata.name.as_deref() == Some(self.req.target.name.as_str())
+                {
+                    let obj = serde_json::to_value(d).unwrap_or_default();
+                    self.revert.observe(&obj, now);
+                }
                 Ok(0)
             }
+            Watched::Target(Ok(kube::runtime::watcher::Event::Apply(obj))) => {
+                let obj = serde_json::to_value(&obj).unwrap_or_default();
+                self.revert.observe(&obj, now);
+                Ok(0)
+            }
+            Watched::Target(Ok(_)) => Ok(0),
             Watched::Pod(Err(e)) => self.watch_error(&e, "pods"),
             Watched::Deployment(Err(e)) => self.watch_error(&e, "deployments.apps"),
+            Watched::Target(Err(e)) => self.watch_error(&e, self.api.resource()),
         }
     }
 

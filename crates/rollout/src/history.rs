@@ -47,7 +47,7 @@ pub struct HistoryEntry {
     pub context: Option<String>,
     /// What changed, as the plan says it (`restart of decode, prefill`).
     pub change: String,
-    /// `complete`, `stalled`, `aborted`, `interrupted`, `timeout`.
+    /// `complete`, `stalled`, `aborted`, `interrupted`, `timeout`, `reverted`.
     pub outcome: String,
     /// The floor the rollout held the roles to.
     #[serde(default)]
@@ -55,7 +55,8 @@ pub struct HistoryEntry {
     pub minima: Vec<RoleMinimum>,
     /// Reported seconds.
     pub duration_s: f64,
-    /// `sha256:` of the JSON report as `--report FILE.json` writes it.
+    /// `sha256:` of the JSON report as `--report FILE.json` writes it
+    /// (empty for `--abort`, which has no report).
     pub report_digest: String,
 }
 
@@ -161,6 +162,32 @@ pub(crate) async fn record_rollout(
     let legs: Vec<&str> = plan.legs.iter().map(|l| l.leg.as_str()).collect();
     let change = format!("{} of {}", plan.what, legs.join(", "));
     record(api, &HistoryEntry::new(report, &change, api.conn)).await
+}
+
+/// The record of `infera rollout --abort`: no drive, so no report, no
+/// minima and no digest; the duration is how long `record` was in flight.
+pub fn aborted_entry(record: &super::record::InFlight, conn: &Connection) -> HistoryEntry {
+    let what = match &record.change.image {
+        Some(image) => format!("set-image {image}"),
+        None => record.command.clone(),
+    };
+    let now = jiff::Timestamp::now();
+    let in_flight = record
+        .started_at
+        .parse::<jiff::Timestamp>()
+        .map(|t| (now.as_second() - t.as_second()).max(0) as f64)
+        .unwrap_or(0.0);
+    HistoryEntry {
+        at: now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        user: conn.user.clone(),
+        context: conn.context.clone(),
+        change: format!("{what} of {} (--abort)", record.legs.join(", ")),
+        outcome: infera_audit::Outcome::Aborted.as_str().to_string(),
+        min_ready: 0,
+        minima: Vec::new(),
+        duration_s: in_flight,
+        report_digest: String::new(),
+    }
 }
 
 /// The history on `target`, oldest first.

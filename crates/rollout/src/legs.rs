@@ -319,6 +319,7 @@ pub(crate) async fn preflight(
         },
         legs: plan_legs,
         other_findings,
+        gitops: None,
     })
 }
 

@@ -5,6 +5,8 @@
 //! * [`history`] — the last rollouts, kept on the object (`infera rollout history`).
 //! * [`record`] — the in-flight record (annotation) that makes resume and `--abort` work.
 //! * [`plan`] — the preflight table: strategy, surge capacity, lint, verdict; leg order.
+//! * [`gitops`], [`revert`] — who else keeps the target (Argo CD, Flux), and
+//!   a trigger reverted while driving.
 //! * [`tracker`] — the per-leg step state machine over pod watch events.
 //! * [`reporter`] — where the driver's output and questions go (the CLI
 //!   implements it in `crate::console`; tests capture it).
@@ -19,6 +21,7 @@
 
 mod api;
 pub mod drive;
+pub mod gitops;
 pub mod history;
 mod legs;
 mod lint_bridge;
@@ -26,6 +29,7 @@ pub mod options;
 pub mod plan;
 pub mod record;
 pub mod reporter;
+pub mod revert;
 pub mod target;
 pub mod tracker;
 pub mod trigger;

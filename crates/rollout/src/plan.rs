@@ -311,11 +311,35 @@ pub struct Plan {
     pub legs: Vec<LegPlan>,
     /// Findings not tied to a leg (e.g. other services).
     pub other_findings: Vec<PlanFinding>,
+    /// The GitOps tool that keeps the target, and what it will do to the
+    /// change (`None`: none found).
+    pub gitops: Option<super::gitops::GitOps>,
 }
 
 impl Plan {
     pub fn blocking(&self) -> Vec<&LegPlan> {
         self.legs.iter().filter(|l| l.verdict.blocks()).collect()
+    }
+
+    /// Whether the rollout stops here without `--force`: a predicted stall
+    /// or gap, or a GitOps tool that would revert the change.
+    pub fn refuses(&self) -> bool {
+        !self.blocking().is_empty() || self.gitops.as_ref().is_some_and(|g| g.refuses())
+    }
+
+    /// Why it stops (after the plan), and how to go on.
+    pub fn refusal(&self) -> String {
+        match &self.gitops {
+            Some(g) if g.refuses() && self.blocking().is_empty() => format!(
+                "Stopping before any change: {} would revert it mid-roll (see above). \
+                 Commit the change to Git or suspend reconciliation, or rerun with `--force` \
+                 to roll anyway (infera stops if the change is reverted).",
+                g.who()
+            ),
+            _ => "Stopping before any change: the preflight predicts a stall or a gap (see above). \
+                  Fix the finding, or rerun with `--force` to roll anyway and watch it happen."
+                .to_string(),
+        }
     }
 
     pub fn table(&self) -> Table {
@@ -385,6 +409,9 @@ impl Plan {
                 "  (other) {} [{}]: {}",
                 f.severity, f.code, f.message
             ));
+        }
+        if let Some(g) = &self.gitops {
+            lines.extend(g.render(&self.target));
         }
         for leg in self.blocking() {
             lines.push(format!(

@@ -1,5 +1,6 @@
 //! The watches a rollout drives on (the target's pods, the namespace's
-//! Deployments) and the `/ready` checks of replacements through the pod
+//! Deployments, the InferaDeployment itself: a trigger reverted by another
+//! writer is seen there) and the `/ready` checks of replacements through the pod
 //! proxy.
 
 use std::collections::HashMap;
@@ -9,7 +10,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::Api;
+use kube::api::{Api, DynamicObject};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 
@@ -24,6 +25,9 @@ use infera_cluster::Connection;
 pub(crate) enum Watched {
     Pod(Result<Event<Pod>, watcher::Error>),
     Deployment(Result<Event<Deployment>, watcher::Error>),
+    /// The InferaDeployment itself (a plain Deployment target comes with
+    /// the Deployment watch).
+    Target(Result<Event<DynamicObject>, watcher::Error>),
 }
 
 /// The pod watch (the target's selector) and the Deployment watch of the
@@ -47,7 +51,18 @@ pub(crate) fn watch_streams(
     let dep_stream = watcher::watcher(deps_api, watcher::Config::default())
         .backoff(infera_cluster::watch_backoff())
         .map(Watched::Deployment);
-    futures::stream::select(pod_stream.boxed(), dep_stream.boxed()).boxed()
+    let merged = futures::stream::select(pod_stream.boxed(), dep_stream.boxed());
+    if req.target.kind != TargetKind::InferaDeployment {
+        return merged.boxed();
+    }
+    let resource = super::api::inferadeployment_resource();
+    let idep_api: Api<DynamicObject> =
+        Api::namespaced_with(conn.client.clone(), &conn.namespace, &resource);
+    let by_name = format!("metadata.name={}", req.target.name);
+    let target_stream = watcher::watcher(idep_api, watcher::Config::default().fields(&by_name))
+        .backoff(infera_cluster::watch_backoff())
+        .map(Watched::Target);
+    futures::stream::select(merged, target_stream.boxed()).boxed()
 }
 
 /// (leg, pod, 200 or what went wrong).

@@ -25,6 +25,10 @@
 //! podFaults:                    # controller-level faults, scenario time
 //!   - {at: 300, crash: {namespace: llm, podPrefix: demo-decode}}
 //!   - {at: 600, nodeNotReady: {node: gpu-1, duration: 60}}
+//! selfHeal:                     # a GitOps controller's drift correction (world/selfheal.rs):
+//!   manager: kustomize-controller  # field manager of its server-side applies
+//!   after: 20                   # scenario seconds a drift lasts before it re-applies
+//!   every: 2                    # scenario seconds between checks
 //! ```
 //!
 //! Every node gets `kubernetes.io/hostname=<name>`, `kubernetes.io/os=linux`
@@ -39,8 +43,9 @@ use serde_json::{Value, json};
 use crate::faults::FaultConfig;
 use crate::store::{Kind, Store, StoreError};
 
-const BUILTINS: [(&str, &str); 4] = [
+const BUILTINS: [(&str, &str); 5] = [
     ("pd-1p1d", include_str!("scenarios/pd-1p1d.yaml")),
+    ("pd-1p1d-gitops", include_str!("scenarios/pd-1p1d-gitops.yaml")),
     (
         "pd-1p1d-skip-probe",
         include_str!("scenarios/pd-1p1d-skip-probe.yaml"),
@@ -178,6 +183,31 @@ pub struct Scenario {
     pub faults: FaultConfig,
     #[serde(default)]
     pub pod_faults: Vec<PodFault>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_heal: Option<SelfHeal>,
+}
+
+/// A GitOps controller that re-applies the manifests (every one but the
+/// Namespaces) when their applied fields drift.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SelfHeal {
+    /// Its field manager (`kustomize-controller`, `argocd-controller`).
+    pub manager: String,
+    /// Scenario seconds a drift lasts before it re-applies.
+    #[serde(default = "default_heal_after")]
+    pub after: f64,
+    /// Scenario seconds between checks.
+    #[serde(default = "default_heal_every")]
+    pub every: f64,
+}
+
+fn default_heal_after() -> f64 {
+    20.0
+}
+
+fn default_heal_every() -> f64 {
+    2.0
 }
 
 /// The built-in scenarios: name and description (the file's `description:` line).

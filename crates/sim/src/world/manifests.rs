@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 use super::{Shared, WorldError, ok_if_gone, retry, status_code, toleration};
 use crate::scenario::Scenario;
 
-struct Target {
+pub(super) struct Target {
     resource: ApiResource,
     namespaced: bool,
     namespace: Option<String>,
-    name: String,
+    pub(super) name: String,
 }
 
 fn manifest_err(scenario: &Scenario, index: usize, what: &str, message: String) -> WorldError {
@@ -35,7 +35,7 @@ fn describe(manifest: &Value) -> String {
     )
 }
 
-async fn target(
+pub(super) async fn target(
     client: &kube::Client,
     scenario: &Scenario,
     index: usize,
@@ -85,7 +85,7 @@ async fn target(
     })
 }
 
-fn api_for(client: &kube::Client, t: &Target) -> Api<DynamicObject> {
+pub(super) fn api_for(client: &kube::Client, t: &Target) -> Api<DynamicObject> {
     match (&t.namespace, t.namespaced) {
         (Some(ns), true) => Api::namespaced_with(client.clone(), ns, &t.resource),
         _ => Api::all_with(client.clone(), &t.resource),
@@ -94,7 +94,7 @@ fn api_for(client: &kube::Client, t: &Target) -> Api<DynamicObject> {
 
 /// What the world applies: `manifest`, with the simulated nodes'
 /// toleration in a Deployment's pod template when the nodes are tainted.
-fn prepared(shared: &Shared, manifest: &Value) -> Value {
+pub(super) fn prepared(shared: &Shared, manifest: &Value) -> Value {
     let mut obj = manifest.clone();
     let is_workload = matches!(obj.get("kind").and_then(Value::as_str), Some("Deployment"));
     if shared.options.taint && is_workload {

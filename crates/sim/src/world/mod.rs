@@ -27,6 +27,7 @@ mod nodes;
 mod operator;
 mod pods;
 mod prober;
+mod selfheal;
 
 pub mod kubelet;
 
@@ -179,6 +180,7 @@ impl World {
             tokio::spawn(nodes::heartbeat(shared.clone())),
             tokio::spawn(pods::run(shared.clone(), fault_rx)),
             tokio::spawn(faults::run(shared.clone())),
+            tokio::spawn(selfheal::run(shared.clone())),
         ];
         if shared.options.operator {
             tasks.push(tokio::spawn(operator::run(shared.clone())));

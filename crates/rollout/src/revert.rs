@@ -1,0 +1,138 @@
+//! While a leg is driven: the fields its trigger set, read back from every
+//! version of the target the watch delivers. Another writer changing one
+//! (a GitOps tool's self-heal, a person) is a revert: named, timed, and the
+//! driver stops (see `Driver::check_revert`).
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::gitops::{self, TriggerField};
+use super::reporter::human_duration;
+use super::trigger::Change;
+
+/// A trigger field someone else changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revert {
+    pub leg: String,
+    /// `services.decode.image`.
+    pub field: String,
+    /// The field manager that wrote it (`None`: unknown).
+    pub by: Option<String>,
+    /// Its value now (`None`: removed).
+    pub now: Option<String>,
+    /// Wall time from infera's trigger to the revert being seen.
+    pub after: Duration,
+}
+
+impl Revert {
+    /// `services.decode.image was reset to "v1" by kustomize-controller 21s after infera set it`.
+    pub fn describe(&self, time_scale: f64) -> String {
+        let what = match &self.now {
+            Some(v) => format!("was reset to {v:?}"),
+            None => "was removed".to_string(),
+        };
+        format!(
+            "{} {what} by {} {} after infera set it",
+            self.field,
+            self.by.as_deref().unwrap_or("another writer"),
+            human_duration(self.after.mul_f64(time_scale.max(0.0)))
+        )
+    }
+}
+
+/// The trigger fields of the leg being driven.
+#[derive(Debug, Default)]
+pub(crate) struct RevertWatch {
+    leg: String,
+    fields: Vec<TriggerField>,
+    /// Versions at or below this one predate the trigger.
+    since_rv: u64,
+    at: Option<Instant>,
+    /// The last version seen (its managedFields name the next writer).
+    last: Option<Value>,
+    pub found: Option<Revert>,
+}
+
+fn rv(obj: &Value) -> u64 {
+    obj.pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+impl RevertWatch {
+    /// Watch what `change` set on `leg` of `obj` (the target as the trigger
+    /// left it, or as read when resuming).
+    pub fn arm(&mut self, leg: &str, obj: &Value, change: &Change, is_idep: bool, at: Instant) {
+        *self = RevertWatch {
+            leg: leg.to_string(),
+            fields: gitops::trigger_fields(obj, leg, change, is_idep),
+            since_rv: rv(obj),
+            at: Some(at),
+            last: Some(obj.clone()),
+            found: None,
+        };
+    }
+
+    /// Stop watching (the leg is done, or infera itself undoes it).
+    pub fn disarm(&mut self) {
+        *self = RevertWatch::default();
+    }
+
+    /// A version of the target from the watch.
+    pub fn observe(&mut self, obj: &Value, now: Instant) {
+        let Some(at) = self.at else {
+            return;
+        };
+        if self.found.is_some() || rv(obj) <= self.since_rv {
+            return;
+        }
+        let changed = self
+            .fields
+            .iter()
+            .find_map(|f| f.changed_on(obj).map(|v| (f, v)));
+        if let Some((field, value)) = changed {
+            self.found = Some(Revert {
+                leg: self.leg.clone(),
+                field: field.display.clone(),
+                by: gitops::who_wrote(self.last.as_ref(), obj, field),
+                now: value,
+                after: now.saturating_duration_since(at),
+            });
+        }
+        self.last = Some(obj.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn stale_versions_are_not_reverts() {
+        let mut w = RevertWatch::default();
+        let ours = json!({"metadata": {"resourceVersion": "10"},
+            "spec": {"services": {"decode": {"podLabels": {"infera.amd.com/restarted-at": "T"}}}}});
+        let change = Change {
+            restart_at: Some("T".into()),
+            ..Change::default()
+        };
+        let t0 = Instant::now();
+        w.arm("decode", &ours, &change, true, t0);
+        let before = json!({"metadata": {"resourceVersion": "9"}, "spec": {"services": {"decode": {}}}});
+        w.observe(&before, t0);
+        assert_eq!(w.found, None);
+        let mut later = before.clone();
+        later["metadata"]["resourceVersion"] = json!("12");
+        w.observe(&later, t0 + Duration::from_secs(2));
+        let found = w.found.clone().expect("revert");
+        assert_eq!(
+            found.describe(10.0),
+            "services.decode.podLabels[\"infera.amd.com/restarted-at\"] was removed by another writer 20.0s after infera set it"
+        );
+        w.disarm();
+        assert_eq!(w.found, None);
+    }
+}
