@@ -216,3 +216,75 @@ async fn an_aborted_rollout_is_recorded_too() {
     assert_ne!(entries[0].outcome, "complete");
     s.sim.shutdown().await;
 }
+
+/// Flags the first applied trigger (a rollout to interrupt mid-leg).
+struct FlagTrigger(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl infera::rollout::Reporter for FlagTrigger {
+    fn plan(&mut self, _: &infera::rollout::plan::Plan) {}
+    fn note(&mut self, _: &str) {}
+    fn start(&mut self, _: &[(String, u64)], _: infera::rollout::Clock) {}
+    fn event(&mut self, _: &str, text: &str, _: std::time::Instant) {
+        if text.starts_with("trigger applied") {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    fn step(&mut self, _: &str, _: &infera::rollout::tracker::Observation, _: std::time::Instant) {}
+    fn stall(&mut self, _: &str, _: &infera::rollout::Stall, _: std::time::Instant) {}
+    fn activity(&mut self, _: &str, _: &str, _: std::time::Instant) {}
+    fn tick(&mut self, _: std::time::Instant) {}
+    fn leg_done(&mut self, _: &str, _: &str) {}
+    fn finish(&mut self) {}
+    fn interactive(&self) -> bool {
+        false
+    }
+    fn ask(&mut self, _: &infera::rollout::Question) -> Option<bool> {
+        None
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abort_of_an_interrupted_rollout_is_recorded() {
+    let s = start("pd-1p1d").await;
+    let target: Target = "idep/llama".parse().unwrap_or_else(|e| panic!("{e}"));
+    let conn = conn(&s.kubeconfig).await;
+    // Interrupted right after the first leg's trigger: the record stays.
+    let triggered = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = triggered.clone();
+    let interrupt = async move {
+        while !flag.load(std::sync::atomic::Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    let mut reporter = FlagTrigger(triggered);
+    let opts = Options::unattended(SPEED);
+    let req = Request::restart(target.clone());
+    let interrupted =
+        infera::rollout::execute_with(&conn, req.clone(), opts.clone(), &mut reporter, interrupt)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(interrupted.exit, infera::exit::Exit::Interrupted);
+    // `--abort` undoes the leg and leaves its own record.
+    let mut abort = opts;
+    abort.abort = true;
+    let aborted = execute(&conn, req, abort, std::future::pending())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(aborted.exit, infera::exit::Exit::Stalled);
+    let entries = history_json(&s, "idep/llama").await;
+    let outcomes: Vec<&str> = entries.iter().map(|e| e.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["aborted", "interrupted"], "{entries:?}");
+    assert_eq!(entries[0].change, "restart of decode, prefill (--abort)");
+    assert_eq!(entries[0].context.as_deref(), Some(infera::sim::CONTEXT));
+    assert!(entries[0].minima.is_empty() && entries[0].report_digest.is_empty());
+    // Nothing in flight any more: a second --abort has nothing to do and
+    // records nothing.
+    let mut again = Options::unattended(SPEED);
+    again.abort = true;
+    let nothing = execute(&conn, Request::restart(target), again, std::future::pending())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(nothing.exit, infera::exit::Exit::Ok);
+    assert_eq!(history_json(&s, "idep/llama").await.len(), 2);
+    s.sim.shutdown().await;
+}

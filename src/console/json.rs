@@ -47,7 +47,7 @@ impl<W: Write> Reporter for JsonLines<W> {
             .map(|l| {
                 json!({"leg": l.leg, "role": l.role, "workload": l.workload,
                        "replicas": l.replicas, "strategy": l.strategy.describe(),
-                       "verdict": l.verdict.label()})
+                       "verdict": plan.verdict_label(l)})
             })
             .collect();
         let gitops = plan.gitops.as_ref().map(|g| {
@@ -139,10 +139,9 @@ pub fn finish(
     } else {
         exit
     };
-    println!(
-        "{}",
-        json!({"event": "result", "exit": exit.code(), "report": body})
-    );
+    // A closed pipe (`| head`) ends the output, not the process with a panic.
+    let line = json!({"event": "result", "exit": exit.code(), "report": body});
+    let _ = writeln!(std::io::stdout(), "{line}");
     exit
 }
 

@@ -57,6 +57,8 @@ pub enum Seg {
 /// A field the trigger sets, and the value it sets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TriggerField {
+    /// The leg whose trigger sets it.
+    pub leg: String,
     /// As a person reads it: `services.decode.image`.
     pub display: String,
     pub path: Vec<Seg>,
@@ -94,6 +96,7 @@ pub fn trigger_fields(live: &Value, leg: &str, change: &Change, is_idep: bool) -
             (p, format!("{shown}.metadata.annotations[\"{ann}\"]"))
         };
         out.push(TriggerField {
+            leg: leg.to_string(),
             display,
             path,
             value: at.clone(),
@@ -128,6 +131,7 @@ pub fn trigger_fields(live: &Value, leg: &str, change: &Change, is_idep: bool) -
         let mut path = holder.clone();
         path.push(Seg::Key("image".into()));
         out.push(TriggerField {
+            leg: leg.to_string(),
             display: format!("{holder_shown}.image"),
             path,
             value: image.clone(),
@@ -138,6 +142,7 @@ pub fn trigger_fields(live: &Value, leg: &str, change: &Change, is_idep: bool) -
         path.extend([Seg::Key("env".into()), Seg::Named(e.name.clone())]);
         path.push(Seg::Key("value".into()));
         out.push(TriggerField {
+            leg: leg.to_string(),
             display: format!("{holder_shown}.env[{}]", e.name),
             path,
             value: e.value.clone(),
@@ -264,6 +269,7 @@ pub fn who_wrote(prev: Option<&Value>, new: &Value, field: &TriggerField) -> Opt
 /// A field the rollout sets, and what the GitOps tool will do to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldFate {
+    pub leg: String,
     pub display: String,
     /// The GitOps manager that applies it (`None`: it does not).
     pub applied_by: Option<String>,
@@ -288,6 +294,13 @@ impl GitOps {
     /// A field the tool applies is changed: its next sync reverts it.
     pub fn refuses(&self) -> bool {
         self.fields.iter().any(|f| f.applied_by.is_some())
+    }
+
+    /// Whether the tool would revert the change on `leg`.
+    pub fn reverts(&self, leg: &str) -> bool {
+        self.fields
+            .iter()
+            .any(|f| f.leg == leg && f.applied_by.is_some())
     }
 
     /// `Flux (kustomize-controller)`.
@@ -407,6 +420,7 @@ pub fn assess(live: &Value, fields: &[TriggerField]) -> Option<GitOps> {
                 && read(live, &f.path).is_some()
                 && !owners(live, &f.path).iter().any(|m| m == FIELD_MANAGER);
             FieldFate {
+                leg: f.leg.clone(),
                 display: f.display.clone(),
                 applied_by: owner.or_else(|| from_git.then(|| tool.to_string())),
             }

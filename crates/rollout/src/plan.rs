@@ -378,10 +378,20 @@ impl Plan {
                 Cell::new(leg.strategy.describe()),
                 Cell::new(leg.capacity.describe()),
                 Cell::new(lint),
-                Cell::new(leg.verdict.label()),
+                Cell::new(self.verdict_label(leg)),
             ]);
         }
         table
+    }
+
+    /// A leg's verdict; `REVERT` when only a GitOps tool's sync stands in
+    /// the way.
+    pub fn verdict_label(&self, leg: &LegPlan) -> &'static str {
+        let reverted = self.gitops.as_ref().is_some_and(|g| g.reverts(&leg.leg));
+        match leg.verdict {
+            Verdict::Ok if reverted => "REVERT",
+            _ => leg.verdict.label(),
+        }
     }
 
     /// The plan as text: header, table, findings, verdict reasons.
