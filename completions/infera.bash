@@ -797,7 +797,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rollout__subcmd__restart)
-            opts="-y -n -v -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
+            opts="-y -o -n -v -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --output --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -829,6 +829,14 @@ _infera() {
                     ;;
                 --on-stall)
                     COMPREPLY=($(compgen -W "abort wait" -- "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 --sample-interval)
@@ -871,7 +879,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rollout__subcmd__set__subcmd__image)
-            opts="-y -n -v -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
+            opts="-y -o -n -v -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --output --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -903,6 +911,14 @@ _infera() {
                     ;;
                 --on-stall)
                     COMPREPLY=($(compgen -W "abort wait" -- "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 --sample-interval)

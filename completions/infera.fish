@@ -85,6 +85,8 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l stall-after -d 'A surge pod Unschedulable for this long is a stall' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l on-stall -d 'What to do on a stall' -r -f -a "abort\t''
 wait\t''"
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s o -l output -d 'Output format on stdout (`json`: JSON lines, for a log collector or another program; stderr keeps the file notes)' -r -f -a "text\t'The plan, progress (bars on a terminal) and the report table'
+json\t'One JSON object per line on stdout for every event (plan, note, start, event, step, stall, leg-done, finish), the last one `{"event":"result","exit":N,"report":{…}|null}`'"
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l sample-interval -d 'Seconds between two readiness samples (the field check uses 10 s)' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l report -d 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report' -r -F
@@ -98,7 +100,7 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s y -l yes -d 'Do not ask for confirmation'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l abort -d 'Undo the current leg of an interrupted rollout (restore the previous template on the target, so the old pods keep serving) and forget it'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
-complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l service -d 'Service of the InferaDeployment to roll (repeatable; default: every worker service)' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l set-env -d 'Also set this environment variable on the main container (repeatable)' -r
@@ -110,6 +112,8 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l stall-after -d 'A surge pod Unschedulable for this long is a stall' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l on-stall -d 'What to do on a stall' -r -f -a "abort\t''
 wait\t''"
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s o -l output -d 'Output format on stdout (`json`: JSON lines, for a log collector or another program; stderr keeps the file notes)' -r -f -a "text\t'The plan, progress (bars on a terminal) and the report table'
+json\t'One JSON object per line on stdout for every event (plan, note, start, event, step, stall, leg-done, finish), the last one `{"event":"result","exit":N,"report":{…}|null}`'"
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l sample-interval -d 'Seconds between two readiness samples (the field check uses 10 s)' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l report -d 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report' -r -F
@@ -123,7 +127,7 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s y -l yes -d 'Do not ask for confirmation'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l abort -d 'Undo the current leg of an interrupted rollout (restore the previous template on the target, so the old pods keep serving) and forget it'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
-complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from history" -s o -l output -r -f -a "table\t'A table, newest first'
 json\t'A JSON array, newest first'"

@@ -33,7 +33,10 @@ async fn start() -> Sim {
     let ns = sim.namespace();
     assert!(infera::demo::wait_steady(sim.store(), &ns, Duration::from_secs(60)).await);
     let deadline = Instant::now() + Duration::from_secs(20);
-    while managers(&idep(&sim)).iter().all(|m| m != "kustomize-controller") {
+    while managers(&idep(&sim))
+        .iter()
+        .all(|m| m != "kustomize-controller")
+    {
         assert!(Instant::now() < deadline, "the self-healer never applied");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -125,7 +128,10 @@ async fn the_plan_names_the_manager_and_refuses_a_change_it_would_revert() {
         all.contains("services.decode.podLabels[\"infera.amd.com/restarted-at\"] is not a field Flux applies: a sync keeps it"),
         "{all}"
     );
-    assert!(all.contains("infera watches idep/llama and stops if the change is reverted"), "{all}");
+    assert!(
+        all.contains("infera watches idep/llama and stops if the change is reverted"),
+        "{all}"
+    );
     s.sim.shutdown().await;
 }
 
@@ -170,7 +176,13 @@ async fn a_forced_change_reverted_by_the_manager_is_named_and_stops_safely() {
     let events: Vec<String> = lines
         .iter()
         .filter(|l| l["event"] == "event")
-        .map(|l| format!("{}: {}", l["leg"].as_str().unwrap_or(""), l["text"].as_str().unwrap_or("")))
+        .map(|l| {
+            format!(
+                "{}: {}",
+                l["leg"].as_str().unwrap_or(""),
+                l["text"].as_str().unwrap_or("")
+            )
+        })
         .collect();
     let reverted = events
         .iter()
@@ -180,15 +192,23 @@ async fn a_forced_change_reverted_by_the_manager_is_named_and_stops_safely() {
         "decode: REVERTED: services.decode.image was reset to \"{OLD_IMAGE}\" by kustomize-controller "
     );
     assert!(reverted.starts_with(&expected), "{reverted}");
-    assert!(reverted.contains("after infera set it; stopping: no further leg"), "{reverted}");
+    assert!(
+        reverted.contains("after infera set it; stopping: no further leg"),
+        "{reverted}"
+    );
     // Stopped: the prefill leg was never triggered.
     assert!(
-        !events.iter().any(|e| e.starts_with("prefill: trigger applied")),
+        !events
+            .iter()
+            .any(|e| e.starts_with("prefill: trigger applied")),
         "{events:#?}"
     );
 
     // Safe: every role kept a Ready and routable pod at every instant.
-    let roles = result["report"]["roles"].as_array().cloned().unwrap_or_default();
+    let roles = result["report"]["roles"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(roles.len(), 2, "{all}");
     for r in &roles {
         assert_eq!(r["min_ready_exact"], 1, "{r}");
@@ -201,8 +221,16 @@ async fn a_forced_change_reverted_by_the_manager_is_named_and_stops_safely() {
     // The object: Git's image, no in-flight record, the outcome in history.
     let live = idep(&s.sim);
     assert_eq!(decode_image(&live), OLD_IMAGE);
-    let annotations = live.pointer("/metadata/annotations").cloned().unwrap_or_default();
-    assert!(annotations.get(infera::rollout::record::IN_FLIGHT_ANNOTATION).is_none(), "{annotations}");
+    let annotations = live
+        .pointer("/metadata/annotations")
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        annotations
+            .get(infera::rollout::record::IN_FLIGHT_ANNOTATION)
+            .is_none(),
+        "{annotations}"
+    );
     let history = infera(&s, &["rollout", "history", "idep/llama", "-o", "json"]).await;
     let entries: Value = serde_json::from_slice(&history.stdout).unwrap_or_default();
     assert_eq!(entries[0]["outcome"], "reverted", "{}", text(&history));

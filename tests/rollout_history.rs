@@ -281,9 +281,14 @@ async fn abort_of_an_interrupted_rollout_is_recorded() {
     // records nothing.
     let mut again = Options::unattended(SPEED);
     again.abort = true;
-    let nothing = execute(&conn, Request::restart(target), again, std::future::pending())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let nothing = execute(
+        &conn,
+        Request::restart(target),
+        again,
+        std::future::pending(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(nothing.exit, infera::exit::Exit::Ok);
     assert_eq!(history_json(&s, "idep/llama").await.len(), 2);
     s.sim.shutdown().await;

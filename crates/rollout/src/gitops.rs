@@ -71,17 +71,30 @@ fn keys(parts: &[&str]) -> Vec<Seg> {
 
 /// The fields `change` sets on leg `leg` of `live` (the InferaDeployment,
 /// or the Deployment when `!is_idep`).
-pub fn trigger_fields(live: &Value, leg: &str, change: &Change, is_idep: bool) -> Vec<TriggerField> {
+pub fn trigger_fields(
+    live: &Value,
+    leg: &str,
+    change: &Change,
+    is_idep: bool,
+) -> Vec<TriggerField> {
     let mut out = Vec::new();
     let (base, shown, containers): (Vec<Seg>, String, Option<Vec<Seg>>) = if is_idep {
         let svc = live.pointer(&format!("/spec/services/{leg}"));
         let extra = svc.and_then(|s| s.get("extraPodSpec")).is_some();
         let containers =
             extra.then(|| keys(&["spec", "services", leg, "extraPodSpec", "containers"]));
-        (keys(&["spec", "services", leg]), format!("services.{leg}"), containers)
+        (
+            keys(&["spec", "services", leg]),
+            format!("services.{leg}"),
+            containers,
+        )
     } else {
         let containers = Some(keys(&["spec", "template", "spec", "containers"]));
-        (keys(&["spec", "template"]), "spec.template".into(), containers)
+        (
+            keys(&["spec", "template"]),
+            "spec.template".into(),
+            containers,
+        )
     };
     if let Some(at) = &change.restart_at {
         let (path, display) = if is_idep {
@@ -257,9 +270,9 @@ pub fn who_wrote(prev: Option<&Value>, new: &Value, field: &TriggerField) -> Opt
     let touched: Vec<String> = entries(new)
         .into_iter()
         .filter(|e| {
-            !before.iter().any(|b| {
-                b.manager == e.manager && b.operation == e.operation && b.time == e.time
-            })
+            !before
+                .iter()
+                .any(|b| b.manager == e.manager && b.operation == e.operation && b.time == e.time)
         })
         .map(|e| e.manager)
         .collect();
@@ -416,7 +429,10 @@ pub fn assess(live: &Value, fields: &[TriggerField]) -> Option<GitOps> {
             // No entry of its own (Argo CD's client-side apply): a value
             // already there that infera did not set came from Git.
             let from_git = managers.is_empty()
-                && !f.path.iter().any(|s| matches!(s, Seg::Key(k) if k == "podLabels" || k == "annotations"))
+                && !f
+                    .path
+                    .iter()
+                    .any(|s| matches!(s, Seg::Key(k) if k == "podLabels" || k == "annotations"))
                 && read(live, &f.path).is_some()
                 && !owners(live, &f.path).iter().any(|m| m == FIELD_MANAGER);
             FieldFate {
@@ -468,8 +484,14 @@ mod tests {
         assert_eq!(g.who(), "Flux (kustomize-controller)");
         assert!(g.refuses());
         let text = g.render("idep/llama").join("\n");
-        assert!(text.contains("services.decode.image is applied by kustomize-controller"), "{text}");
-        assert!(text.contains("flux suspend kustomization llama -n flux-system"), "{text}");
+        assert!(
+            text.contains("services.decode.image is applied by kustomize-controller"),
+            "{text}"
+        );
+        assert!(
+            text.contains("flux suspend kustomization llama -n flux-system"),
+            "{text}"
+        );
         // prefill's image is inherited, not applied: set-image adds a field.
         let prefill = trigger_fields(&live, "prefill", &change(Some("v2")), true);
         assert!(!assess(&live, &prefill).expect("managed").refuses());
@@ -503,17 +525,25 @@ mod tests {
         ours["metadata"]["managedFields"]
             .as_array_mut()
             .unwrap()
-            .push(json!({"manager": "infera", "operation": "Update", "time": "2026-12-03T10:01:00Z",
-                "fieldsV1": {"f:spec": {"f:services": {"f:decode": {"f:image": {}}}}}}));
+            .push(
+                json!({"manager": "infera", "operation": "Update", "time": "2026-12-03T10:01:00Z",
+                "fieldsV1": {"f:spec": {"f:services": {"f:decode": {"f:image": {}}}}}}),
+            );
         assert_eq!(f.changed_on(&ours), None);
         let back = live.clone();
         assert_eq!(f.changed_on(&back), Some(Some("v1".into())));
-        assert_eq!(who_wrote(Some(&ours), &back, &f).as_deref(), Some("kustomize-controller"));
+        assert_eq!(
+            who_wrote(Some(&ours), &back, &f).as_deref(),
+            Some("kustomize-controller")
+        );
         // A removal leaves no owner: the manager whose entry moved.
         let mut removed = ours.clone();
         removed["metadata"]["managedFields"][0]["time"] = json!("2026-12-03T10:01:20Z");
         removed["metadata"]["managedFields"][2]["fieldsV1"] = json!({});
-        assert_eq!(who_wrote(Some(&ours), &removed, &f).as_deref(), Some("kustomize-controller"));
+        assert_eq!(
+            who_wrote(Some(&ours), &removed, &f).as_deref(),
+            Some("kustomize-controller")
+        );
         assert_eq!(who_wrote(Some(&ours), &ours, &f), None);
     }
 }

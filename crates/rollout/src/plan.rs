@@ -336,9 +336,11 @@ impl Plan {
                  to roll anyway (infera stops if the change is reverted).",
                 g.who()
             ),
-            _ => "Stopping before any change: the preflight predicts a stall or a gap (see above). \
+            _ => {
+                "Stopping before any change: the preflight predicts a stall or a gap (see above). \
                   Fix the finding, or rerun with `--force` to roll anyway and watch it happen."
-                .to_string(),
+                    .to_string()
+            }
         }
     }
 

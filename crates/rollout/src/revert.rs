@@ -121,7 +121,8 @@ mod tests {
         };
         let t0 = Instant::now();
         w.arm("decode", &ours, &change, true, t0);
-        let before = json!({"metadata": {"resourceVersion": "9"}, "spec": {"services": {"decode": {}}}});
+        let before =
+            json!({"metadata": {"resourceVersion": "9"}, "spec": {"services": {"decode": {}}}});
         w.observe(&before, t0);
         assert_eq!(w.found, None);
         let mut later = before.clone();

@@ -45,7 +45,10 @@ use crate::store::{Kind, Store, StoreError};
 
 const BUILTINS: [(&str, &str); 5] = [
     ("pd-1p1d", include_str!("scenarios/pd-1p1d.yaml")),
-    ("pd-1p1d-gitops", include_str!("scenarios/pd-1p1d-gitops.yaml")),
+    (
+        "pd-1p1d-gitops",
+        include_str!("scenarios/pd-1p1d-gitops.yaml"),
+    ),
     (
         "pd-1p1d-skip-probe",
         include_str!("scenarios/pd-1p1d-skip-probe.yaml"),

@@ -101,7 +101,8 @@ pub fn record(old: Option<&Value>, new: &mut Value, write: Write<'_>) {
         (Operation::Update, Some(o)) => changed(o, new, status_only),
     };
     for e in entries.iter_mut() {
-        e.fields.retain(|p| !gained.contains(p) && !lost.contains(p));
+        e.fields
+            .retain(|p| !gained.contains(p) && !lost.contains(p));
     }
     let key = (
         write.manager.to_string(),
@@ -412,7 +413,8 @@ mod tests {
 
     #[test]
     fn status_writes_own_status_only_and_user_agent_names_the_default() {
-        let old = json!({"metadata": {"name": "p"}, "spec": {"a": 1}, "status": {"phase": "Pending"}});
+        let old =
+            json!({"metadata": {"name": "p"}, "spec": {"a": 1}, "status": {"phase": "Pending"}});
         let mut new = old.clone();
         new["status"]["phase"] = json!("Running");
         record(
