@@ -205,7 +205,12 @@ fn entries(obj: &Value) -> Vec<Entry> {
         .and_then(Value::as_array)
         .map(|list| {
             list.iter()
-                .filter(|e| e.get("subresource").and_then(Value::as_str).unwrap_or("") == "")
+                .filter(|e| {
+                    e.get("subresource")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .is_empty()
+                })
                 .map(|e| {
                     let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
                     Entry {

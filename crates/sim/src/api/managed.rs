@@ -240,7 +240,7 @@ fn walk(v: &Value, path: &mut Path, metadata: bool, out: &mut BTreeSet<Path>) {
             }
         }
         _ => {
-            if !v.is_null() && !(metadata && path.len() == 1) {
+            if !(v.is_null() || (metadata && path.len() == 1)) {
                 out.insert(path.clone());
             }
         }
