@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::api::apps::v1::Deployment;
+use kube::runtime::watcher::Event;
 use serde_json::Value;
 
 use super::api::{TargetApi, failed_scheduling_event};
@@ -1010,7 +1011,7 @@ impl<'a> Driver<'a> {
             }
             Watched::Deployment(Ok(ev)) => {
                 self.deployments.apply(&ev, name_key, |d| Some(d.clone()));
-                if let kube::runtime::watcher::Event::Apply(d) = &ev
+                if let Event::Apply(d) | Event::InitApply(d) = &ev
                     && !self.is_idep
                     && d.metadata.name.as_deref() == Some(self.req.target.name.as_str())
                 {
@@ -1019,7 +1020,7 @@ impl<'a> Driver<'a> {
                 }
                 Ok(0)
             }
-            Watched::Target(Ok(kube::runtime::watcher::Event::Apply(obj))) => {
+            Watched::Target(Ok(Event::Apply(obj) | Event::InitApply(obj))) => {
                 let obj = serde_json::to_value(&obj).unwrap_or_default();
                 self.revert.observe(&obj, now);
                 Ok(0)

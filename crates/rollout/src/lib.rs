@@ -15,8 +15,9 @@
 //! * [`drive`] — the [`Driver`]: the watch loop tying them together with the Auditor.
 //!
 //! Exit codes: 0 complete and every role held `--min-ready`; 1 complete but
-//! a role fell below; 3 stalled, aborted, timed out, or stopped by the
-//! preflight (a predicted stall/gap without `--force`); 2 usage, connection
+//! a role fell below; 3 stalled, aborted, timed out, reverted by another
+//! writer, or stopped by the preflight (a predicted stall/gap, or a GitOps
+//! tool that would revert the change, without `--force`); 2 usage, connection
 //! or permission; 130 interrupted.
 
 mod api;
