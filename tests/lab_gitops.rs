@@ -83,7 +83,21 @@ fn gitops_revert_on_the_lab() {
     let all = text(&restart);
     eprintln!("restart on the lab:\n{all}");
     assert_eq!(restart.status.code(), Some(0), "{all}");
-    assert!(all.contains("is not a field Flux applies"), "{all}");
+    let plan: Value = String::from_utf8_lossy(&restart.stdout)
+        .lines()
+        .next()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_default();
+    assert_eq!(
+        plan["gitops"]["managers"][0], "kustomize-controller",
+        "{all}"
+    );
+    assert_eq!(plan["gitops"]["refuses"], false, "{all}");
+    assert_eq!(
+        plan["gitops"]["fields"][0]["applied_by"],
+        Value::Null,
+        "{all}"
+    );
     assert_eq!(result_line(&restart)["report"]["outcome"], "complete");
     drop(attached);
 }

@@ -540,8 +540,15 @@ impl<'a> Driver<'a> {
         if in_flight_here {
             self.resume_leg(&leg, now).await?;
             let live = self.live.clone();
-            self.revert
-                .arm(&leg, &live, &self.change, self.is_idep, now);
+            let original = self.record.current.as_ref().map(|c| c.original.clone());
+            self.revert.arm(
+                &leg,
+                &live,
+                &self.change,
+                original.as_ref(),
+                self.is_idep,
+                now,
+            );
         } else {
             let mut leg_original = Original::default();
             let (is_idep, surge) = (self.is_idep, self.req.surge);
@@ -563,7 +570,8 @@ impl<'a> Driver<'a> {
                     Ok(combine(patch, &rec.annotation_patch()?))
                 })
                 .await?;
-            self.revert.arm(&leg, &patched, change, is_idep, now);
+            self.revert
+                .arm(&leg, &patched, change, Some(&leg_original), is_idep, now);
             self.record.current = Some(LegRecord {
                 leg: leg.clone(),
                 original: leg_original,

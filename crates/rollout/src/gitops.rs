@@ -251,12 +251,12 @@ fn owns(fields: &Value, path: &[Seg]) -> bool {
 
 /// The managers owning `path` on `obj`.
 pub fn owners(obj: &Value, path: &[Seg]) -> Vec<String> {
-    let mut out: Vec<String> = entries(obj)
-        .into_iter()
-        .filter(|e| owns(&e.fields, path))
-        .map(|e| e.manager)
-        .collect();
-    out.dedup();
+    let mut out: Vec<String> = Vec::new();
+    for e in entries(obj).into_iter().filter(|e| owns(&e.fields, path)) {
+        if !out.contains(&e.manager) {
+            out.push(e.manager);
+        }
+    }
     out
 }
 
@@ -407,11 +407,14 @@ fn suspend_hint(tool: &str, live: &Value) -> String {
 /// The preflight's view: `None` when no GitOps tool manages `live`.
 /// `fields`: what the rollout will set, per leg.
 pub fn assess(live: &Value, fields: &[TriggerField]) -> Option<GitOps> {
-    let mut managers: Vec<(String, &'static str)> = entries(live)
-        .into_iter()
-        .filter_map(|e| tool_of_manager(&e.manager).map(|t| (e.manager, t)))
-        .collect();
-    managers.dedup();
+    let mut managers: Vec<(String, &'static str)> = Vec::new();
+    for e in entries(live) {
+        if let Some(tool) = tool_of_manager(&e.manager)
+            && !managers.iter().any(|(m, _)| *m == e.manager)
+        {
+            managers.push((e.manager, tool));
+        }
+    }
     let markers: Vec<(String, &'static str)> = MARKERS
         .iter()
         .filter_map(|(key, tool, annotation)| {

@@ -9,7 +9,28 @@ use serde_json::Value;
 
 use super::gitops::{self, TriggerField};
 use super::reporter::human_duration;
-use super::trigger::Change;
+use super::trigger::{Change, Original};
+
+/// The value `field` had before the trigger, from what it overwrote.
+fn before_of(field: &TriggerField, original: Option<&Original>) -> Option<String> {
+    let original = original?;
+    let last = field.path.last();
+    match last {
+        Some(gitops::Seg::Key(k)) if k == "image" => original.image.clone(),
+        Some(gitops::Seg::Key(k)) if k == "value" => {
+            let name = match field.path.iter().rev().nth(1) {
+                Some(gitops::Seg::Named(n)) => n,
+                _ => return None,
+            };
+            let entry = original.env.get(name)?.as_ref()?;
+            entry
+                .get("value")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        }
+        _ => original.restarted_at.clone(),
+    }
+}
 
 /// A trigger field someone else changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +42,8 @@ pub struct Revert {
     pub by: Option<String>,
     /// Its value now (`None`: removed).
     pub now: Option<String>,
+    /// Whether that is the value from before infera's trigger.
+    pub back_to_before: bool,
     /// Wall time from infera's trigger to the revert being seen.
     pub after: Duration,
 }
@@ -29,7 +52,8 @@ impl Revert {
     /// `services.decode.image was reset to "v1" by kustomize-controller 21s after infera set it`.
     pub fn describe(&self, time_scale: f64) -> String {
         let what = match &self.now {
-            Some(v) => format!("was reset to {v:?}"),
+            Some(v) if self.back_to_before => format!("was reset to {v:?}"),
+            Some(v) => format!("was changed to {v:?}"),
             None => "was removed".to_string(),
         };
         format!(
@@ -46,6 +70,8 @@ impl Revert {
 pub(crate) struct RevertWatch {
     leg: String,
     fields: Vec<TriggerField>,
+    /// Per field, its value before the trigger (`None`: absent or unknown).
+    before: Vec<Option<String>>,
     /// Versions at or below this one predate the trigger.
     since_rv: u64,
     at: Option<Instant>,
@@ -64,10 +90,22 @@ fn rv(obj: &Value) -> u64 {
 impl RevertWatch {
     /// Watch what `change` set on `leg` of `obj` (the target as the trigger
     /// left it, or as read when resuming).
-    pub fn arm(&mut self, leg: &str, obj: &Value, change: &Change, is_idep: bool, at: Instant) {
+    /// `original`: what the trigger overwrote (the in-flight record's).
+    pub fn arm(
+        &mut self,
+        leg: &str,
+        obj: &Value,
+        change: &Change,
+        original: Option<&Original>,
+        is_idep: bool,
+        at: Instant,
+    ) {
+        let fields = gitops::trigger_fields(obj, leg, change, is_idep);
+        let before = fields.iter().map(|f| before_of(f, original)).collect();
         *self = RevertWatch {
             leg: leg.to_string(),
-            fields: gitops::trigger_fields(obj, leg, change, is_idep),
+            fields,
+            before,
             since_rv: rv(obj),
             at: Some(at),
             last: Some(obj.clone()),
@@ -91,12 +129,14 @@ impl RevertWatch {
         let changed = self
             .fields
             .iter()
-            .find_map(|f| f.changed_on(obj).map(|v| (f, v)));
-        if let Some((field, value)) = changed {
+            .zip(&self.before)
+            .find_map(|(f, b)| f.changed_on(obj).map(|v| (f, v, b)));
+        if let Some((field, value, before)) = changed {
             self.found = Some(Revert {
                 leg: self.leg.clone(),
                 field: field.display.clone(),
                 by: gitops::who_wrote(self.last.as_ref(), obj, field),
+                back_to_before: value.is_some() && value == *before,
                 now: value,
                 after: now.saturating_duration_since(at),
             });
@@ -120,7 +160,7 @@ mod tests {
             ..Change::default()
         };
         let t0 = Instant::now();
-        w.arm("decode", &ours, &change, true, t0);
+        w.arm("decode", &ours, &change, None, true, t0);
         let before =
             json!({"metadata": {"resourceVersion": "9"}, "spec": {"services": {"decode": {}}}});
         w.observe(&before, t0);
@@ -135,5 +175,37 @@ mod tests {
         );
         w.disarm();
         assert_eq!(w.found, None);
+    }
+
+    #[test]
+    fn reset_to_the_old_value_or_changed_to_another() {
+        let ours = json!({"metadata": {"resourceVersion": "5"},
+            "spec": {"services": {"decode": {"image": "v2"}}}});
+        let change = Change {
+            image: Some("v2".into()),
+            ..Change::default()
+        };
+        let original = Original {
+            image_changed: true,
+            image: Some("v1".into()),
+            ..Original::default()
+        };
+        let t0 = Instant::now();
+        for (now, says) in [
+            ("v1", "was reset to \"v1\""),
+            ("v3", "was changed to \"v3\""),
+        ] {
+            let mut w = RevertWatch::default();
+            w.arm("decode", &ours, &change, Some(&original), true, t0);
+            let mut next = ours.clone();
+            next["metadata"]["resourceVersion"] = json!("6");
+            next["spec"]["services"]["decode"]["image"] = json!(now);
+            w.observe(&next, t0);
+            let text = w.found.map(|f| f.describe(1.0)).unwrap_or_default();
+            assert!(
+                text.starts_with(&format!("services.decode.image {says} by another writer")),
+                "{text}"
+            );
+        }
     }
 }
