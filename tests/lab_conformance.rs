@@ -33,6 +33,10 @@ struct Case {
     refused_without_force: bool,
 }
 
+/// `pd-1p1d-gitops` is not here: what it is for (a `set-image` its
+/// self-healing kustomize-controller reverts, a restart it keeps) is held
+/// to the lab by `tests/lab_gitops.rs` and to the embedded sim by
+/// `tests/rollout_gitops.rs`, with the same assertions.
 const CASES: [Case; 4] = [
     Case {
         scenario: "pd-1p1d",
