@@ -12,9 +12,10 @@
 //!   (`argocd-controller`, `kustomize-controller`, `helm-controller`, …) and
 //!   the labels and annotations those tools set; for each field the rollout
 //!   will set, whether a GitOps manager owns it (field ownership in
-//!   `fieldsV1`; an Argo CD client-side apply records no entry of its own,
-//!   so on an object only marked as Argo CD's, an image or env var already
-//!   set counts as applied from Git).
+//!   `fieldsV1`; on an object with a tool's marker but no managedFields
+//!   entry of a GitOps manager — Argo CD's client-side apply has no apply
+//!   manager of its own — an image or env var already set counts as
+//!   applied from Git).
 //! * [`TriggerField`] (driving): the fields infera set, read back from every
 //!   version of the target the watch delivers; [`who_wrote`] names the
 //!   writer of a field that changed from the managedFields of the new
@@ -434,8 +435,8 @@ pub fn assess(live: &Value, fields: &[TriggerField]) -> Option<GitOps> {
             let owner = owners(live, &f.path)
                 .into_iter()
                 .find(|m| tool_of_manager(m).is_some());
-            // No entry of its own (Argo CD's client-side apply): a value
-            // already there that infera did not set came from Git.
+            // A marker but no GitOps manager entry: a value already there
+            // that infera did not set came from Git.
             let from_git = managers.is_empty()
                 && !f
                     .path
