@@ -39,7 +39,7 @@ pub fn write_report(
 /// Everything `infera lint` does to one file, in memory: parse, every rule,
 /// [`apply`] with the default configuration, and every printer (into a
 /// sink). The fuzz target (`fuzz/fuzz_targets/lint.rs`) and
-/// `tests/no_panic.rs` feed arbitrary bytes through this: whatever the bytes,
+/// `tests/cli/no_panic.rs` feed arbitrary bytes through this: whatever the bytes,
 /// it returns, with findings or input errors, and never panics.
 pub fn lint_bytes_through_every_printer(bytes: &[u8]) -> LintOutcome {
     let rules = engine::rules();

@@ -1253,7 +1253,7 @@ mod tests {
             "0/2 nodes are available: 1 Insufficient amd.com/gpu, 1 node(s) didn't match Pod's node affinity/selector."
         );
         // What the real kube-scheduler v1.37.2 appended on the lab
-        // (tests/lab_conformance.rs, whole-node-pinned).
+        // (tests/lab/conformance.rs, whole-node-pinned).
         assert_eq!(
             preemption_suffix(2, &per_node),
             " preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."

@@ -5,8 +5,8 @@
 //! binds the same port again, keeping the store. TLS uses a CA generated at
 //! start; its certificate goes into the kubeconfig.
 //!
-//! `kubectl` and kube-rs are driven against it in `tests/sim_kubectl.rs` and
-//! `tests/sim_kube.rs`. What a client can still tell apart from a real
+//! `kubectl` and kube-rs are driven against it in `tests/sim/sim_kubectl.rs` and
+//! `tests/sim/sim_kube.rs`. What a client can still tell apart from a real
 //! kube-apiserver (simplifications, by design):
 //!
 //! * Plain HTTP requires the bearer token too, but client-go (kubectl) sends
