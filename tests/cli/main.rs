@@ -11,6 +11,7 @@ mod common;
 mod audit_usage;
 mod corpus;
 mod generated;
+mod layout;
 mod lint_cli;
 mod no_panic;
 mod rollout_usage;
