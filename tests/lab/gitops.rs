@@ -1,18 +1,16 @@
 //! GitOps-aware triggers on the upstream lab (real kube-apiserver v1.37.2:
 //! real managedFields and server-side apply), with `infera sim attach
 //! --scenario pd-1p1d-gitops` bringing the self-healing
-//! `kustomize-controller`. The same three runs as `tests/rollout_gitops.rs`
+//! `kustomize-controller`. The same three runs as `tests/sim/rollout_gitops.rs`
 //! checks on the embedded sim: `set-image` refused (exit 3, the manager
 //! named), forced and reverted (named, outcome `reverted`, every role kept a
 //! Ready and routable pod), and a restart (a label the manifest does not
 //! set: kept by the server-side apply, complete). Skips with the reason
-//! without the lab (see `tests/lab.rs`).
-
-mod common;
+//! without the lab (see `tests/lab/main.rs`).
 
 use std::process::Output;
 
-use common::lab::{Attached, SCENARIO_NAMESPACE, lab_or_skip, wait_steady};
+use crate::common::lab::{Attached, SCENARIO_NAMESPACE, lab_or_skip, wait_steady};
 use serde_json::Value;
 
 fn text(out: &Output) -> String {

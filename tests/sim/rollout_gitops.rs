@@ -5,50 +5,31 @@
 //! applies drifts. The real binary is driven over HTTPS with the
 //! simulator's kubeconfig; `-o json` gives the events as JSON lines.
 
-use std::path::PathBuf;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use infera::sim::scenario::Scenario;
+use infera::sim::RunningSim;
 use infera::sim::store::Kind;
-use infera::sim::{RunningSim, SimOptions};
 use serde_json::Value;
+
+use crate::common::sim::Sim;
 
 const SPEED: f64 = 100.0;
 const NEW_IMAGE: &str = "rocm/infera:0.9.2";
 const OLD_IMAGE: &str = "rocm/infera:0.9.1";
 
-struct Sim {
-    sim: RunningSim,
-    kubeconfig: PathBuf,
-    dir: tempfile::TempDir,
-}
-
 /// The scenario running, steady, and the self-healer's first apply done.
 async fn start() -> Sim {
-    let scenario = Scenario::load("pd-1p1d-gitops").unwrap_or_else(|e| panic!("{e}"));
-    let sim = RunningSim::start(SimOptions::new(scenario, SPEED))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let ns = sim.namespace();
-    assert!(infera::demo::wait_steady(sim.store(), &ns, Duration::from_secs(60)).await);
+    let s = Sim::start("pd-1p1d-gitops", SPEED).await;
     let deadline = Instant::now() + Duration::from_secs(20);
-    while managers(&idep(&sim))
+    while managers(&idep(&s))
         .iter()
         .all(|m| m != "kustomize-controller")
     {
         assert!(Instant::now() < deadline, "the self-healer never applied");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)
-        .unwrap_or_else(|e| panic!("{e}"));
-    Sim {
-        sim,
-        kubeconfig,
-        dir,
-    }
+    s
 }
 
 fn idep(sim: &RunningSim) -> Value {
@@ -118,7 +99,7 @@ async fn the_plan_names_the_manager_and_refuses_a_change_it_would_revert() {
     ] {
         assert!(all.contains(expected), "missing {expected:?} in:\n{all}");
     }
-    assert_eq!(decode_image(&idep(&s.sim)), OLD_IMAGE, "nothing changed");
+    assert_eq!(decode_image(&idep(&s)), OLD_IMAGE, "nothing changed");
 
     // A restart sets a label the manifest does not carry: named, not refused.
     let out = infera(&s, &["rollout", "restart", "idep/llama", "--dry-run"]).await;
@@ -132,7 +113,7 @@ async fn the_plan_names_the_manager_and_refuses_a_change_it_would_revert() {
         all.contains("infera watches idep/llama and stops if the change is reverted"),
         "{all}"
     );
-    s.sim.shutdown().await;
+    s.shutdown().await;
 }
 
 /// Every line of `-o json` output, parsed.
@@ -219,7 +200,7 @@ async fn a_forced_change_reverted_by_the_manager_is_named_and_stops_safely() {
     assert_eq!(file, result["report"], "the file is the same report");
 
     // The object: Git's image, no in-flight record, the outcome in history.
-    let live = idep(&s.sim);
+    let live = idep(&s);
     assert_eq!(decode_image(&live), OLD_IMAGE);
     let annotations = live
         .pointer("/metadata/annotations")
@@ -234,5 +215,5 @@ async fn a_forced_change_reverted_by_the_manager_is_named_and_stops_safely() {
     let history = infera(&s, &["rollout", "history", "idep/llama", "-o", "json"]).await;
     let entries: Value = serde_json::from_slice(&history.stdout).unwrap_or_default();
     assert_eq!(entries[0]["outcome"], "reverted", "{}", text(&history));
-    s.sim.shutdown().await;
+    s.shutdown().await;
 }
