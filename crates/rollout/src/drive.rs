@@ -549,6 +549,7 @@ impl<'a> Driver<'a> {
                 self.is_idep,
                 now,
             );
+            self.revert.check_resumed(&live);
         } else {
             let mut leg_original = Original::default();
             let (is_idep, surge) = (self.is_idep, self.req.surge);

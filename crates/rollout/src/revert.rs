@@ -44,8 +44,9 @@ pub struct Revert {
     pub now: Option<String>,
     /// Whether that is the value from before infera's trigger.
     pub back_to_before: bool,
-    /// Wall time from infera's trigger to the revert being seen.
-    pub after: Duration,
+    /// Wall time from infera's trigger to the revert being seen (`None`:
+    /// found on resuming, so the moment is unknown).
+    pub after: Option<Duration>,
 }
 
 impl Revert {
@@ -56,11 +57,17 @@ impl Revert {
             Some(v) => format!("was changed to {v:?}"),
             None => "was removed".to_string(),
         };
+        let when = match self.after {
+            Some(d) => format!(
+                "{} after infera set it",
+                human_duration(d.mul_f64(time_scale.max(0.0)))
+            ),
+            None => "while the rollout was interrupted".to_string(),
+        };
         format!(
-            "{} {what} by {} {} after infera set it",
+            "{} {what} by {} {when}",
             self.field,
-            self.by.as_deref().unwrap_or("another writer"),
-            human_duration(self.after.mul_f64(time_scale.max(0.0)))
+            self.by.as_deref().unwrap_or("another writer")
         )
     }
 }
@@ -138,10 +145,34 @@ impl RevertWatch {
                 by: gitops::who_wrote(self.last.as_ref(), obj, field),
                 back_to_before: value.is_some() && value == *before,
                 now: value,
-                after: now.saturating_duration_since(at),
+                after: Some(now.saturating_duration_since(at)),
             });
         }
         self.last = Some(obj.clone());
+    }
+
+    /// Resuming: the target as read at the start may already have lost
+    /// the trigger (reverted while nothing watched). Named by the field's
+    /// owner only: which entry moved since is unknown.
+    pub fn check_resumed(&mut self, obj: &Value) {
+        let changed = self
+            .fields
+            .iter()
+            .zip(&self.before)
+            .find_map(|(f, b)| f.changed_on(obj).map(|v| (f, v, b)));
+        if let Some((field, value, before)) = changed {
+            let mut owners = gitops::owners(obj, &field.path);
+            owners.retain(|m| m != gitops::FIELD_MANAGER);
+            owners.sort_by_key(|m| gitops::tool_of_manager(m).is_none());
+            self.found = Some(Revert {
+                leg: self.leg.clone(),
+                field: field.display.clone(),
+                by: owners.into_iter().next(),
+                back_to_before: value.is_some() && value == *before,
+                now: value,
+                after: None,
+            });
+        }
     }
 }
 
@@ -207,5 +238,20 @@ mod tests {
                 "{text}"
             );
         }
+        // Resuming on an object already reverted: found at once.
+        let mut w = RevertWatch::default();
+        let mut back = ours.clone();
+        back["spec"]["services"]["decode"]["image"] = json!("v1");
+        w.arm("decode", &back, &change, Some(&original), true, t0);
+        w.check_resumed(&back);
+        assert_eq!(
+            w.found.map(|f| f.describe(1.0)).unwrap_or_default(),
+            "services.decode.image was reset to \"v1\" by another writer while the rollout was interrupted"
+        );
+        // Not reverted: nothing found.
+        let mut w = RevertWatch::default();
+        w.arm("decode", &ours, &change, Some(&original), true, t0);
+        w.check_resumed(&ours);
+        assert_eq!(w.found, None);
     }
 }
