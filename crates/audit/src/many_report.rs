@@ -203,10 +203,11 @@ impl ManyReport {
 
     /// Every target in one [`Report`], for the chart, the timeline CSV and
     /// the page: roles named `idep/a prefill` (one chart panel each), steps
-    /// with their service qualified (`idep/a:prefill`), so each panel marks
-    /// its own target's steps only.
+    /// with their service qualified (`idep/a:prefill`, also in
+    /// `chart_services`), so each panel marks its own target's steps only.
     pub fn combined(&self) -> Report {
         let mut roles: Vec<RoleReport> = Vec::new();
+        let mut chart_services: Vec<Vec<String>> = Vec::new();
         let mut steps: Vec<StepRecord> = Vec::new();
         let mut timeline = Timeline {
             time_scale: self.reports.first().map_or(1.0, |r| r.timeline.time_scale),
@@ -216,16 +217,15 @@ impl ManyReport {
         timeline.samples = vec![Vec::new(); samples.unwrap_or(0)];
         for (i, r) in self.reports.iter().enumerate() {
             let (label, token) = (self.label(i), self.token(i));
-            roles.extend(r.roles.iter().map(|role| {
-                RoleReport {
-                    role: format!("{label} {}", role.role),
-                    services: role
-                        .services
-                        .iter()
-                        .map(|s| format!("{token}:{s}"))
-                        .collect(),
-                    ..role.clone()
-                }
+            roles.extend(r.roles.iter().map(|role| RoleReport {
+                role: format!("{label} {}", role.role),
+                ..role.clone()
+            }));
+            chart_services.extend(r.roles.iter().map(|role| {
+                role.services
+                    .iter()
+                    .map(|s| format!("{token}:{s}"))
+                    .collect::<Vec<_>>()
             }));
             steps.extend(r.steps.iter().map(|s| StepRecord {
                 service: format!("{token}:{}", s.service),
@@ -267,6 +267,7 @@ impl ManyReport {
             synced: self.reports.iter().all(|r| r.synced),
             samples_csv_error: None,
             timeline,
+            chart_services: Some(chart_services),
         }
     }
 }

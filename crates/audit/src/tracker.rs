@@ -619,6 +619,7 @@ impl Auditor {
             synced: self.origin.is_some(),
             samples_csv_error: self.samples_csv_error.clone(),
             timeline,
+            chart_services: None,
         }
     }
 }
