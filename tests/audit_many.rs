@@ -17,62 +17,7 @@ use serde_json::Value;
 /// Two InferaDeployments (one rolls old-pod-first: a gap per role) and a
 /// plain Deployment in `llm`, all labelled `model=kimi`; one more `kimi`
 /// Deployment in `side`; one unlabelled InferaDeployment in `llm`.
-const SCENARIO: &str = r#"
-name: many
-seed: 1
-nodes:
-  - name: gpu-node
-    count: 3
-    allocatable: {cpu: "128", memory: 2Ti, amd.com/gpu: "8", pods: "110"}
-timings: {imagePull: 20, weightLoad: 140, weightLoadJitter: 10, barrier: 5, teardown: 10}
-manifests:
-  - {apiVersion: v1, kind: Namespace, metadata: {name: llm}}
-  - {apiVersion: v1, kind: Namespace, metadata: {name: side}}
-  - apiVersion: infera.amd.com/v1alpha1
-    kind: InferaDeployment
-    metadata: {name: good, namespace: llm, labels: {model: kimi}}
-    spec:
-      backendFramework: sglang
-      image: rocm/infera:0.9.1
-      services:
-        prefill: {componentType: worker, role: prefill, replicas: 1, resources: {gpu: 1}, args: [--model-path, m]}
-        decode: {componentType: worker, role: decode, replicas: 1, resources: {gpu: 1}, args: [--model-path, m]}
-  - apiVersion: infera.amd.com/v1alpha1
-    kind: InferaDeployment
-    metadata: {name: gap, namespace: llm, labels: {model: kimi}}
-    spec:
-      backendFramework: sglang
-      image: rocm/infera:0.9.1
-      services:
-        prefill: {componentType: worker, role: prefill, replicas: 1, resources: {gpu: 1}, skipReadinessProbe: true, args: [--model-path, m]}
-        decode: {componentType: worker, role: decode, replicas: 1, resources: {gpu: 1}, skipReadinessProbe: true, args: [--model-path, m]}
-  - apiVersion: infera.amd.com/v1alpha1
-    kind: InferaDeployment
-    metadata: {name: other, namespace: llm}
-    spec:
-      backendFramework: sglang
-      image: rocm/infera:0.9.1
-      services:
-        decode: {componentType: worker, role: decode, replicas: 1, resources: {gpu: 1}, args: [--model-path, m]}
-  - apiVersion: apps/v1
-    kind: Deployment
-    metadata: {name: web, namespace: llm, labels: {model: kimi}}
-    spec:
-      replicas: 2
-      selector: {matchLabels: {app: web}}
-      template:
-        metadata: {labels: {app: web}}
-        spec: {containers: [{name: web, image: nginx}]}
-  - apiVersion: apps/v1
-    kind: Deployment
-    metadata: {name: side, namespace: side, labels: {model: kimi}}
-    spec:
-      replicas: 1
-      selector: {matchLabels: {app: side}}
-      template:
-        metadata: {labels: {app: side}}
-        spec: {containers: [{name: side, image: nginx}]}
-"#;
+const SCENARIO: &str = include_str!("data/audit-many.yaml");
 
 /// Every Deployment the scenario should have once the operator rendered
 /// the three InferaDeployments' workers, all available.
