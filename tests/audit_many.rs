@@ -333,30 +333,47 @@ async fn cli_exit_code_is_the_worst_target() {
     sim.write_kubeconfig(&kubeconfig)
         .unwrap_or_else(|e| panic!("{e}"));
     let page = dir.path().join("night.html");
-    let (k, p) = (kubeconfig.clone(), page.clone());
-    let audit = tokio::task::spawn_blocking(move || {
-        infera(
-            &k,
-            &[
-                "audit",
-                "idep/good",
-                "idep/gap",
-                "-n",
-                "llm",
-                "--for",
-                "12s",
-                "--report",
-                p.to_str().unwrap_or_default(),
-            ],
-        )
-    });
-    // Roll both once the audit is watching (its start takes well under 2 s).
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let err_log = dir.path().join("audit.err");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_infera"))
+        .args([
+            "-v",
+            "audit",
+            "idep/good",
+            "idep/gap",
+            "-n",
+            "llm",
+            "--for",
+            "12s",
+        ])
+        .arg("--report")
+        .arg(&page)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .env_remove("KUBECONFIG")
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&err_log).unwrap_or_else(|e| panic!("{e}")))
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Roll both once the audit watches (its pod list is in: the watch
+    // request that follows it is logged).
+    let started = std::time::Instant::now();
+    while pod_watches(&std::fs::read_to_string(&err_log).unwrap_or_default()).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the audit never watched"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     restart_idep(&sim, "good");
     restart_idep(&sim, "gap");
-    let out = audit.await.unwrap_or_else(|e| panic!("{e}"));
+    let audit = tokio::task::spawn_blocking(move || child.wait_with_output());
+    let out = audit
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("{e}"));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = std::fs::read_to_string(&err_log).unwrap_or_default();
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(
         stdout.contains("overall: 2 targets, 1 held the floor of 1 Ready and routable per role; idep/gap fell below"),
