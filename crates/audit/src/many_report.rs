@@ -296,3 +296,73 @@ impl Outputs {
         results
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::runtime::watcher::Event;
+
+    use super::*;
+    use crate::tracker::{Auditor, RoleSpec};
+
+    /// A report of `target` whose one role had `ready` pods throughout.
+    fn report(target: &str, ready: u32, outcome: Outcome) -> Report {
+        let role = RoleSpec {
+            role: "w".into(),
+            services: vec!["w".into()],
+            selector: [("app".to_string(), "w".to_string())].into(),
+        };
+        let mut a = Auditor::new(vec![role], 1, Duration::from_secs(10), 1.0).with_target(target);
+        let now = Instant::now();
+        a.apply(&Event::Init, now);
+        for i in 0..ready {
+            let pod: Pod = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": format!("p{i}"), "namespace": "ns", "labels": {"app": "w"}},
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+            }))
+            .unwrap();
+            a.apply(&Event::InitApply(pod), now);
+        }
+        a.apply(&Event::InitDone, now);
+        a.finish(outcome, now + Duration::from_secs(5))
+    }
+
+    fn many(reports: Vec<Report>) -> ManyReport {
+        ManyReport {
+            namespaces: vec!["ns".into(); reports.len()],
+            all_namespaces: false,
+            reports,
+        }
+    }
+
+    #[test]
+    fn the_run_exits_with_the_worst_target() {
+        let held = || report("deploy/a", 1, Outcome::Complete);
+        let gap = || report("deploy/b", 0, Outcome::Complete);
+        let stalled = || report("deploy/c", 1, Outcome::Stalled);
+        let interrupted = || report("deploy/d", 1, Outcome::Interrupted);
+        assert_eq!(many(vec![held(), held()]).exit(), Exit::Ok);
+        assert_eq!(many(vec![held(), gap()]).exit(), Exit::Findings);
+        assert_eq!(many(vec![gap(), stalled(), held()]).exit(), Exit::Stalled);
+        assert_eq!(
+            many(vec![stalled(), interrupted()]).exit(),
+            Exit::Interrupted
+        );
+        let m = many(vec![held(), gap(), stalled()]);
+        assert_eq!(m.outcome(), Outcome::Stalled);
+        assert_eq!(
+            m.sentence(),
+            "3 targets, 1 held the floor of 1 Ready and routable per role; \
+             deploy/b fell below, deploy/c stalled"
+        );
+        let lines = m.target_sentences();
+        assert!(lines[2].starts_with("deploy/c: stalled; "), "{lines:?}");
+        let json: serde_json::Value = serde_json::from_str(&m.try_to_json().unwrap()).unwrap();
+        assert_eq!(json["exit_code"], 3);
+        assert_eq!(json["targets"][1]["exit_code"], 1);
+        assert_eq!(json["targets"][1]["namespace"], "ns");
+        assert_eq!(json["targets"][1]["roles"][0]["min_ready_exact"], 0);
+    }
+}
