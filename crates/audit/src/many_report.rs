@@ -72,6 +72,21 @@ impl ManyReport {
         }
     }
 
+    /// The targets, for a chart title: all of them up to four, else the
+    /// first three and how many more.
+    pub fn title(&self) -> String {
+        let n = self.reports.len();
+        let shown = if n > 4 { 3 } else { n };
+        let mut title = (0..shown)
+            .map(|i| self.label(i))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if shown < n {
+            title.push_str(&format!(" and {} more", n - shown));
+        }
+        title
+    }
+
     /// The worst target's exit code (0 when there is no target).
     pub fn exit(&self) -> Exit {
         self.reports
@@ -249,10 +264,7 @@ impl ManyReport {
             .collect();
         let first = self.reports.first();
         Report {
-            target: (0..self.reports.len())
-                .map(|i| self.label(i))
-                .collect::<Vec<_>>()
-                .join(", "),
+            target: self.title(),
             outcome: self.outcome(),
             sample_interval_s: first.map_or(0.0, |r| r.sample_interval_s),
             samples: first.map_or(0, |r| r.samples),
@@ -357,6 +369,9 @@ mod tests {
             "3 targets, 1 held the floor of 1 Ready and routable per role; \
              deploy/b fell below, deploy/c stalled"
         );
+        assert_eq!(m.title(), "deploy/a, deploy/b, deploy/c");
+        let five = many((0..5).map(|_| held()).collect());
+        assert_eq!(five.title(), "deploy/a, deploy/a, deploy/a and 2 more");
         let lines = m.target_sentences();
         assert!(lines[2].starts_with("deploy/c: stalled; "), "{lines:?}");
         let json: serde_json::Value = serde_json::from_str(&m.try_to_json().unwrap()).unwrap();
