@@ -2,7 +2,7 @@
 //! (in-process, real HTTP): named targets, `-l SELECTOR`, `-A`; a verdict
 //! per target, the worst exit code overall, and one pod watch for all.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use assert_cmd::Command;
@@ -17,7 +17,7 @@ use serde_json::Value;
 /// Two InferaDeployments (one rolls old-pod-first: a gap per role) and a
 /// plain Deployment in `llm`, all labelled `model=kimi`; one more `kimi`
 /// Deployment in `side`; one unlabelled InferaDeployment in `llm`.
-const SCENARIO: &str = include_str!("data/audit-many.yaml");
+const SCENARIO: &str = include_str!("../data/audit-many.yaml");
 
 /// Every Deployment the scenario should have once the operator rendered
 /// the three InferaDeployments' workers, all available.
@@ -56,6 +56,16 @@ async fn start(speed: f64) -> RunningSim {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     sim
+}
+
+/// [`start`], and the simulator's kubeconfig in a temporary directory.
+async fn start_with_kubeconfig(speed: f64) -> (RunningSim, tempfile::TempDir, PathBuf) {
+    let sim = start(speed).await;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig)
+        .unwrap_or_else(|e| panic!("{e}"));
+    (sim, dir, kubeconfig)
 }
 
 /// Restart every worker of the InferaDeployment `name` (as `kubectl apply`).
@@ -225,17 +235,25 @@ fn pod_watches(stderr: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Exit 0 and exactly one pod watch, the one at `path` (the `-v` request
+/// line); the run's stdout.
+fn exit_0_with_one_pod_watch(out: &std::process::Output, path: &str) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let watches = pod_watches(&stderr);
+    assert_eq!(watches.len(), 1, "{stderr}");
+    assert!(watches[0].contains(path), "{stderr}");
+    stdout
+}
+
 /// The real binary: named targets in one namespace (one namespaced pod
 /// watch), and `-l model=kimi -A` (one cluster-wide watch) selecting the
 /// labelled targets of both namespaces and not the unlabelled one nor the
 /// operator's own Deployments; one table, a verdict each, JSON `targets`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_named_targets_and_selector_across_namespaces() {
-    let sim = start(50.0).await;
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (sim, dir, kubeconfig) = start_with_kubeconfig(50.0).await;
     let (k, d) = (kubeconfig.clone(), dir.path().to_path_buf());
     let (out, json) = tokio::task::spawn_blocking(move || {
         let report = d.join("named.json");
@@ -262,15 +280,7 @@ async fn cli_named_targets_and_selector_across_namespaces() {
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    let watches = pod_watches(&stderr);
-    assert_eq!(watches.len(), 1, "{stderr}");
-    assert!(
-        watches[0].contains("/api/v1/namespaces/llm/pods?"),
-        "{stderr}"
-    );
+    let stdout = exit_0_with_one_pod_watch(&out, "GET /api/v1/namespaces/llm/pods?");
     for line in [
         "idep/good: ",
         "idep/gap: ",
@@ -299,12 +309,7 @@ async fn cli_named_targets_and_selector_across_namespaces() {
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    let watches = pod_watches(&stderr);
-    assert_eq!(watches.len(), 1, "{stderr}");
-    assert!(watches[0].contains("GET /api/v1/pods?"), "{stderr}");
+    let stdout = exit_0_with_one_pod_watch(&out, "GET /api/v1/pods?");
     let verdicts: Vec<&str> = stdout
         .lines()
         .filter(|l| !l.starts_with(['│', '┌', '├', '╞', '└']))
@@ -327,11 +332,7 @@ async fn cli_named_targets_and_selector_across_namespaces() {
 /// A gap in one target and none in another: the run exits 1, the worst.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_exit_code_is_the_worst_target() {
-    let sim = start(50.0).await;
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (sim, dir, kubeconfig) = start_with_kubeconfig(50.0).await;
     let page = dir.path().join("night.html");
     let err_log = dir.path().join("audit.err");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_infera"))
@@ -398,11 +399,7 @@ async fn cli_exit_code_is_the_worst_target() {
 /// selector that selects nothing: one `error:` line each, exit 2.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_and_unknown_targets_are_one_line_exit_2() {
-    let sim = start(200.0).await;
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (sim, _dir, kubeconfig) = start_with_kubeconfig(200.0).await;
     let cases: [(&[&str], &str); 5] = [
         (
             &["audit", "idep/good", "pod/x", "-n", "llm", "--for", "1s"],

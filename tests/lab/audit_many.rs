@@ -3,14 +3,12 @@
 //! selector picks the four labelled targets of two namespaces (not the
 //! unlabelled InferaDeployment, not the operator's Deployments), one
 //! cluster-wide watch per resource, a verdict per target, exit = the worst.
-//! Skips with the reason without the lab (see `tests/lab.rs`).
-
-mod common;
+//! Skips with the reason without the lab (see `smoke.rs`).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::lab::{Attached, Lab, is_ready, json, lab_or_skip, registered};
+use crate::common::lab::{Attached, Lab, is_ready, json, lab_or_skip, registered};
 use serde_json::Value;
 
 /// The scenario's 8 pods Ready, the infera workers registered.
@@ -49,7 +47,7 @@ fn selector_across_namespaces_on_the_real_control_plane() {
         return;
     };
     let scenario = lab.dir.path().join("audit-many.yaml");
-    std::fs::write(&scenario, include_str!("data/audit-many.yaml")).expect("scenario file");
+    std::fs::write(&scenario, include_str!("../data/audit-many.yaml")).expect("scenario file");
     let _attached = Attached::start(&lab, &scenario.display().to_string());
     wait_settled(&lab);
 

@@ -1,0 +1,89 @@
+//! The README's crate graph is the workspace's: each `infera-*` crate's
+//! normal dependencies on other workspace crates, as `cargo metadata`
+//! reports them, equal the README's "`infera-x` → a, b" list.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::case::root;
+
+/// `infera-x` → its workspace dependencies (short names, sorted).
+type Graph = BTreeMap<String, Vec<String>>;
+
+fn from_cargo() -> Graph {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
+    let mut graph = Graph::new();
+    for package in meta["packages"].as_array().expect("packages") {
+        let name = package["name"].as_str().unwrap_or_default();
+        let mut deps: Vec<String> = package["dependencies"]
+            .as_array()
+            .expect("dependencies")
+            .iter()
+            .filter(|d| d["kind"].is_null())
+            .filter_map(|d| d["name"].as_str()?.strip_prefix("infera-"))
+            .map(str::to_string)
+            .collect();
+        deps.sort();
+        graph.insert(name.to_string(), deps);
+    }
+    graph
+}
+
+/// The README's paragraph after "(workspace crates only):", e.g.
+/// "`infera-lint` → model; `infera` → all six."
+fn from_readme() -> Graph {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let start = readme
+        .find("(workspace crates only):")
+        .expect("the README's crate-graph paragraph");
+    let paragraph = readme[start..]
+        .split("\n\n")
+        .next()
+        .unwrap_or_default()
+        .replace('\n', " ");
+    let mut graph = Graph::new();
+    for entry in paragraph.split(';') {
+        let Some((crate_part, deps)) = entry.split_once('→') else {
+            continue;
+        };
+        let name = crate_part
+            .rsplit('`')
+            .nth(1)
+            .unwrap_or_default()
+            .to_string();
+        let deps = deps.trim().trim_end_matches('.');
+        let deps: Vec<String> = match deps {
+            "none" => Vec::new(),
+            "all six" => ["audit", "cluster", "lint", "model", "rollout", "sim"]
+                .map(String::from)
+                .to_vec(),
+            list => list.split(',').map(|d| d.trim().to_string()).collect(),
+        };
+        graph.insert(name, deps);
+    }
+    graph
+}
+
+#[test]
+fn readme_crate_graph_matches_cargo_metadata() {
+    assert_eq!(from_readme(), from_cargo());
+}
