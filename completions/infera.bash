@@ -169,12 +169,20 @@ _infera() {
             return 0
             ;;
         infera__subcmd__audit)
-            opts="-n -v -h -V --for --until-complete --role --samples --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
+            opts="-l -A -n -v -h -V --selector --all-namespaces --for --until-complete --role --samples --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -l)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --for)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -183,9 +183,11 @@ set edit:completion:arg-completer[infera] = {|@words|
         &'infera;rollout;help;help'= {
         }
         &'infera;audit'= {
+            cand -l 'Audit every InferaDeployment and Deployment matching this label selector (`model=kimi`, `tier in (a,b)`) instead of naming TARGETs; Deployments the infera operator rendered are audited through their InferaDeployment'
+            cand --selector 'Audit every InferaDeployment and Deployment matching this label selector (`model=kimi`, `tier in (a,b)`) instead of naming TARGETs; Deployments the infera operator rendered are audited through their InferaDeployment'
             cand --for 'Audit for this long. Alone: the window is audited to its end (exit 0 or 1). With `--until-complete`: the longest to wait for completion; reaching it first is a timeout (exit 3)'
-            cand --role 'For plain Deployments: a role and the label selector of its pods (repeatable), e.g. `--role decode=app=dec`'
-            cand --samples 'Stream every sample to FILE as CSV'
+            cand --role 'For one plain Deployment: a role and the label selector of its pods (repeatable), e.g. `--role decode=app=dec`'
+            cand --samples 'Stream every sample to FILE as CSV (one target; for several, `--timeline FILE.csv` has every target''s rows)'
             cand --sample-interval 'Seconds between two readiness samples (the field check uses 10 s)'
             cand --min-ready 'A role below this many Ready or routable pods counts as a gap'
             cand --report 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report'
@@ -194,7 +196,9 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --context 'The name of the kubeconfig context to use'
             cand -n 'The namespace scope for this request (default: the context''s namespace)'
             cand --namespace 'The namespace scope for this request (default: the context''s namespace)'
-            cand --until-complete 'Audit until every Deployment of TARGET is complete as `kubectl rollout status` decides it (observedGeneration caught up, all replicas updated and available, no old replicas) and has stayed so for 20 s, longer than the operator''s reconcile period. A Deployment past its progress deadline ends the audit as stalled (exit 3)'
+            cand -A 'Select in every namespace (one cluster-wide pod watch) instead of the `-n` namespace. Without `-l`: every InferaDeployment and Deployment'
+            cand --all-namespaces 'Select in every namespace (one cluster-wide pod watch) instead of the `-n` namespace. Without `-l`: every InferaDeployment and Deployment'
+            cand --until-complete 'Audit until every Deployment of every TARGET is complete as `kubectl rollout status` decides it (observedGeneration caught up, all replicas updated and available, no old replicas) and has stayed so for 20 s, longer than the operator''s reconcile period. A Deployment past its progress deadline ends the audit as stalled (exit 3)'
             cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'

@@ -141,9 +141,10 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from help" -f -a "set-image" -d 'Change the image of `--service` in TARGET and roll it'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from help" -f -a "history" -d 'Print the last rollouts infera drove on TARGET, newest first'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c infera -n "__fish_infera_using_subcommand audit" -s l -l selector -d 'Audit every InferaDeployment and Deployment matching this label selector (`model=kimi`, `tier in (a,b)`) instead of naming TARGETs; Deployments the infera operator rendered are audited through their InferaDeployment' -r
 complete -c infera -n "__fish_infera_using_subcommand audit" -l for -d 'Audit for this long. Alone: the window is audited to its end (exit 0 or 1). With `--until-complete`: the longest to wait for completion; reaching it first is a timeout (exit 3)' -r
-complete -c infera -n "__fish_infera_using_subcommand audit" -l role -d 'For plain Deployments: a role and the label selector of its pods (repeatable), e.g. `--role decode=app=dec`' -r
-complete -c infera -n "__fish_infera_using_subcommand audit" -l samples -d 'Stream every sample to FILE as CSV' -r -F
+complete -c infera -n "__fish_infera_using_subcommand audit" -l role -d 'For one plain Deployment: a role and the label selector of its pods (repeatable), e.g. `--role decode=app=dec`' -r
+complete -c infera -n "__fish_infera_using_subcommand audit" -l samples -d 'Stream every sample to FILE as CSV (one target; for several, `--timeline FILE.csv` has every target\'s rows)' -r -F
 complete -c infera -n "__fish_infera_using_subcommand audit" -l sample-interval -d 'Seconds between two readiness samples (the field check uses 10 s)' -r
 complete -c infera -n "__fish_infera_using_subcommand audit" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
 complete -c infera -n "__fish_infera_using_subcommand audit" -l report -d 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report' -r -F
@@ -151,7 +152,8 @@ complete -c infera -n "__fish_infera_using_subcommand audit" -l timeline -d 'Wri
 complete -c infera -n "__fish_infera_using_subcommand audit" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
 complete -c infera -n "__fish_infera_using_subcommand audit" -l context -d 'The name of the kubeconfig context to use' -r
 complete -c infera -n "__fish_infera_using_subcommand audit" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
-complete -c infera -n "__fish_infera_using_subcommand audit" -l until-complete -d 'Audit until every Deployment of TARGET is complete as `kubectl rollout status` decides it (observedGeneration caught up, all replicas updated and available, no old replicas) and has stayed so for 20 s, longer than the operator\'s reconcile period. A Deployment past its progress deadline ends the audit as stalled (exit 3)'
+complete -c infera -n "__fish_infera_using_subcommand audit" -s A -l all-namespaces -d 'Select in every namespace (one cluster-wide pod watch) instead of the `-n` namespace. Without `-l`: every InferaDeployment and Deployment'
+complete -c infera -n "__fish_infera_using_subcommand audit" -l until-complete -d 'Audit until every Deployment of every TARGET is complete as `kubectl rollout status` decides it (observedGeneration caught up, all replicas updated and available, no old replicas) and has stayed so for 20 s, longer than the operator\'s reconcile period. A Deployment past its progress deadline ends the audit as stalled (exit 3)'
 complete -c infera -n "__fish_infera_using_subcommand audit" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand audit" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand audit" -s V -l version -d 'Print version'

@@ -307,29 +307,43 @@ pub struct SetImageArgs {
     group = clap::ArgGroup::new("mode").required(true).multiple(true).args(["duration", "until_complete"]),
     after_help = "Exit status: 0 complete and every role kept at least --min-ready Ready and routable pods; \
 1 complete but a role fell below; 3 stalled or timed out; 2 usage, connection or permission error; \
-130 interrupted (the partial report is printed first)."
+130 interrupted (the partial report is printed first). With several targets: the worst target's.\n\n\
+Examples:\n  infera audit idep/llama --until-complete\n  infera audit idep/a idep/b deploy/c --for 10m --report night.html\n  \
+infera audit -l model=kimi -A --until-complete --timeline kimi.svg"
 )]
 pub struct AuditArgs {
-    /// `idep/NAME` (`inferadeployment/NAME`) or `deploy/NAME`.
+    /// `idep/NAME` (`inferadeployment/NAME`) or `deploy/NAME`; several are
+    /// audited in one run (one table, a verdict each, the worst exit code).
     #[arg(value_name = "TARGET")]
-    pub target: String,
+    pub targets: Vec<String>,
+    /// Audit every InferaDeployment and Deployment matching this label
+    /// selector (`model=kimi`, `tier in (a,b)`) instead of naming TARGETs;
+    /// Deployments the infera operator rendered are audited through their
+    /// InferaDeployment.
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Select in every namespace (one cluster-wide pod watch) instead of the
+    /// `-n` namespace. Without `-l`: every InferaDeployment and Deployment.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
     /// Audit for this long. Alone: the window is audited to its end (exit 0
     /// or 1). With `--until-complete`: the longest to wait for completion;
     /// reaching it first is a timeout (exit 3).
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Audit until every Deployment of TARGET is complete as `kubectl
+    /// Audit until every Deployment of every TARGET is complete as `kubectl
     /// rollout status` decides it (observedGeneration caught up, all
     /// replicas updated and available, no old replicas) and has stayed so
     /// for 20 s, longer than the operator's reconcile period. A Deployment
     /// past its progress deadline ends the audit as stalled (exit 3).
     #[arg(long)]
     pub until_complete: bool,
-    /// For plain Deployments: a role and the label selector of its pods
+    /// For one plain Deployment: a role and the label selector of its pods
     /// (repeatable), e.g. `--role decode=app=dec`.
     #[arg(long, value_name = "NAME=SELECTOR")]
     pub role: Vec<String>,
-    /// Stream every sample to FILE as CSV.
+    /// Stream every sample to FILE as CSV (one target; for several,
+    /// `--timeline FILE.csv` has every target's rows).
     #[arg(long, value_name = "FILE.csv")]
     pub samples: Option<PathBuf>,
     #[command(flatten)]

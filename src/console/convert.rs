@@ -56,13 +56,23 @@ impl From<&AuditKnobs> for crate::audit::Outputs {
 impl From<&AuditArgs> for crate::audit::Options {
     fn from(args: &AuditArgs) -> Self {
         crate::audit::Options {
-            target: args.target.clone(),
+            target: args.targets.first().cloned().unwrap_or_default(),
             duration: args.duration,
             until_complete: args.until_complete,
             roles: args.role.clone(),
             samples: args.samples.clone(),
             sample_interval: args.audit.sample_interval,
             min_ready: args.audit.min_ready,
+        }
+    }
+}
+
+impl From<&AuditArgs> for crate::audit::Selection {
+    fn from(args: &AuditArgs) -> Self {
+        crate::audit::Selection {
+            targets: args.targets.clone(),
+            selector: args.selector.clone(),
+            all_namespaces: args.all_namespaces,
         }
     }
 }

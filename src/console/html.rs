@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::audit::minutes_seconds as mss;
-use crate::audit::{Report, ReportError, format_seconds};
+use crate::audit::{ManyReport, Report, ReportError, format_seconds};
 
 /// What the page says besides the [`Report`]: where it ran and what was
 /// planned.
@@ -68,8 +68,83 @@ p.verdict.bad{border-color:#d62728;background:#fff4f4}\
 pre{white-space:pre-wrap;background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.82em}\
 figure{margin:0}figure svg{max-width:100%;height:auto}";
 
+/// Added to [`STYLE`] on a several-target page: the per-target verdicts.
+const MANY_STYLE: &str = "ul#verdicts{list-style:none;padding:0}\
+li.verdict{padding:.3em .9em;margin:.3em 0;border-left:5px solid #2a7}\
+li.verdict.bad{border-color:#d62728;background:#fff4f4}";
+
 /// The page.
 pub fn render(report: &Report, ctx: &PageContext) -> Result<String, String> {
+    let held = report.all_held() && report.outcome == crate::audit::Outcome::Complete;
+    page(report, ctx, &Verdicts::one(report.sentence(), held))
+}
+
+/// The page of a several-target audit: the overall verdict, one per
+/// target, one table (a row per target and role) and one chart (a panel
+/// per target and role).
+pub fn render_many(many: &ManyReport, ctx: &PageContext) -> Result<String, String> {
+    let verdicts = Verdicts {
+        overall: many.sentence(),
+        held: many.exit() == crate::exit::Exit::Ok,
+        targets: many
+            .target_sentences()
+            .into_iter()
+            .zip(&many.reports)
+            .map(|(line, r)| (line, r.exit() == crate::exit::Exit::Ok))
+            .collect(),
+    };
+    page(&many.combined(), ctx, &verdicts)
+}
+
+/// Write the page of a several-target audit to `path`.
+pub fn write_many(path: &Path, many: &ManyReport, ctx: &PageContext) -> Result<(), ReportError> {
+    let page = render_many(many, ctx).map_err(|message| ReportError::Draw {
+        path: path.display().to_string(),
+        message,
+    })?;
+    std::fs::write(path, page).map_err(|source| ReportError::Io {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// The verdict section: one sentence, and one per target when several.
+struct Verdicts {
+    overall: String,
+    held: bool,
+    /// (sentence, held) per target; empty for a single-target page.
+    targets: Vec<(String, bool)>,
+}
+
+impl Verdicts {
+    fn one(sentence: String, held: bool) -> Self {
+        Verdicts {
+            overall: sentence,
+            held,
+            targets: Vec::new(),
+        }
+    }
+
+    fn write(&self, h: &mut String) {
+        let class = |held: bool| if held { "verdict" } else { "verdict bad" };
+        let _ = writeln!(
+            h,
+            "<h2>Verdict</h2><p class=\"{}\" id=\"verdict\">{}</p>",
+            class(self.held),
+            escape(&self.overall)
+        );
+        if self.targets.is_empty() {
+            return;
+        }
+        h.push_str("<ul id=\"verdicts\">");
+        for (line, held) in &self.targets {
+            let _ = write!(h, "<li class=\"{}\">{}</li>", class(*held), escape(line));
+        }
+        h.push_str("</ul>\n");
+    }
+}
+
+fn page(report: &Report, ctx: &PageContext, verdicts: &Verdicts) -> Result<String, String> {
     let svg = report
         .timeline
         .svg(&report.target, report.min_ready, &report.role_services())?;
@@ -79,21 +154,17 @@ pub fn render(report: &Report, ctx: &PageContext) -> Result<String, String> {
     let _ = write!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <title>{}</title><style>{STYLE}</style></head><body>\n",
-        escape(&title)
+         <title>{}</title><style>{STYLE}{}</style></head><body>\n",
+        escape(&title),
+        if verdicts.targets.is_empty() {
+            ""
+        } else {
+            MANY_STYLE
+        }
     );
     let _ = writeln!(h, "<h1>{}</h1>", escape(&title));
     meta(&mut h, report, ctx);
-    let bad = if report.all_held() && report.outcome == crate::audit::Outcome::Complete {
-        ""
-    } else {
-        " bad"
-    };
-    let _ = writeln!(
-        h,
-        "<h2>Verdict</h2><p class=\"verdict{bad}\" id=\"verdict\">{}</p>",
-        escape(&report.sentence())
-    );
+    verdicts.write(&mut h);
     roles(&mut h, report);
     let _ = writeln!(h, "<h2>Timeline</h2><figure id=\"timeline\">{svg}</figure>");
     if let Some(plan) = &ctx.plan {

@@ -79,17 +79,25 @@ pub fn finish_outputs_with(
 /// Every output file; an HTML `--report` is the page, any other the JSON.
 /// Each written file is said on stderr; `true` when one failed.
 fn write_all(report: &Report, outputs: &Outputs, page: &html::PageContext) -> bool {
-    let mut failed = false;
-    for result in write_outputs(report, outputs, page) {
+    !say_written(write_outputs(report, outputs, page))
+}
+
+/// `what written to PATH` per file, `error: …` per failure (stderr);
+/// whether every file was written.
+fn say_written(
+    results: Vec<Result<(&'static str, std::path::PathBuf), audit::ReportError>>,
+) -> bool {
+    let mut ok = true;
+    for result in results {
         match result {
             Ok((what, path)) => eprintln!("{what} written to {}", path.display()),
             Err(e) => {
                 eprintln!("error: {e}");
-                failed = true;
+                ok = false;
             }
         }
     }
-    failed
+    ok
 }
 
 fn write_outputs(
@@ -158,13 +166,17 @@ pub async fn rollout(args: RolloutArgs, image: Option<String>) -> anyhow::Result
     Ok(finish_outputs_with(report, &outputs, outcome.exit, &page))
 }
 
-/// `infera audit TARGET`.
+/// `infera audit TARGET…` / `-l SELECTOR [-A]`.
 pub async fn audit(args: AuditArgs) -> anyhow::Result<Exit> {
     let options = audit::Options::from(&args);
     if options.duration.is_none() && !options.until_complete {
         return Err(AuditCommandError::NoMode.into());
     }
-    audit::Target::parse(&args.target)?;
+    let selection = audit::Selection::from(&args);
+    selection.parse()?;
+    if selection.is_many() {
+        return audit_many(args, options, selection).await;
+    }
     let outputs = Outputs::from(&args.audit);
     outputs.check()?;
     let conn = crate::cluster::connect(&args.cluster_args.options()).await?;
@@ -173,6 +185,69 @@ pub async fn audit(args: AuditArgs) -> anyhow::Result<Exit> {
     let exit = report.exit();
     let page = page_context(Some(&conn), command_line(), None);
     Ok(finish_outputs_with(Some(&report), &outputs, exit, &page))
+}
+
+/// `infera audit` of several targets: one table, a verdict per target and
+/// one overall, one report and chart; the worst target's exit code.
+async fn audit_many(
+    args: AuditArgs,
+    options: audit::Options,
+    selection: audit::Selection,
+) -> anyhow::Result<Exit> {
+    if !args.role.is_empty() {
+        anyhow::bail!(
+            "--role applies to one plain Deployment (deploy/NAME), not to several targets"
+        );
+    }
+    if args.samples.is_some() {
+        anyhow::bail!(
+            "--samples streams one target's samples; with several targets use --timeline FILE.csv \
+             (every target's rows)"
+        );
+    }
+    let outputs = Outputs::from(&args.audit);
+    outputs.check()?;
+    let conn = crate::cluster::connect(&args.cluster_args.options()).await?;
+    let selected = selection.resolve(&conn).await?;
+    let status = |line: &str| eprintln!("{} {line}", stamp());
+    let many = audit::audit_many_with(
+        &conn,
+        &options,
+        &selected,
+        selection.all_namespaces,
+        1.0,
+        &status,
+        ctrl_c(),
+    )
+    .await?;
+    let mut page = page_context(Some(&conn), command_line(), None);
+    if selection.all_namespaces {
+        page.namespace = Some("(all namespaces)".into());
+    }
+    Ok(finish_many(&many, &outputs, &page))
+}
+
+/// Print the one table, a verdict per target and the overall verdict, and
+/// write the files (as [`finish_outputs_with`]).
+pub fn finish_many(many: &audit::ManyReport, outputs: &Outputs, page: &html::PageContext) -> Exit {
+    println!("{}", many.table());
+    for line in many.target_sentences() {
+        println!("{line}");
+    }
+    println!("overall: {}", many.sentence());
+    let html_path = outputs.report.as_ref().filter(|p| html::is_html(p));
+    let mut rest = outputs.clone();
+    let mut results = Vec::new();
+    if let Some(path) = html_path {
+        rest.report = None;
+        results.push(html::write_many(path, many, page).map(|()| ("report", path.clone())));
+    }
+    results.extend(rest.write_many(many));
+    if say_written(results) {
+        many.exit()
+    } else {
+        Exit::Usage
+    }
 }
 
 /// `infera demo`. The SVG timeline goes to the temp directory unless

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod audit_many;
 mod conformance;
 mod gitops;
 mod rbac;

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod audit_many;
 mod credentials;
 mod kubectl_plugin;
 mod report_html;

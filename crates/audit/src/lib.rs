@@ -14,10 +14,15 @@
 //!   SVG/CSV, and the exit code.
 //! * [`Target`], [`roles_from_inferadeployment`], [`parse_role_flag`] — what
 //!   to audit and how its pods are grouped into roles.
+//! * [`Selection`], [`audit_many_with`], [`ManyReport`] — several targets
+//!   (`idep/a deploy/b`, `-l SELECTOR`, `-A`) in one run, one pod watch.
 #![warn(clippy::too_many_lines)] // threshold in clippy.toml
 
 mod command;
+mod complete;
 pub mod exit;
+mod many;
+mod many_report;
 mod report;
 mod roles;
 mod session;
@@ -27,6 +32,8 @@ mod tracker;
 pub use command::{
     AuditCommandError, Options, SETTLE, audit_target, audit_target_with, inferadeployment_resource,
 };
+pub use many::{Selected, Selection, audit_many_with, target_label};
+pub use many_report::ManyReport;
 pub use report::{Outcome, Outputs, Report, ReportError, RoleReport, StepRecord, format_seconds};
 pub use roles::{
     Target, TargetError, common_selector, deployment_selector, parse_role_flag, parse_selector,

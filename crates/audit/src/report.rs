@@ -106,6 +106,11 @@ pub struct Report {
     pub samples_csv_error: Option<String>,
     #[serde(skip)]
     pub timeline: Timeline,
+    /// The services whose steps each role's chart panel marks, when they
+    /// differ from `roles[i].services` (a several-target chart qualifies
+    /// them with their target); `None`: the roles' own.
+    #[serde(skip)]
+    pub chart_services: Option<Vec<Vec<String>>>,
 }
 
 pub use super::timeline::ReportError;
@@ -347,7 +352,10 @@ impl Report {
     /// The services of each role, in role order (the chart marks a role's
     /// own steps only).
     pub fn role_services(&self) -> Vec<Vec<String>> {
-        self.roles.iter().map(|r| r.services.clone()).collect()
+        match &self.chart_services {
+            Some(services) => services.clone(),
+            None => self.roles.iter().map(|r| r.services.clone()).collect(),
+        }
     }
 
     /// Write the timeline to `path`: `.svg` draws a chart, `.csv` writes rows.

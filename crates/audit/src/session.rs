@@ -1,11 +1,13 @@
 //! The watch loop that feeds an [`Auditor`] from a cluster: one
 //! `kube::runtime::watcher` on pods (list + watch, re-list on 410 / dropped
 //! watch / API restart, backoff on errors) and a sampling tick served from the
-//! auditor's cache. O(1) watches per audit, no request per sample.
+//! auditor's cache. O(1) watches per audit, no request per sample — also
+//! for several targets: one watch feeds every target's auditor
+//! ([`AuditSession::start_group`]).
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
@@ -39,7 +41,9 @@ pub enum AuditError {
 /// # Ok(()) }
 /// ```
 pub struct AuditSession {
-    auditor: Arc<Mutex<Auditor>>,
+    /// One auditor per target, all fed by the one watch (the single-target
+    /// methods act on the first).
+    auditors: Arc<Mutex<Vec<Auditor>>>,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<Result<(), ClusterError>>,
     /// The task's result once it has been awaited (a fatal error ends it early).
@@ -47,7 +51,7 @@ pub struct AuditSession {
     synced: watch::Receiver<bool>,
 }
 
-fn lock(m: &Mutex<Auditor>) -> MutexGuard<'_, Auditor> {
+fn lock(m: &Mutex<Vec<Auditor>>) -> MutexGuard<'_, Vec<Auditor>> {
     // A panic while holding the lock leaves plain counters behind; keep going.
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -64,20 +68,40 @@ impl AuditSession {
         label_selector: Option<String>,
         auditor: Auditor,
     ) -> AuditSession {
-        let auditor = Arc::new(Mutex::new(auditor));
+        Self::start_group(client, url, Some(namespace), label_selector, vec![auditor])
+    }
+
+    /// Start one pod watch — in `namespace`, or cluster-wide when `None` —
+    /// that feeds every auditor in `auditors` (one per target; give each
+    /// [`Auditor::with_namespace`] for a cluster-wide watch), sampling them
+    /// all on one tick. `label_selector` must match every target's pods.
+    pub fn start_group(
+        client: Client,
+        url: &str,
+        namespace: Option<&str>,
+        label_selector: Option<String>,
+        auditors: Vec<Auditor>,
+    ) -> AuditSession {
+        let auditors = Arc::new(Mutex::new(auditors));
         let (stop_tx, stop_rx) = oneshot::channel();
         let (synced_tx, synced_rx) = watch::channel(false);
+        let api = match namespace {
+            Some(ns) => Api::namespaced(client, ns),
+            None => Api::all(client),
+        };
         let task = tokio::spawn(watch_loop(
-            Api::namespaced(client, namespace),
-            url.to_string(),
-            namespace.to_string(),
-            label_selector,
-            auditor.clone(),
+            api,
+            Scope {
+                url: url.to_string(),
+                namespace: namespace.map(str::to_string),
+                label_selector,
+            },
+            auditors.clone(),
             stop_rx,
             synced_tx,
         ));
         AuditSession {
-            auditor,
+            auditors,
             stop: Some(stop_tx),
             task,
             ended: None,
@@ -124,28 +148,56 @@ impl AuditSession {
 
     /// Record a rollout step marker.
     pub fn step(&self, step: Step) {
-        lock(&self.auditor).step(step);
+        self.step_of(0, step);
+    }
+
+    /// Record a step marker on the `index`-th auditor of the group.
+    pub fn step_of(&self, index: usize, step: Step) {
+        if let Some(a) = lock(&self.auditors).get_mut(index) {
+            a.step(step);
+        }
     }
 
     /// How many complete pod lists were applied (1: no re-list yet).
     pub fn lists(&self) -> u64 {
-        lock(&self.auditor).lists()
+        lock(&self.auditors).first().map_or(0, Auditor::lists)
     }
 
     /// Current Ready/routable counts per role, from the cache.
     pub fn counts(&self) -> Vec<RoleCounts> {
-        lock(&self.auditor).counts()
+        lock(&self.auditors)
+            .first()
+            .map(Auditor::counts)
+            .unwrap_or_default()
     }
 
     /// A partial report as of now (e.g. to print on Ctrl-C before cleanup);
     /// the audit keeps running.
     pub fn snapshot(&self, outcome: Outcome) -> Report {
-        lock(&self.auditor).finish(outcome, Instant::now())
+        let now = Instant::now();
+        let mut auditors = lock(&self.auditors);
+        match auditors.first_mut() {
+            Some(a) => a.finish(outcome, now),
+            None => Auditor::new(Vec::new(), 1, Duration::from_secs(10), 1.0).finish(outcome, now),
+        }
     }
 
     /// Stop watching and build the final report. A fatal watch error
     /// (permissions, credentials) is returned instead.
-    pub async fn finish(mut self, outcome: Outcome) -> Result<Report, AuditError> {
+    pub async fn finish(self, outcome: Outcome) -> Result<Report, AuditError> {
+        let mut reports = self.finish_each(|_| outcome).await?;
+        match reports.is_empty() {
+            false => Ok(reports.swap_remove(0)),
+            true => Err(AuditError::Task("the audit had no auditor".to_string())),
+        }
+    }
+
+    /// Stop watching and build every auditor's report, each with the
+    /// outcome `outcome(index)` gives it, all closed at the same instant.
+    pub async fn finish_each(
+        mut self,
+        outcome: impl Fn(usize) -> Outcome,
+    ) -> Result<Vec<Report>, AuditError> {
         let now = Instant::now();
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
@@ -154,7 +206,12 @@ impl AuditSession {
         if let Some(Err(e)) = self.ended.take() {
             return Err(e);
         }
-        Ok(lock(&self.auditor).finish(outcome, now))
+        let mut auditors = lock(&self.auditors);
+        Ok(auditors
+            .iter_mut()
+            .enumerate()
+            .map(|(i, a)| a.finish(outcome(i), now))
+            .collect())
     }
 }
 
@@ -166,20 +223,29 @@ impl Drop for AuditSession {
     }
 }
 
+/// Where the one pod watch looks.
+struct Scope {
+    /// The API server (for error messages).
+    url: String,
+    /// `None`: cluster-wide.
+    namespace: Option<String>,
+    label_selector: Option<String>,
+}
+
 async fn watch_loop(
     api: Api<Pod>,
-    url: String,
-    namespace: String,
-    label_selector: Option<String>,
-    auditor: Arc<Mutex<Auditor>>,
+    scope: Scope,
+    auditors: Arc<Mutex<Vec<Auditor>>>,
     mut stop: oneshot::Receiver<()>,
     synced: watch::Sender<bool>,
 ) -> Result<(), ClusterError> {
     let mut config = watcher::Config::default();
-    if let Some(sel) = label_selector.as_deref().filter(|s| !s.is_empty()) {
+    if let Some(sel) = scope.label_selector.as_deref().filter(|s| !s.is_empty()) {
         config = config.labels(sel);
     }
-    let period = lock(&auditor).sample_wall_interval();
+    let period = lock(&auditors)
+        .first()
+        .map_or(Duration::from_secs(10), Auditor::sample_wall_interval);
     let mut stream = watcher(api, config)
         .backoff(infera_cluster::watch_backoff())
         .boxed();
@@ -199,13 +265,15 @@ async fn watch_loop(
             event = stream.next() => match event {
                 Some(Ok(event)) => {
                     let now = Instant::now();
-                    let mut a = lock(&auditor);
-                    let was_synced = a.synced();
-                    a.apply(&event, now);
-                    if !was_synced && a.synced() {
+                    let mut group = lock(&auditors);
+                    let was_synced = group.iter().all(Auditor::synced);
+                    for a in group.iter_mut() {
+                        a.apply(&event, now);
+                    }
+                    if !was_synced && group.iter().all(Auditor::synced) {
                         // Sample 1 is the state at the first list; then every period.
-                        a.sample(now);
-                        drop(a);
+                        group.iter_mut().for_each(|a| a.sample(now));
+                        drop(group);
                         let mut t = tokio::time::interval_at(
                             tokio::time::Instant::from_std(now) + period,
                             period,
@@ -216,7 +284,7 @@ async fn watch_loop(
                     }
                 }
                 Some(Err(e)) => {
-                    let err = ClusterError::from_watcher(&e, &url, "pods", Some(&namespace));
+                    let err = ClusterError::from_watcher(&e, &scope.url, "pods", scope.namespace.as_deref());
                     if err.is_fatal() {
                         return Err(err);
                     }
@@ -227,7 +295,10 @@ async fn watch_loop(
                 }
                 None => return Ok(()),
             },
-            _ = tick => lock(&auditor).sample(Instant::now()),
+            _ = tick => {
+                let now = Instant::now();
+                lock(&auditors).iter_mut().for_each(|a| a.sample(now));
+            }
         }
     }
 }

@@ -290,6 +290,9 @@ pub struct Auditor {
     sample_interval: Duration,
     time_scale: f64,
     target: String,
+    /// Only pods of this namespace count (a cluster-wide watch feeds
+    /// auditors of several namespaces); `None`: every pod the watch sees.
+    namespace: Option<String>,
     pods: Reflector<PodState>,
     /// Set at the first `InitDone`: numbers are only meaningful from then on.
     origin: Option<Instant>,
@@ -349,6 +352,7 @@ impl Auditor {
             sample_interval,
             time_scale,
             target: String::new(),
+            namespace: None,
             pods: Reflector::new(),
             origin: None,
             clock_anchor: (Instant::now(), SystemTime::now()),
@@ -365,6 +369,12 @@ impl Auditor {
     /// Name the audited target in the report (`idep/NAME`, `deploy/NAME`).
     pub fn with_target(mut self, target: impl Into<String>) -> Self {
         self.target = target.into();
+        self
+    }
+
+    /// Count only pods of `namespace` (for a watch that spans namespaces).
+    pub fn with_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
         self
     }
 
@@ -413,7 +423,11 @@ impl Auditor {
     /// recorded at the instant its event is applied.
     pub fn apply(&mut self, event: &Event<Pod>, now: Instant) {
         let roles = &self.roles;
+        let namespace = self.namespace.as_deref();
         let delta = self.pods.apply(event, namespaced_key, |pod| {
+            if namespace.is_some_and(|ns| pod.metadata.namespace.as_deref() != Some(ns)) {
+                return None;
+            }
             let role = roles.iter().position(|r| r.spec.matches(pod))?;
             Some(PodState {
                 role,
@@ -605,6 +619,7 @@ impl Auditor {
             synced: self.origin.is_some(),
             samples_csv_error: self.samples_csv_error.clone(),
             timeline,
+            chart_services: None,
         }
     }
 }
