@@ -18,6 +18,7 @@
 //! or permission; 130 interrupted.
 
 mod api;
+mod controller;
 pub mod drive;
 pub mod history;
 mod legs;

@@ -1,0 +1,537 @@
+//! Faults on real components (issue 12 §2). On one upstream lab (real etcd,
+//! kube-apiserver, kube-controller-manager and kube-scheduler v1.37.2, with
+//! `infera sim attach --scenario pd-1p1d`), `infera rollout restart
+//! idep/llama` is run fault-free once, then again with one fault injected
+//! mid-rollout (`lab/ctl`):
+//!
+//! * kube-apiserver killed (SIGKILL) and started again with the same flags;
+//! * etcd paused (SIGSTOP) past the apiserver's etcd keepalive (30 s + 10 s),
+//!   then resumed;
+//! * etcd compacted and kube-apiserver restarted: the driver's resumed
+//!   watches get a real `410 Gone`, and a list at the old resourceVersion,
+//!   which now reaches etcd, is refused as too old;
+//! * kube-controller-manager killed for 30 s: nothing rolls meanwhile, the
+//!   driver says the controller is not acting (neither a stall nor success)
+//!   and completes once it is back;
+//! * Ctrl-C (SIGINT) at each step kind in turn, each rerun resuming.
+//!
+//! Every run must end with the fault-free run's exact per-role minima
+//! (Ready and routable) and leave every role a Ready pod. The same
+//! controller outage on the embedded simulator (its controllers stopped) is
+//! `controller_down_on_the_embedded_sim`, which needs no lab.
+//!
+//! Skips with a reason unless `INFERA_LAB_BIN` is set and we are root;
+//! `INFERA_LAB_REQUIRED=1` turns the skip into a failure.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::lab::{Attached, Lab, SCENARIO_NAMESPACE, is_ready, json, lab_or_skip, wait_steady};
+use serde_json::Value;
+
+const TARGET: &str = "idep/llama";
+/// router, prefill, decode.
+const DEPLOYMENTS: usize = 3;
+const ROLES: [&str; 2] = ["prefill", "decode"];
+/// How long kube-controller-manager stays down.
+const KCM_DOWN: Duration = Duration::from_secs(30);
+/// How long etcd stays paused: past the apiserver's etcd keepalive (ping
+/// after 30 s idle, dead 10 s later: `keepaliveTime`/`keepaliveTimeout` in
+/// k8s.io/apiserver/pkg/storage/storagebackend/factory/etcd3.go), within
+/// the node monitor grace period (50 s) so that the nodes, whose heartbeats
+/// cannot be written meanwhile, stay Ready.
+const ETCD_PAUSE: Duration = Duration::from_secs(42);
+
+/// role → (min Ready exact, min routable exact) from a `--report`.
+type Minima = BTreeMap<String, (Option<u64>, Option<u64>)>;
+
+/// One `infera rollout restart` in the lab, its output gathered line by line.
+struct Rollout {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+    report: PathBuf,
+}
+
+impl Rollout {
+    fn start(lab: &Lab, name: &str) -> Rollout {
+        let report = lab.dir.path().join(format!("report-{name}.json"));
+        let _ = std::fs::remove_file(&report);
+        let report_arg = report.to_string_lossy().into_owned();
+        let mut cmd = lab.infera(&["-v", "rollout", "restart", TARGET, "-n", SCENARIO_NAMESPACE]);
+        cmd.args(["--yes", "--report", &report_arg]);
+        Rollout::spawn(cmd, report)
+    }
+
+    /// Run `cmd`, forwarding its stdout and stderr lines into one channel.
+    fn spawn(mut cmd: Command, report: PathBuf) -> Rollout {
+        let mut child = cmd
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start infera rollout");
+        let (tx, lines) = mpsc::channel();
+        let out = child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>);
+        let err = child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>);
+        for stream in [out, err].into_iter().flatten() {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    let _ = tx.send(line);
+                }
+            });
+        }
+        Rollout {
+            child,
+            lines,
+            seen: Vec::new(),
+            report,
+        }
+    }
+
+    fn log(&self) -> String {
+        self.seen.join("\n")
+    }
+
+    /// Wait for a line that `matches`; returns it.
+    fn wait_for(&mut self, what: &str, matches: impl Fn(&str) -> bool, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let hit = matches(&line);
+                    self.seen.push(line.clone());
+                    if hit {
+                        return line;
+                    }
+                }
+                Err(_) => panic!("no {what} within {limit:?}; saw:\n{}", self.log()),
+            }
+        }
+    }
+
+    fn wait_step(&mut self, kind: &str) -> String {
+        self.wait_for(
+            &format!("`{kind}` step"),
+            |l| is_step(l, kind),
+            Duration::from_secs(120),
+        )
+    }
+
+    /// Whether infera is still running.
+    fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Wait for the exit (killing it after `limit`); the exit code.
+    fn finish(&mut self, limit: Duration) -> Option<i32> {
+        let deadline = Instant::now() + limit;
+        let code = loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                break status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("infera did not exit within {limit:?}:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(300)) {
+            self.seen.push(line);
+        }
+        code
+    }
+
+    fn interrupt(&mut self) -> Option<i32> {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-INT", &pid]).status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill -INT {pid}");
+        self.finish(Duration::from_secs(30))
+    }
+
+    /// The report's outcome and per-role exact minima.
+    fn report(&self) -> (Option<String>, Minima) {
+        let report: Value = std::fs::read(&self.report)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null);
+        let minima = report["roles"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| {
+                (
+                    r["role"].as_str().unwrap_or("?").to_string(),
+                    (
+                        r["min_ready_exact"].as_u64(),
+                        r["min_routable_exact"].as_u64(),
+                    ),
+                )
+            })
+            .collect();
+        (report["outcome"].as_str().map(str::to_string), minima)
+    }
+}
+
+impl Drop for Rollout {
+    fn drop(&mut self) {
+        if self.running() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A step line: `TIME  +ELAPSED  LEG  KIND  POD  …`.
+fn is_step(line: &str, kind: &str) -> bool {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words
+        .windows(2)
+        .any(|w| ROLES.contains(&w[0]) && w[1] == kind)
+}
+
+fn ctl(lab: &Lab, action: &str, component: &str) -> String {
+    let out = Command::new(common::lab::root().join("lab/ctl"))
+        .args([lab.dir.path().as_os_str()])
+        .args([action, component])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run lab/ctl");
+    assert!(
+        out.status.success(),
+        "lab/ctl {action} {component}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Ready, not-terminating pods per role, as the lab's kubectl sees them.
+fn ready_per_role(lab: &Lab) -> BTreeMap<String, usize> {
+    let pods = json(&lab.kubectl(&["get", "pods", "-n", SCENARIO_NAMESPACE, "-o", "json"]));
+    let mut n: BTreeMap<String, usize> = ROLES.iter().map(|r| (r.to_string(), 0)).collect();
+    for p in pods["items"].as_array().into_iter().flatten() {
+        let role = p["metadata"]["labels"]["infera.amd.com/service"]
+            .as_str()
+            .unwrap_or_default();
+        if let Some(c) = n.get_mut(role)
+            && is_ready(p)
+            && p["metadata"]["deletionTimestamp"].is_null()
+        {
+            *c += 1;
+        }
+    }
+    n
+}
+
+fn assert_every_role_ready(lab: &Lab, when: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut n = ready_per_role(lab);
+    // Right after a fault the kubelet's status writes may still be queued.
+    while n.values().any(|&c| c == 0) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_secs(1));
+        n = ready_per_role(lab);
+    }
+    assert!(
+        n.values().all(|&c| c >= 1),
+        "{when}: a role has no Ready pod: {n:?}"
+    );
+}
+
+/// Pods (name, terminating) of the namespace: what the controllers change.
+fn pod_set(lab: &Lab) -> Vec<(String, bool)> {
+    let pods = json(&lab.kubectl(&["get", "pods", "-n", SCENARIO_NAMESPACE, "-o", "json"]));
+    let mut set: Vec<(String, bool)> = pods["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            let name = p["metadata"]["name"].as_str()?.to_string();
+            Some((name, !p["metadata"]["deletionTimestamp"].is_null()))
+        })
+        .collect();
+    set.sort();
+    set
+}
+
+/// A rollout that must complete with the fault-free minima.
+fn assert_completes(lab: &Lab, run: &mut Rollout, baseline: &Minima, case: &str) {
+    let code = run.finish(Duration::from_secs(300));
+    let (outcome, minima) = run.report();
+    assert_eq!(code, Some(0), "{case}: exit\n{}", run.log());
+    assert_eq!(
+        outcome.as_deref(),
+        Some("complete"),
+        "{case}\n{}",
+        run.log()
+    );
+    assert_eq!(&minima, baseline, "{case}: minima differ\n{}", run.log());
+    assert!(
+        !run.log().contains("STALL") && !run.log().contains("TIMEOUT"),
+        "{case}: a fault is not a stall\n{}",
+        run.log()
+    );
+    assert_every_role_ready(lab, case);
+    wait_steady(lab, SCENARIO_NAMESPACE, DEPLOYMENTS);
+}
+
+fn timed(name: &str, started: Instant) {
+    eprintln!("lab_faults: {name} in {:.0?}", started.elapsed());
+}
+
+fn apiserver_restart(lab: &Lab, baseline: &Minima) {
+    let t = Instant::now();
+    let mut run = Rollout::start(lab, "apiserver");
+    run.wait_step("surge-created");
+    ctl(lab, "restart", "kube-apiserver");
+    assert_completes(lab, &mut run, baseline, "kube-apiserver restarted");
+    timed("kube-apiserver restart", t);
+}
+
+fn etcd_pause(lab: &Lab, baseline: &Minima) {
+    let t = Instant::now();
+    let mut run = Rollout::start(lab, "etcd-pause");
+    run.wait_step("surge-created");
+    ctl(lab, "pause", "etcd");
+    std::thread::sleep(ETCD_PAUSE);
+    ctl(lab, "resume", "etcd");
+    assert_completes(lab, &mut run, baseline, "etcd paused");
+    timed("etcd pause", t);
+}
+
+/// The resourceVersion of the namespace's pod list now.
+fn pods_resource_version(lab: &Lab) -> String {
+    // `kubectl get -o json` prints a List without the server's version.
+    let path = format!("/api/v1/namespaces/{SCENARIO_NAMESPACE}/pods");
+    let list = json(&lab.kubectl(&["get", "--raw", &path]));
+    list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn etcd_compaction(lab: &Lab, baseline: &Minima) {
+    let t = Instant::now();
+    let mut run = Rollout::start(lab, "compaction");
+    run.wait_step("surge-created");
+    let before = pods_resource_version(lab);
+    run.wait_step("weights-loading");
+    ctl(lab, "compact", "etcd");
+    ctl(lab, "restart", "kube-apiserver");
+    // The fresh apiserver has no cache snapshot at the old resourceVersion:
+    // the list reaches etcd, which compacted it away.
+    let path = format!(
+        "/api/v1/namespaces/{SCENARIO_NAMESPACE}/pods?resourceVersion={before}&resourceVersionMatch=Exact"
+    );
+    let old = lab.kubectl(&["get", "--raw", &path]);
+    let err = String::from_utf8_lossy(&old.stderr);
+    assert!(
+        !old.status.success() && err.contains("too old"),
+        "a list at the compacted resourceVersion {before} must be refused: {err}"
+    );
+    assert_completes(lab, &mut run, baseline, "etcd compacted");
+    let log = run.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("watch restart") && l.contains("410")),
+        "the driver's resumed watch got no 410 Gone:\n{log}"
+    );
+    timed("etcd compaction", t);
+}
+
+fn controller_manager_down(lab: &Lab, baseline: &Minima) {
+    let t = Instant::now();
+    let mut run = Rollout::start(lab, "kcm");
+    run.wait_step("surge-created");
+    ctl(lab, "kill", "kube-controller-manager");
+    let down = Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    let frozen = pod_set(lab);
+    run.wait_for(
+        "the note that the controller is not acting",
+        |l| l.contains("is kube-controller-manager running?"),
+        KCM_DOWN,
+    );
+    std::thread::sleep(KCM_DOWN.saturating_sub(down.elapsed()));
+    assert_eq!(
+        pod_set(lab),
+        frozen,
+        "nothing may roll while kube-controller-manager is down"
+    );
+    assert!(
+        run.running(),
+        "the driver must wait for the controller, not end:\n{}",
+        run.log()
+    );
+    ctl(lab, "start", "kube-controller-manager");
+    assert_completes(lab, &mut run, baseline, "kube-controller-manager down 30 s");
+    assert!(
+        run.log().contains("the controller caught up"),
+        "{}",
+        run.log()
+    );
+    timed("kube-controller-manager down", t);
+}
+
+/// Ctrl-C at each step kind in turn; each rerun resumes the same rollout.
+fn ctrl_c_each_step(lab: &Lab, baseline: &Minima) {
+    let kinds = [
+        "surge-created",
+        "scheduled",
+        "weights-loading",
+        "routable",
+        "ready-via-proxy",
+        "ready",
+        "old-terminating",
+        "old-gone",
+    ];
+    let t = Instant::now();
+    for (i, kind) in kinds.iter().enumerate() {
+        let mut run = Rollout::start(lab, &format!("ctrl-c-{i}"));
+        run.wait_step(kind);
+        let code = run.interrupt();
+        let log = run.log();
+        assert!(i == 0 || log.contains("resum"), "rerun {i} resumed:\n{log}");
+        if code == Some(0) && i + 1 == kinds.len() {
+            // `old-gone` of the last leg is its last step: a Ctrl-C that
+            // lands after it finds the rollout complete.
+            assert_eq!(run.report().0.as_deref(), Some("complete"), "{log}");
+            assert_every_role_ready(lab, &format!("Ctrl-C at {kind}"));
+            eprintln!("lab_faults: the rollout completed before Ctrl-C at the last {kind}");
+            timed("Ctrl-C at every step kind", t);
+            return;
+        }
+        assert_eq!(code, Some(130), "Ctrl-C at {kind}:\n{log}");
+        assert!(log.contains("INTERRUPTED"), "Ctrl-C at {kind}:\n{log}");
+        assert_every_role_ready(lab, &format!("Ctrl-C at {kind}"));
+    }
+    let mut last = Rollout::start(lab, "ctrl-c-last");
+    assert_completes(lab, &mut last, baseline, "after Ctrl-C at every step kind");
+    assert!(last.log().contains("resum"), "{}", last.log());
+    timed("Ctrl-C at every step kind", t);
+}
+
+#[test]
+fn faults_on_real_components() {
+    let Some(lab) = lab_or_skip("faults_on_real_components") else {
+        return;
+    };
+    let started = Instant::now();
+    let attached = Attached::start(&lab, "pd-1p1d");
+    wait_steady(&lab, SCENARIO_NAMESPACE, DEPLOYMENTS);
+    timed("lab up and steady", started);
+
+    let t = Instant::now();
+    let mut clean = Rollout::start(&lab, "fault-free");
+    let code = clean.finish(Duration::from_secs(300));
+    let (outcome, baseline) = clean.report();
+    assert_eq!(code, Some(0), "fault-free run\n{}", clean.log());
+    assert_eq!(outcome.as_deref(), Some("complete"));
+    for role in ROLES {
+        assert_eq!(
+            baseline.get(role),
+            Some(&(Some(1), Some(1))),
+            "pd-1p1d keeps one Ready and routable pod per role\n{}",
+            clean.log()
+        );
+    }
+    wait_steady(&lab, SCENARIO_NAMESPACE, DEPLOYMENTS);
+    timed("fault-free rollout", t);
+
+    apiserver_restart(&lab, &baseline);
+    etcd_pause(&lab, &baseline);
+    etcd_compaction(&lab, &baseline);
+    controller_manager_down(&lab, &baseline);
+    ctrl_c_each_step(&lab, &baseline);
+    drop(attached);
+    timed("all", started);
+}
+
+/// The embedded simulator with its controllers stopped (as with
+/// kube-controller-manager and kube-scheduler killed): the driver says the
+/// Deployment's new generation is not observed, neither stalls nor ends,
+/// and completes once they run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_down_on_the_embedded_sim() {
+    use infera::sim::scenario::Scenario;
+    use infera::sim::{RunningSim, SimOptions};
+
+    let scenario = Scenario::load("pd-1p1d").unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = RunningSim::start(SimOptions::new(scenario, 20.0))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        infera::demo::wait_steady(sim.store(), SCENARIO_NAMESPACE, Duration::from_secs(60)).await
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig)
+        .unwrap_or_else(|e| panic!("{e}"));
+    sim.stop_controllers();
+    let store = sim.store().clone();
+    let pods = move || {
+        let mut names: Vec<String> = store
+            .list(infera::sim::store::Kind::Pod, Some(SCENARIO_NAMESPACE))
+            .0
+            .iter()
+            .filter_map(|p| p.pointer("/metadata/name")?.as_str().map(str::to_string))
+            .collect();
+        names.sort();
+        names
+    };
+    let before = pods();
+    let (mut run, noted) = tokio::task::block_in_place(|| {
+        let mut run = spawn_embedded(&kubeconfig, dir.path());
+        let line = run.wait_for(
+            "the note that the controller is not acting",
+            |l| l.contains("is kube-controller-manager running?"),
+            Duration::from_secs(40),
+        );
+        (run, line)
+    });
+    assert!(
+        noted.contains("generation") && noted.contains("not observed by the controller"),
+        "{noted}"
+    );
+    assert_eq!(pods(), before, "nothing rolls without the controllers");
+    assert!(run.running(), "neither a stall nor success:\n{}", run.log());
+    sim.start_controllers();
+    let code = tokio::task::block_in_place(|| run.finish(Duration::from_secs(120)));
+    let log = run.log();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("the controller caught up"), "{log}");
+    assert!(!log.contains("STALL") && !log.contains("TIMEOUT"), "{log}");
+    let (outcome, minima) = run.report();
+    assert_eq!(outcome.as_deref(), Some("complete"), "{log}");
+    for role in ROLES {
+        assert_eq!(minima.get(role), Some(&(Some(1), Some(1))), "{log}");
+    }
+    sim.shutdown().await;
+}
+
+/// `infera rollout restart` against the embedded sim's kubeconfig.
+fn spawn_embedded(kubeconfig: &Path, dir: &Path) -> Rollout {
+    let report = dir.join("report.json");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_infera"));
+    cmd.args(["rollout", "restart", TARGET, "--yes", "--kubeconfig"])
+        .arg(kubeconfig)
+        .arg("--report")
+        .arg(&report)
+        .env_remove("KUBECONFIG");
+    Rollout::spawn(cmd, report)
+}
