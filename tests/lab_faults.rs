@@ -32,7 +32,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::lab::{Attached, Lab, SCENARIO_NAMESPACE, is_ready, json, lab_or_skip, wait_steady};
+use common::lab::{
+    Attached, Lab, SCENARIO_NAMESPACE, is_ready, json, lab_or_skip_with, wait_steady,
+};
 use serde_json::Value;
 
 const TARGET: &str = "idep/llama";
@@ -43,10 +45,14 @@ const ROLES: [&str; 2] = ["prefill", "decode"];
 const KCM_DOWN: Duration = Duration::from_secs(30);
 /// How long etcd stays paused: past the apiserver's etcd keepalive (ping
 /// after 30 s idle, dead 10 s later: `keepaliveTime`/`keepaliveTimeout` in
-/// k8s.io/apiserver/pkg/storage/storagebackend/factory/etcd3.go), within
-/// the node monitor grace period (50 s) so that the nodes, whose heartbeats
-/// cannot be written meanwhile, stay Ready.
-const ETCD_PAUSE: Duration = Duration::from_secs(42);
+/// k8s.io/apiserver@v0.37.2 pkg/storage/storagebackend/factory/etcd3.go).
+const ETCD_PAUSE: Duration = Duration::from_secs(45);
+/// No heartbeat (Lease, renewed every 10 s) can be written while etcd is
+/// paused: 45 s of pause plus up to 10 s since the last renewal exceeds the
+/// default 50 s grace, and the node lifecycle controller then marks a node
+/// NotReady (seen on the lab) — as it would on a real cluster, and not
+/// because of anything infera does. This lab gives it 120 s.
+const KCM_ARGS: (&str, &str) = ("INFERA_LAB_KCM_ARGS", "--node-monitor-grace-period=120s");
 
 /// role → (min Ready exact, min routable exact) from a `--report`.
 type Minima = BTreeMap<String, (Option<u64>, Option<u64>)>;
@@ -322,6 +328,15 @@ fn etcd_pause(lab: &Lab, baseline: &Minima) {
     ctl(lab, "pause", "etcd");
     std::thread::sleep(ETCD_PAUSE);
     ctl(lab, "resume", "etcd");
+    // The pause outlasted the apiserver's etcd keepalive: its etcd client
+    // gave the connections up (client watches through the watch cache stay
+    // open, silent meanwhile).
+    let log =
+        std::fs::read_to_string(lab.dir.path().join("logs/kube-apiserver.log")).unwrap_or_default();
+    assert!(
+        log.contains("keepalive ping failed to receive ACK"),
+        "etcd was not paused long enough for the apiserver's etcd connections to break"
+    );
     assert_completes(lab, &mut run, baseline, "etcd paused");
     timed("etcd pause", t);
 }
@@ -466,10 +481,11 @@ fn ctrl_c_each_step(lab: &Lab, baseline: &Minima) {
 #[test]
 fn faults_on_real_components() {
     let started = Instant::now();
-    let Some(lab) = lab_or_skip("faults_on_real_components") else {
+    let Some(lab) = lab_or_skip_with("faults_on_real_components", &[KCM_ARGS]) else {
         return;
     };
     let attached = Attached::start(&lab, "pd-1p1d");
+    let deadline_created = lab_deadline_start(&lab);
     wait_steady(&lab, SCENARIO_NAMESPACE, DEPLOYMENTS);
     timed("lab up and steady", started);
 
@@ -489,12 +505,14 @@ fn faults_on_real_components() {
     }
     wait_steady(&lab, SCENARIO_NAMESPACE, DEPLOYMENTS);
     timed("fault-free rollout", t);
+    lab_deadline_check(&lab, deadline_created);
 
     apiserver_restart(&lab, &baseline);
     etcd_pause(&lab, &baseline);
     etcd_compaction(&lab, &baseline);
     controller_manager_down(&lab, &baseline);
     ctrl_c_each_step(&lab, &baseline);
+    lab_deadline_check(&lab, deadline_created);
     drop(attached);
     timed("all", started);
 }
@@ -571,4 +589,151 @@ fn spawn_embedded(kubeconfig: &Path, dir: &Path) -> Rollout {
         .arg(&report)
         .env_remove("KUBECONFIG");
     Rollout::spawn(cmd, report)
+}
+
+/// The documented difference (README, "Conformance"): the embedded
+/// Deployment controller judges `progressDeadlineSeconds` on the scaled
+/// clock, upstream's (`DeploymentTimedOut` in
+/// k8s.io/kubernetes@v1.37.2 pkg/controller/deployment/util/deployment_util.go)
+/// on the wall clock. A Deployment whose pod can never be scheduled, with a
+/// 60 s deadline.
+const DEADLINE_SECONDS: i64 = 60;
+
+fn deadline_deployment(namespace: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "deadline-pin", "namespace": namespace},
+        "spec": {
+            "replicas": 1,
+            "progressDeadlineSeconds": DEADLINE_SECONDS,
+            "selector": {"matchLabels": {"app": "deadline-pin"}},
+            "template": {
+                "metadata": {"labels": {"app": "deadline-pin"}},
+                "spec": {
+                    "nodeSelector": {"infera.amd.com/no-such-node": "true"},
+                    "containers": [{"name": "c", "image": "registry.invalid/none:0"}],
+                },
+            },
+        },
+    })
+}
+
+/// The Progressing condition's (status, reason).
+fn progressing(d: &Value) -> Option<(String, String)> {
+    d["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Progressing")
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap_or_default().to_string(),
+                c["reason"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+}
+
+/// On the lab: create the Deployment (namespace `pin`, away from the
+/// scenario); the creation time.
+fn lab_deadline_start(lab: &Lab) -> Instant {
+    let file = lab.dir.path().join("deadline-pin.json");
+    let ns =
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "pin"}});
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [ns, deadline_deployment("pin")]});
+    std::fs::write(&file, list.to_string()).expect("write the manifest");
+    let out = lab.kubectl(&["apply", "-f", &file.to_string_lossy()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Instant::now()
+}
+
+fn lab_deadline(lab: &Lab) -> Option<(String, String)> {
+    progressing(&json(&lab.kubectl(&[
+        "get",
+        "deploy",
+        "deadline-pin",
+        "-n",
+        "pin",
+        "-o",
+        "json",
+    ])))
+}
+
+/// On the lab the deadline runs in real time: still progressing long after
+/// the embedded sim's (speed 20: 3 s) has passed, exceeded after 60 s.
+fn lab_deadline_check(lab: &Lab, created: Instant) {
+    let at = created.elapsed();
+    let now = lab_deadline(lab);
+    if at < Duration::from_secs(50) {
+        assert_eq!(
+            now.map(|(s, _)| s).as_deref(),
+            Some("True"),
+            "{at:?} after creation the lab's Deployment must still be progressing"
+        );
+        return;
+    }
+    let deadline = created + Duration::from_secs(DEADLINE_SECONDS as u64 + 30);
+    let mut now = now;
+    while now.as_ref().map(|(_, r)| r.as_str()) != Some("ProgressDeadlineExceeded")
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_secs(1));
+        now = lab_deadline(lab);
+    }
+    assert_eq!(
+        now,
+        Some(("False".into(), "ProgressDeadlineExceeded".into())),
+        "the lab's Deployment must exceed its deadline after {DEADLINE_SECONDS} s of real time"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_deadline_runs_on_the_scaled_clock_in_the_sim() {
+    use infera::sim::scenario::Scenario;
+    use infera::sim::{RunningSim, SimOptions};
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::api::{Api, PostParams};
+
+    let scenario = Scenario::load("pd-1p1d").unwrap_or_else(|e| panic!("{e}"));
+    let sim = RunningSim::start(SimOptions::new(scenario, 20.0))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let config = sim.client_config().await.unwrap_or_else(|e| panic!("{e}"));
+    let client = kube::Client::try_from(config).unwrap_or_else(|e| panic!("{e}"));
+    let api: Api<Deployment> = Api::namespaced(client, SCENARIO_NAMESPACE);
+    let d: Deployment = serde_json::from_value(deadline_deployment(SCENARIO_NAMESPACE))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let created = Instant::now();
+    api.create(&PostParams::default(), &d)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // 60 s of deadline at speed 20: 3 s of wall time (the lab: 60 s).
+    let mut now = None;
+    while created.elapsed() < Duration::from_secs(20) {
+        let d = api
+            .get("deadline-pin")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        now = progressing(&serde_json::to_value(&d).unwrap_or_default());
+        if now
+            .as_ref()
+            .is_some_and(|(_, r)| r == "ProgressDeadlineExceeded")
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let took = created.elapsed();
+    assert_eq!(
+        now,
+        Some(("False".into(), "ProgressDeadlineExceeded".into())),
+        "the embedded deadline passes on the scaled clock"
+    );
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(20),
+        "60 s at speed 20 took {took:?}"
+    );
+    sim.shutdown().await;
 }
