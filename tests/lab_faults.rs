@@ -185,26 +185,31 @@ impl Rollout {
 
     /// The report's outcome and per-role exact minima.
     fn report(&self) -> (Option<String>, Minima) {
-        let report: Value = std::fs::read(&self.report)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or(Value::Null);
-        let minima = report["roles"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|r| {
-                (
-                    r["role"].as_str().unwrap_or("?").to_string(),
-                    (
-                        r["min_ready_exact"].as_u64(),
-                        r["min_routable_exact"].as_u64(),
-                    ),
-                )
-            })
-            .collect();
-        (report["outcome"].as_str().map(str::to_string), minima)
+        read_report(&self.report)
     }
+}
+
+/// A `--report` file's outcome and per-role exact minima.
+fn read_report(path: &Path) -> (Option<String>, Minima) {
+    let report: Value = std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    let minima = report["roles"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            (
+                r["role"].as_str().unwrap_or("?").to_string(),
+                (
+                    r["min_ready_exact"].as_u64(),
+                    r["min_routable_exact"].as_u64(),
+                ),
+            )
+        })
+        .collect();
+    (report["outcome"].as_str().map(str::to_string), minima)
 }
 
 impl Drop for Rollout {
@@ -512,6 +517,7 @@ fn faults_on_real_components() {
     etcd_compaction(&lab, &baseline);
     controller_manager_down(&lab, &baseline);
     ctrl_c_each_step(&lab, &baseline);
+    audit_parity(&lab);
     lab_deadline_check(&lab, deadline_created);
     drop(attached);
     timed("all", started);
@@ -736,4 +742,147 @@ async fn progress_deadline_runs_on_the_scaled_clock_in_the_sim() {
         "60 s at speed 20 took {took:?}"
     );
     sim.shutdown().await;
+}
+
+/// What an `infera audit --until-complete` of an operator-driven roll gave:
+/// exit code, outcome, per-role exact minima.
+type AuditResult = (Option<i32>, Option<String>, Minima);
+
+/// Change the InferaDeployment (both services' pod labels, as `kubectl
+/// apply` of a new revision would), then `infera audit --until-complete`
+/// the roll the operator drives. `kubectl` and `infera` build the commands
+/// for one world.
+fn operator_roll_audited(
+    dir: &Path,
+    kubectl: impl Fn(&[&str]) -> Command,
+    infera: impl Fn(&[&str]) -> Command,
+) -> AuditResult {
+    let stamp = format!("{}", std::process::id());
+    let patch = serde_json::json!({"spec": {"services": {
+        "prefill": {"podLabels": {"infera.amd.com/audit-parity": &stamp}},
+        "decode": {"podLabels": {"infera.amd.com/audit-parity": &stamp}},
+    }}});
+    let out = kubectl(&[
+        "patch",
+        "inferadeployments.infera.amd.com",
+        "llama",
+        "-n",
+        SCENARIO_NAMESPACE,
+        "--type",
+        "merge",
+        "-p",
+        &patch.to_string(),
+    ])
+    .stdin(Stdio::null())
+    .output()
+    .expect("kubectl patch");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = dir.join("audit-parity.json");
+    let report_arg = report.to_string_lossy().into_owned();
+    let out = infera(&[
+        "audit",
+        TARGET,
+        "-n",
+        SCENARIO_NAMESPACE,
+        "--until-complete",
+        "--for",
+        "5m",
+        "--report",
+        &report_arg,
+    ])
+    .stdin(Stdio::null())
+    .output()
+    .expect("infera audit");
+    let (outcome, minima) = read_report(&report);
+    (out.status.code(), outcome, minima)
+}
+
+/// The audit parity of issue 12 §1: the same operator-driven roll audited
+/// on the lab and on `infera sim serve` (driven by the lab's kubectl from
+/// outside the namespace) gives the same exit code, outcome and minima.
+fn audit_parity(lab: &Lab) {
+    let t = Instant::now();
+    let kubectl_bin = lab.dir.path().join("bin/kubectl");
+    let on_lab = operator_roll_audited(
+        lab.dir.path(),
+        |args| {
+            let mut c = lab.command(&kubectl_bin);
+            c.args(args);
+            c
+        },
+        |args| lab.infera(args),
+    );
+    wait_steady(lab, SCENARIO_NAMESPACE, DEPLOYMENTS);
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = dir.path().join("sim.kubeconfig");
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_infera"))
+        .args([
+            "sim",
+            "serve",
+            "--scenario",
+            "pd-1p1d",
+            "--speed",
+            common::lab::SPEED,
+        ])
+        .arg("--kubeconfig-out")
+        .arg(&kubeconfig)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("infera sim serve");
+    let kubectl = |args: &[&str]| {
+        let mut c = Command::new(&kubectl_bin);
+        c.arg("--kubeconfig").arg(&kubeconfig).args(args);
+        c
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !embedded_steady(&kubectl) {
+        assert!(
+            Instant::now() < deadline,
+            "infera sim serve never got steady"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let embedded = operator_roll_audited(dir.path(), kubectl, |args| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_infera"));
+        c.args(args)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .env_remove("KUBECONFIG");
+        c
+    });
+    let _ = Command::new("kill")
+        .args(["-INT", &serve.id().to_string()])
+        .status();
+    let _ = serve.wait();
+    assert_eq!(
+        on_lab, embedded,
+        "the audited operator-driven roll differs between the worlds"
+    );
+    assert_eq!(on_lab.0, Some(0), "{on_lab:?}");
+    for role in ROLES {
+        assert_eq!(on_lab.2.get(role), Some(&(Some(1), Some(1))), "{on_lab:?}");
+    }
+    timed("audit --until-complete parity", t);
+}
+
+/// The embedded sim's three Deployments available and its workers Ready.
+fn embedded_steady(kubectl: &impl Fn(&[&str]) -> Command) -> bool {
+    let out = kubectl(&["get", "deploy", "-n", SCENARIO_NAMESPACE, "-o", "json"])
+        .stdin(Stdio::null())
+        .output();
+    let Ok(out) = out else { return false };
+    let deps: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let items = deps["items"].as_array().cloned().unwrap_or_default();
+    items.len() == DEPLOYMENTS
+        && items.iter().all(|d| {
+            d["status"]["availableReplicas"] == d["spec"]["replicas"]
+                && d["status"]["updatedReplicas"] == d["spec"]["replicas"]
+        })
 }
