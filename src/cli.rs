@@ -2,7 +2,7 @@
 //!
 //! The man pages in `man/` and the shell completions in `completions/` are
 //! generated from these definitions by `cargo run -- generate` (hidden
-//! subcommand); `tests/generated.rs` fails when they are stale.
+//! subcommand); `tests/cli/generated.rs` fails when they are stale.
 //!
 //! Library modules never see clap types other than the `*Args` structs below.
 

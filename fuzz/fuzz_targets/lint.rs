@@ -1,7 +1,7 @@
 //! Arbitrary bytes as one manifest file, through the loader (split, UTF-8,
 //! serde-saphyr with budgets, typed views), every rule and every printer.
 //! Any panic, overflow or abort is a bug: bad input must come back as an
-//! input error. `tests/no_panic.rs` runs the same entry point on stable.
+//! input error. `tests/cli/no_panic.rs` runs the same entry point on stable.
 
 #![no_main]
 

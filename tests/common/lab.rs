@@ -1,4 +1,4 @@
-//! Shared helpers for the lab tests (`tests/lab.rs`, `tests/lab_conformance.rs`):
+//! Shared helpers for the lab tests (`tests/lab/`: smoke, conformance, rbac):
 //! the `Lab` guard (`lab/up` … `lab/down`), commands inside its network
 //! namespace, the `Attached` guard for `infera sim attach`, and the
 //! skip-with-reason logic (`INFERA_LAB_BIN`, root, `INFERA_LAB_REQUIRED`).
@@ -66,10 +66,17 @@ pub fn lab_or_skip_with(test: &str, env: &[(&str, &str)]) -> Option<Lab> {
     }
 }
 
-/// A running lab in a temporary directory; dropping it runs `lab/down`.
+/// One lab at a time per test binary: two control planes on two busy cores
+/// make every timing in the lab tests noisy, and the tests ran one binary at
+/// a time before they shared one.
+static ONE_LAB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A running lab in a temporary directory; dropping it runs `lab/down`
+/// (then releases the one-lab lock).
 pub struct Lab {
     pub dir: tempfile::TempDir,
     pub netns: String,
+    _one: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Lab {
@@ -79,6 +86,8 @@ impl Lab {
 
     /// `lab/up` with extra environment.
     pub fn up_with(env: &[(&str, &str)]) -> Lab {
+        // A test that panicked while holding the lab still ran `lab/down`.
+        let one = ONE_LAB.lock().unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().expect("temp dir");
         let out = Command::new(root().join("lab/up"))
             .arg(dir.path())
@@ -96,7 +105,11 @@ impl Lab {
             .expect("lab/up leaves DIR/netns")
             .trim()
             .to_string();
-        Lab { dir, netns }
+        Lab {
+            dir,
+            netns,
+            _one: one,
+        }
     }
 
     pub fn kubeconfig(&self) -> PathBuf {

@@ -14,6 +14,7 @@
 //!   SVG/CSV, and the exit code.
 //! * [`Target`], [`roles_from_inferadeployment`], [`parse_role_flag`] — what
 //!   to audit and how its pods are grouped into roles.
+#![warn(clippy::too_many_lines)] // threshold in clippy.toml
 
 mod command;
 pub mod exit;

@@ -17,7 +17,7 @@ use super::{ClusterError, Connection};
 pub type ResourceList = BTreeMap<String, i128>;
 
 /// Parse a Kubernetes quantity into milli-units (the scheduler's parser).
-pub use infera_model::scheduling::parse_quantity_milli as parse_quantity;
+pub use infera_model::worker::parse_quantity_milli as parse_quantity;
 
 fn add_quantities(into: &mut ResourceList, from: Option<&BTreeMap<String, Quantity>>) {
     for (name, q) in from.into_iter().flatten() {

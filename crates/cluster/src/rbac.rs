@@ -15,7 +15,7 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
 /// ClusterRole, ClusterRoleBinding. The bindings are templates: their subject
 /// is a ServiceAccount `infera` in `namespace`; edit it for a user or group.
 ///
-/// Why each rule (each verb is needed by some command: `tests/lab_rbac.rs`
+/// Why each rule (each verb is needed by some command: `tests/lab/rbac.rs`
 /// removes them one at a time on the upstream lab and checks that a command
 /// fails naming it):
 /// * pods watch — the auditor and the rollout's step tracking (their list
@@ -117,7 +117,7 @@ mod tests {
         }
         assert!(has(&objects, "ClusterRole", "nodes", "list"));
         assert!(has(&objects, "ClusterRole", "pods", "list"));
-        // Found unused on the upstream lab (tests/lab_rbac.rs).
+        // Found unused on the upstream lab (tests/lab/rbac.rs).
         assert!(!has(&objects, "Role", "inferadeployments", "watch"));
         assert!(!has(&objects, "Role", "events", "watch"));
         assert!(!has(&objects, "Role", "pods", "delete"));

@@ -4,6 +4,7 @@
 //! (`engine`, which parses and runs the rules) and the printers (`report`).
 //! The command (`infera lint`, flags, exit codes, `--cluster`) is in the
 //! binary's `commands::lint`.
+#![warn(clippy::too_many_lines)] // threshold in clippy.toml
 
 pub mod config;
 pub mod engine;
@@ -39,7 +40,7 @@ pub fn write_report(
 /// Everything `infera lint` does to one file, in memory: parse, every rule,
 /// [`apply`] with the default configuration, and every printer (into a
 /// sink). The fuzz target (`fuzz/fuzz_targets/lint.rs`) and
-/// `tests/no_panic.rs` feed arbitrary bytes through this: whatever the bytes,
+/// `tests/cli/no_panic.rs` feed arbitrary bytes through this: whatever the bytes,
 /// it returns, with findings or input errors, and never panics.
 pub fn lint_bytes_through_every_printer(bytes: &[u8]) -> LintOutcome {
     let rules = engine::rules();

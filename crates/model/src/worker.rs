@@ -7,8 +7,6 @@
 use k8s_openapi::api::core::v1::EnvVar;
 use serde::Serialize;
 
-pub use crate::scheduling::parse_quantity_milli;
-
 /// The pod annotation a worker writes when it registers (§5).
 pub const WORKER_INFO_ANNOTATION: &str = "infera.amd.com/worker-info";
 /// Label keys the operator puts on every object and pod it renders (§1).
@@ -34,6 +32,85 @@ pub const GPU_RESOURCES: [&str; 2] = [DEFAULT_GPU_TYPE, "nvidia.com/gpu"];
 /// `<vendor>/gpu`).
 pub fn is_gpu_resource(name: &str) -> bool {
     name.ends_with("/gpu")
+}
+
+/// Parse a Kubernetes quantity into thousandths of its unit ("milli-units"),
+/// rounding up as upstream's `MilliValue` does. `None` for malformed input.
+pub fn parse_quantity_milli(quantity: &str) -> Option<i128> {
+    let s = quantity.trim();
+    if s.is_empty() {
+        return None;
+    }
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+        .unwrap_or(s.len());
+    let (number, suffix) = s.split_at(split);
+    // Decimal exponent form: 1e3, 5E-1.
+    let (mut numerator, mut denominator) = parse_decimal(number)?;
+    let (mult_num, mult_den): (i128, i128) = match suffix {
+        "" => (1, 1),
+        "n" => (1, 1_000_000_000),
+        "u" => (1, 1_000_000),
+        "m" => (1, 1_000),
+        "k" => (1_000, 1),
+        "M" => (1_000_000, 1),
+        "G" => (1_000_000_000, 1),
+        "T" => (1_000_000_000_000, 1),
+        "P" => (1_000_000_000_000_000, 1),
+        "E" => (1_000_000_000_000_000_000, 1),
+        "Ki" => (1 << 10, 1),
+        "Mi" => (1 << 20, 1),
+        "Gi" => (1 << 30, 1),
+        "Ti" => (1 << 40, 1),
+        "Pi" => (1 << 50, 1),
+        "Ei" => (1 << 60, 1),
+        other if other.starts_with(['e', 'E']) => {
+            let exp: i32 = other.get(1..)?.parse().ok()?;
+            if exp.unsigned_abs() > 30 {
+                return None;
+            }
+            if exp >= 0 {
+                (10i128.pow(exp.unsigned_abs()), 1)
+            } else {
+                (1, 10i128.pow(exp.unsigned_abs()))
+            }
+        }
+        _ => return None,
+    };
+    numerator = numerator.checked_mul(mult_num)?.checked_mul(1000)?;
+    denominator = denominator.checked_mul(mult_den)?;
+    // Ceiling division, sign-aware.
+    let quotient = numerator.div_euclid(denominator);
+    let remainder = numerator.rem_euclid(denominator);
+    Some(if remainder > 0 {
+        quotient + 1
+    } else {
+        quotient
+    })
+}
+
+/// "12.5" → (125, 10).
+fn parse_decimal(number: &str) -> Option<(i128, i128)> {
+    let (negative, digits) = match number.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, number.strip_prefix('+').unwrap_or(number)),
+    };
+    let (int_part, frac_part) = digits.split_once('.').unwrap_or((digits, ""));
+    if int_part.is_empty() && frac_part.is_empty() {
+        return None;
+    }
+    if !int_part.chars().all(|c| c.is_ascii_digit())
+        || !frac_part.chars().all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    if int_part.len() + frac_part.len() > 30 {
+        return None;
+    }
+    let joined = format!("{int_part}{frac_part}");
+    let value: i128 = joined.parse().ok()?;
+    let denominator = 10i128.pow(u32::try_from(frac_part.len()).ok()?);
+    Some((if negative { -value } else { value }, denominator))
 }
 
 /// A whole-unit resource count (`8`, `8.0`, `1k`) from a quantity; `None`
@@ -152,6 +229,27 @@ pub fn worker_readiness_port(value: Option<&str>) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantities_parse_like_upstream() {
+        let cases = [
+            ("1", Some(1000)),
+            ("100m", Some(100)),
+            ("1.5", Some(1500)),
+            ("2Gi", Some(2 * (1i128 << 30) * 1000)),
+            ("1k", Some(1_000_000)),
+            ("1e3", Some(1_000_000)),
+            ("1n", Some(1)), // rounds up
+            ("0.0001", Some(1)),
+            ("8", Some(8000)),
+            ("abc", None),
+            ("", None),
+            ("1Qi", None),
+        ];
+        for (input, want) in cases {
+            assert_eq!(parse_quantity_milli(input), want, "{input}");
+        }
+    }
 
     fn strict(raw: &str) -> Option<u16> {
         readiness_port(&[EnvVar {

@@ -16,6 +16,7 @@
 //! a role fell below; 3 stalled, aborted, timed out, or stopped by the
 //! preflight (a predicted stall/gap without `--force`); 2 usage, connection
 //! or permission; 130 interrupted.
+#![warn(clippy::too_many_lines)] // threshold in clippy.toml
 
 mod api;
 mod controller;

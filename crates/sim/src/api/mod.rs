@@ -5,8 +5,8 @@
 //! binds the same port again, keeping the store. TLS uses a CA generated at
 //! start; its certificate goes into the kubeconfig.
 //!
-//! `kubectl` and kube-rs are driven against it in `tests/sim_kubectl.rs` and
-//! `tests/sim_kube.rs`. What a client can still tell apart from a real
+//! `kubectl` and kube-rs are driven against it in `tests/sim/sim_kubectl.rs` and
+//! `tests/sim/sim_kube.rs`. What a client can still tell apart from a real
 //! kube-apiserver (simplifications, by design):
 //!
 //! * Plain HTTP requires the bearer token too, but client-go (kubectl) sends
@@ -68,8 +68,8 @@ pub enum ApiError {
     Faults(String),
 }
 
-/// How to run the API server.
-#[derive(Debug, Clone)]
+/// How to run the API server. `Debug` leaves the token out.
+#[derive(Clone)]
 pub struct ApiConfig {
     pub port: u16,
     pub tls: bool,
@@ -81,6 +81,20 @@ pub struct ApiConfig {
     pub bookmark_interval: Duration,
     /// How long the listener stays closed during a restart.
     pub restart_downtime: Duration,
+}
+
+impl std::fmt::Debug for ApiConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiConfig")
+            .field("port", &self.port)
+            .field("tls", &self.tls)
+            .field("token", &"<redacted>")
+            .field("faults", &self.faults)
+            .field("seed", &self.seed)
+            .field("bookmark_interval", &self.bookmark_interval)
+            .field("restart_downtime", &self.restart_downtime)
+            .finish()
+    }
 }
 
 impl ApiConfig {

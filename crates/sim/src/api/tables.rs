@@ -110,79 +110,88 @@ fn col(name: &str, ty: &str, priority: u8) -> Value {
     json!({"name": name, "type": ty, "format": format, "description": "", "priority": priority})
 }
 
-fn columns(kind: Kind) -> Vec<Value> {
+/// Each kind's columns as kubectl's server-side printing names them:
+/// (name, type, priority).
+fn column_specs(kind: Kind) -> &'static [(&'static str, &'static str, u8)] {
     match kind {
-        Kind::Pod => vec![
-            col("Name", "string", 0),
-            col("Ready", "string", 0),
-            col("Status", "string", 0),
-            col("Restarts", "string", 0),
-            col("Age", "string", 0),
-            col("IP", "string", 1),
-            col("Node", "string", 1),
-            col("Nominated Node", "string", 1),
-            col("Readiness Gates", "string", 1),
+        Kind::Pod => &[
+            ("Name", "string", 0),
+            ("Ready", "string", 0),
+            ("Status", "string", 0),
+            ("Restarts", "string", 0),
+            ("Age", "string", 0),
+            ("IP", "string", 1),
+            ("Node", "string", 1),
+            ("Nominated Node", "string", 1),
+            ("Readiness Gates", "string", 1),
         ],
-        Kind::Deployment => vec![
-            col("Name", "string", 0),
-            col("Ready", "string", 0),
-            col("Up-to-date", "integer", 0),
-            col("Available", "integer", 0),
-            col("Age", "string", 0),
-            col("Containers", "string", 1),
-            col("Images", "string", 1),
-            col("Selector", "string", 1),
+        Kind::Deployment => &[
+            ("Name", "string", 0),
+            ("Ready", "string", 0),
+            ("Up-to-date", "integer", 0),
+            ("Available", "integer", 0),
+            ("Age", "string", 0),
+            ("Containers", "string", 1),
+            ("Images", "string", 1),
+            ("Selector", "string", 1),
         ],
-        Kind::ReplicaSet => vec![
-            col("Name", "string", 0),
-            col("Desired", "integer", 0),
-            col("Current", "integer", 0),
-            col("Ready", "integer", 0),
-            col("Age", "string", 0),
-            col("Containers", "string", 1),
-            col("Images", "string", 1),
-            col("Selector", "string", 1),
+        Kind::ReplicaSet => &[
+            ("Name", "string", 0),
+            ("Desired", "integer", 0),
+            ("Current", "integer", 0),
+            ("Ready", "integer", 0),
+            ("Age", "string", 0),
+            ("Containers", "string", 1),
+            ("Images", "string", 1),
+            ("Selector", "string", 1),
         ],
-        Kind::Node => vec![
-            col("Name", "string", 0),
-            col("Status", "string", 0),
-            col("Roles", "string", 0),
-            col("Age", "string", 0),
-            col("Version", "string", 0),
-            col("Internal-IP", "string", 1),
-            col("External-IP", "string", 1),
-            col("OS-Image", "string", 1),
-            col("Kernel-Version", "string", 1),
-            col("Container-Runtime", "string", 1),
+        Kind::Node => &[
+            ("Name", "string", 0),
+            ("Status", "string", 0),
+            ("Roles", "string", 0),
+            ("Age", "string", 0),
+            ("Version", "string", 0),
+            ("Internal-IP", "string", 1),
+            ("External-IP", "string", 1),
+            ("OS-Image", "string", 1),
+            ("Kernel-Version", "string", 1),
+            ("Container-Runtime", "string", 1),
         ],
-        Kind::Namespace => vec![
-            col("Name", "string", 0),
-            col("Status", "string", 0),
-            col("Age", "string", 0),
+        Kind::Namespace => &[
+            ("Name", "string", 0),
+            ("Status", "string", 0),
+            ("Age", "string", 0),
         ],
-        Kind::Event => vec![
-            col("Last Seen", "string", 0),
-            col("Type", "string", 0),
-            col("Reason", "string", 0),
-            col("Object", "string", 0),
-            col("Subobject", "string", 1),
-            col("Source", "string", 1),
-            col("Message", "string", 0),
-            col("First Seen", "string", 1),
-            col("Count", "string", 1),
-            col("Name", "string", 1),
+        Kind::Event => &[
+            ("Last Seen", "string", 0),
+            ("Type", "string", 0),
+            ("Reason", "string", 0),
+            ("Object", "string", 0),
+            ("Subobject", "string", 1),
+            ("Source", "string", 1),
+            ("Message", "string", 0),
+            ("First Seen", "string", 1),
+            ("Count", "string", 1),
+            ("Name", "string", 1),
         ],
         // The CRD's additionalPrinterColumns (lab/crd: Backend, State,
         // GAIE at priority 1, Age).
-        Kind::InferaDeployment => vec![
-            col("Name", "string", 0),
-            col("Backend", "string", 0),
-            col("State", "string", 0),
-            col("GAIE", "boolean", 1),
-            col("Age", "date", 0),
+        Kind::InferaDeployment => &[
+            ("Name", "string", 0),
+            ("Backend", "string", 0),
+            ("State", "string", 0),
+            ("GAIE", "boolean", 1),
+            ("Age", "date", 0),
         ],
-        Kind::LeaderWorkerSet => vec![col("Name", "string", 0), col("Age", "string", 0)],
+        Kind::LeaderWorkerSet => &[("Name", "string", 0), ("Age", "string", 0)],
     }
+}
+
+fn columns(kind: Kind) -> Vec<Value> {
+    column_specs(kind)
+        .iter()
+        .map(|(name, ty, priority)| col(name, ty, *priority))
+        .collect()
 }
 
 fn pod_status(pod: &Value) -> String {

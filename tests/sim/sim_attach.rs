@@ -6,10 +6,8 @@
 //! `ready-via-proxy` steps answered by the pods' real listeners through the
 //! API's pod proxy; `--cleanup` removes the simulated nodes.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use infera::sim::scenario::Scenario;
@@ -18,56 +16,14 @@ use infera::sim::world::SIMULATED_NODE_LABEL;
 use infera::sim::{RunningSim, SimOptions};
 use serde_json::Value;
 
+use crate::common::process::{self, lines, wait_exit};
+
 const SPEED: &str = "100";
 
 fn infera(args: &[&str], kubeconfig: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_infera"));
-    cmd.args(args)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .env_remove("KUBECONFIG")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null());
+    let mut cmd = process::infera(args);
+    cmd.arg("--kubeconfig").arg(kubeconfig).stdin(Stdio::null());
     cmd
-}
-
-fn lines(child: &mut Child) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    for out in [
-        child
-            .stdout
-            .take()
-            .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|e| Box::new(e) as Box<dyn std::io::Read + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-    }
-    rx
-}
-
-fn wait_exit(child: &mut Child, limit: Duration) -> i32 {
-    let start = Instant::now();
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return status.code().unwrap_or(-1);
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("infera did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn simulated_nodes(sim: &RunningSim) -> Vec<Value> {

@@ -5,18 +5,18 @@
 
 use std::time::Duration;
 
+use infera::sim::SimOptions;
 use infera::sim::scenario::Scenario;
 use infera::sim::store::{Kind, Store};
-use infera::sim::{RunningSim, SimOptions};
 use serde_json::Value;
 
+use crate::common::sim::Sim;
+
 /// The simulator with its world, on plain HTTP, and its store.
-async fn start_sim(scenario: Scenario, speed: f64) -> (RunningSim, Store) {
+async fn start_sim(scenario: Scenario, speed: f64) -> (Sim, Store) {
     let mut options = SimOptions::new(scenario, speed);
     options.tls = false;
-    let sim = RunningSim::start(options)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let sim = Sim::unsteady(options).await;
     let store = sim.store().clone();
     (sim, store)
 }
@@ -326,7 +326,7 @@ async fn whole_node_pinned_surge_stays_pending_then_deadline() {
 }
 
 /// Scale harness (not a timing assert): 1,000 nodes, 100 Deployments x 50
-/// replicas. Run with `cargo test --release --test sim_controllers -- --ignored --nocapture`.
+/// replicas. Run with `cargo test --release --test sim sim_controllers -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "scale harness; prints numbers"]
 async fn scale_1000_nodes_5000_pods() {

@@ -6,16 +6,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use infera::audit::Outputs;
-use infera::cluster::connect_with;
 use infera::console::html::PageContext;
 use infera::exit::Exit;
 use infera::rollout::target::Target;
 use infera::rollout::{Options, Request, execute};
-use infera::sim::scenario::Scenario;
-use infera::sim::{RunningSim, SimOptions};
+
+use crate::common::sim::Sim;
 
 const SPEED: f64 = 200.0;
 
@@ -61,16 +59,8 @@ fn headless(browser: &Path, profile: &Path, extra: &[&str], page: &Path) -> std:
 /// Roll idep/llama on pd-1p1d-skip-probe and write the page through the
 /// CLI's output path; returns the page's path (kept in the temp dir).
 async fn rollout_page(dir: &Path) -> PathBuf {
-    let scenario = Scenario::load("pd-1p1d-skip-probe").unwrap_or_else(|e| panic!("{e}"));
-    let sim = RunningSim::start(SimOptions::new(scenario, SPEED))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let ns = sim.namespace();
-    assert!(infera::demo::wait_steady(sim.store(), &ns, Duration::from_secs(60)).await);
-    let config = sim.client_config().await.unwrap_or_else(|e| panic!("{e}"));
-    let conn = connect_with(config, Some("infera-sim".into()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let sim = Sim::start("pd-1p1d-skip-probe", SPEED).await;
+    let conn = sim.connect().await;
     let target: Target = "idep/llama".parse().unwrap_or_else(|e| panic!("{e}"));
     let outcome = execute(
         &conn,

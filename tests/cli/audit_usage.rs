@@ -17,6 +17,8 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use serde_json::{Value, json};
 
+use crate::common::case;
+
 fn kubeconfig(dir: &Path, server: &str) -> std::path::PathBuf {
     let path = dir.join("kubeconfig");
     std::fs::write(
@@ -107,38 +109,25 @@ fn unreachable_api_names_the_url_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     // Port 9 (discard) on localhost: nothing listens there in CI.
     let config = kubeconfig(dir.path(), "https://127.0.0.1:9");
-    let out = Command::cargo_bin("infera")
-        .unwrap()
-        .args(["audit", "deploy/w", "--for", "1m", "--kubeconfig"])
+    case::infera(&["audit", "deploy/w", "--for", "1m", "--kubeconfig"])
         .arg(&config)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.starts_with("error: cannot reach the Kubernetes API at https://127.0.0.1:9"),
-        "{stderr}"
-    );
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(!stderr.contains("do-not-print-me"));
+        .status(2)
+        .stderr_starts("error: cannot reach the Kubernetes API at https://127.0.0.1:9")
+        .stderr_one_line()
+        .stderr_lacks("do-not-print-me")
+        .run();
 }
 
 #[test]
 fn unknown_context_lists_known_contexts_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let config = kubeconfig(dir.path(), "https://127.0.0.1:9");
-    let out = Command::cargo_bin("infera")
-        .unwrap()
-        .args(["audit", "deploy/w", "--for", "1m", "--context", "prod-eu"])
-        .env("KUBECONFIG", &config)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("context \"prod-eu\" not found"), "{stderr}");
-    assert!(stderr.contains("known contexts: fake"), "{stderr}");
+    case::infera(&["audit", "deploy/w", "--for", "1m", "--context", "prod-eu"])
+        .env("KUBECONFIG", &config.display().to_string())
+        .status(2)
+        .stderr("context \"prod-eu\" not found")
+        .stderr("known contexts: fake")
+        .run();
 }
 
 #[test]
@@ -169,18 +158,11 @@ fn rbac_prints_role_and_cluster_role() {
 fn unwritable_report_is_one_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("missing").join("audit.json");
-    let out = Command::cargo_bin("infera")
-        .unwrap()
-        .env_remove("KUBECONFIG")
-        .args(["audit", "idep/qwen", "--for", "1m", "--report"])
+    case::infera(&["audit", "idep/qwen", "--for", "1m", "--report"])
         .arg(&report)
-        .assert()
-        .code(2)
-        .get_output()
-        .stderr
-        .clone();
-    let text = String::from_utf8_lossy(&out);
-    assert_eq!(text.trim_end().lines().count(), 1, "{text}");
-    assert!(text.contains(&report.display().to_string()), "{text}");
-    assert!(text.contains("does not exist"), "{text}");
+        .status(2)
+        .stderr_one_line()
+        .stderr(&report.display().to_string())
+        .stderr("does not exist")
+        .run();
 }

@@ -6,11 +6,10 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
 
-use infera::sim::scenario::Scenario;
-use infera::sim::{RunningSim, SimOptions};
 use serde_json::Value;
+
+use crate::common::sim::Sim;
 
 /// The lab's kubectl (v1.37) when built, else the one on `PATH`.
 fn kubectl() -> Option<PathBuf> {
@@ -99,16 +98,10 @@ async fn kubectl_infera_rolls_with_kubectl_style_flags() {
     let Some(kubectl) = kubectl_or_skip("kubectl_infera_rolls") else {
         return;
     };
-    let scenario = Scenario::load("pd-1p1d").unwrap_or_else(|e| panic!("{e}"));
-    let sim = RunningSim::start(SimOptions::new(scenario, 200.0))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let sim = Sim::start("pd-1p1d", 200.0).await;
     let ns = sim.namespace();
-    assert!(infera::demo::wait_steady(sim.store(), &ns, Duration::from_secs(60)).await);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let report = dir.path().join("report.json");
+    let kubeconfig = sim.kubeconfig.clone();
+    let report = sim.path("report.json");
 
     let args: Vec<String> = [
         "infera",

@@ -23,16 +23,13 @@
 //! Skips with a reason unless `INFERA_LAB_BIN` is set and we are root;
 //! `INFERA_LAB_REQUIRED=1` turns the skip into a failure.
 
-mod common;
-
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::lab::{
+use crate::common::lab::{
     Attached, Lab, SCENARIO_NAMESPACE, is_ready, json, lab_or_skip_with, wait_steady,
 };
 use serde_json::Value;
@@ -75,7 +72,7 @@ impl Rollout {
         Rollout::spawn(cmd, report)
     }
 
-    /// Run `cmd`, forwarding its stdout and stderr lines into one channel.
+    /// Run `cmd`, its stdout and stderr lines gathered in one channel.
     fn spawn(mut cmd: Command, report: PathBuf) -> Rollout {
         let mut child = cmd
             .env("NO_COLOR", "1")
@@ -84,23 +81,7 @@ impl Rollout {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start infera rollout");
-        let (tx, lines) = mpsc::channel();
-        let out = child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>);
-        let err = child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>);
-        for stream in [out, err].into_iter().flatten() {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    let _ = tx.send(line);
-                }
-            });
-        }
+        let lines = crate::common::process::lines(&mut child);
         Rollout {
             child,
             lines,
@@ -230,7 +211,7 @@ fn is_step(line: &str, kind: &str) -> bool {
 }
 
 fn ctl(lab: &Lab, action: &str, component: &str) -> String {
-    let out = Command::new(common::lab::root().join("lab/ctl"))
+    let out = Command::new(crate::common::lab::root().join("lab/ctl"))
         .args([lab.dir.path().as_os_str()])
         .args([action, component])
         .stdin(Stdio::null())
@@ -529,21 +510,9 @@ fn faults_on_real_components() {
 /// and completes once they run again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn controller_down_on_the_embedded_sim() {
-    use infera::sim::scenario::Scenario;
-    use infera::sim::{RunningSim, SimOptions};
-
-    let scenario = Scenario::load("pd-1p1d").unwrap_or_else(|e| panic!("{e}"));
-    let mut sim = RunningSim::start(SimOptions::new(scenario, 20.0))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        infera::demo::wait_steady(sim.store(), SCENARIO_NAMESPACE, Duration::from_secs(60)).await
-    );
-    let dir = tempfile::tempdir().expect("temp dir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)
-        .unwrap_or_else(|e| panic!("{e}"));
-    sim.stop_controllers();
+    let mut sim = crate::common::sim::Sim::start("pd-1p1d", 20.0).await;
+    let kubeconfig = sim.kubeconfig.clone();
+    sim.sim.stop_controllers();
     let store = sim.store().clone();
     let pods = move || {
         let mut names: Vec<String> = store
@@ -557,7 +526,7 @@ async fn controller_down_on_the_embedded_sim() {
     };
     let before = pods();
     let (mut run, noted) = tokio::task::block_in_place(|| {
-        let mut run = spawn_embedded(&kubeconfig, dir.path());
+        let mut run = spawn_embedded(&kubeconfig, sim.dir.path());
         let line = run.wait_for(
             "the note that the controller is not acting",
             |l| l.contains("is kube-controller-manager running?"),
@@ -571,7 +540,7 @@ async fn controller_down_on_the_embedded_sim() {
     );
     assert_eq!(pods(), before, "nothing rolls without the controllers");
     assert!(run.running(), "neither a stall nor success:\n{}", run.log());
-    sim.start_controllers();
+    sim.sim.start_controllers();
     let code = tokio::task::block_in_place(|| run.finish(Duration::from_secs(120)));
     let log = run.log();
     assert_eq!(code, Some(0), "{log}");
@@ -697,17 +666,11 @@ fn lab_deadline_check(lab: &Lab, created: Instant) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_deadline_runs_on_the_scaled_clock_in_the_sim() {
-    use infera::sim::scenario::Scenario;
-    use infera::sim::{RunningSim, SimOptions};
     use k8s_openapi::api::apps::v1::Deployment;
     use kube::api::{Api, PostParams};
 
-    let scenario = Scenario::load("pd-1p1d").unwrap_or_else(|e| panic!("{e}"));
-    let sim = RunningSim::start(SimOptions::new(scenario, 20.0))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let config = sim.client_config().await.unwrap_or_else(|e| panic!("{e}"));
-    let client = kube::Client::try_from(config).unwrap_or_else(|e| panic!("{e}"));
+    let sim = crate::common::sim::Sim::unsteady(crate::common::sim::options("pd-1p1d", 20.0)).await;
+    let client = sim.client().await;
     let api: Api<Deployment> = Api::namespaced(client, SCENARIO_NAMESPACE);
     let d: Deployment = serde_json::from_value(deadline_deployment(SCENARIO_NAMESPACE))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -827,7 +790,7 @@ fn audit_parity(lab: &Lab) {
             "--scenario",
             "pd-1p1d",
             "--speed",
-            common::lab::SPEED,
+            crate::common::lab::SPEED,
         ])
         .arg("--kubeconfig-out")
         .arg(&kubeconfig)

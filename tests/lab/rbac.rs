@@ -4,12 +4,10 @@
 //! that needs it fail with exit 2 and one line naming the verb and the
 //! resource. So the printed Role is sufficient and minimal.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::lab::{Attached, Lab, SCENARIO_NAMESPACE, json, lab_or_skip, wait_steady};
+use crate::common::lab::{Attached, Lab, SCENARIO_NAMESPACE, json, lab_or_skip, wait_steady};
 use serde_json::Value;
 
 const NS: &str = SCENARIO_NAMESPACE;

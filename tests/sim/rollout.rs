@@ -7,55 +7,27 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use infera::audit::{Outcome, Outputs, Report};
 use infera::cli::{Cli, Command};
-use infera::cluster::{Connection, connect_with};
 use infera::exit::Exit;
 use infera::rollout::target::Target;
 use infera::rollout::{
     Options, PauseBetween, Question, Recorder, Reported, Request, RolloutOutcome, execute,
     execute_with,
 };
+use infera::sim::SimOptions;
 use infera::sim::faults::FaultConfig;
 use infera::sim::scenario::Scenario;
 use infera::sim::store::{Kind, Store};
-use infera::sim::{RunningSim, SimOptions};
+
+use crate::common::sim::{self, Sim};
 use serde_json::Value;
 
 /// Fast enough that a 140 s weight load takes under a second of wall time.
 const SPEED: f64 = 200.0;
 
-async fn start(scenario: &str, faults: FaultConfig) -> RunningSim {
-    let scenario = Scenario::load(scenario).unwrap_or_else(|e| panic!("{e}"));
-    let mut options = SimOptions::new(scenario, SPEED);
+async fn start(scenario: &str, faults: FaultConfig) -> Sim {
+    let mut options = sim::options(scenario, SPEED);
     options.faults = faults;
-    let sim = RunningSim::start(options)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let ns = sim.namespace();
-    assert!(
-        infera::demo::wait_steady(sim.store(), &ns, Duration::from_secs(60)).await,
-        "scenario {} never reached its steady state",
-        sim.scenario().name
-    );
-    sim
-}
-
-/// Connect through the simulator's kubeconfig. `connect_with` probes
-/// `/version` once; with `restart_api_every` that probe can land while the
-/// API server restarts (connection refused), so try a few times.
-async fn connect(sim: &RunningSim) -> Connection {
-    let mut attempt = 0;
-    loop {
-        let config = sim.client_config().await.unwrap_or_else(|e| panic!("{e}"));
-        match connect_with(config, Some("infera-sim".into())).await {
-            Ok(conn) => return conn,
-            Err(e) if attempt < 5 => {
-                attempt += 1;
-                eprintln!("connect attempt {attempt}: {e}");
-                tokio::time::sleep(Duration::from_millis(300)).await;
-            }
-            Err(e) => panic!("{e}"),
-        }
-    }
+    Sim::with(options).await
 }
 
 fn options() -> Options {
@@ -66,8 +38,8 @@ fn restart(target: &str) -> Request {
     Request::restart(target.parse::<Target>().unwrap_or_else(|e| panic!("{e}")))
 }
 
-async fn roll(sim: &RunningSim, target: &str, opts: Options) -> RolloutOutcome {
-    let conn = connect(sim).await;
+async fn roll(sim: &Sim, target: &str, opts: Options) -> RolloutOutcome {
+    let conn = sim.connect().await;
     execute(&conn, restart(target), opts, std::future::pending())
         .await
         .unwrap_or_else(|e| panic!("rollout of {target} failed: {e}"))
@@ -87,50 +59,10 @@ fn minima(report: &Report, role: &str) -> (Option<u32>, Option<u32>, Option<u32>
     (r.min_ready_exact, r.min_routable_exact, r.min_ready_sampled)
 }
 
-fn is_ready(p: &Value) -> bool {
-    p.pointer("/metadata/deletionTimestamp").is_none()
-        && p.pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .is_some_and(|cs| {
-                cs.iter()
-                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
-            })
-}
-
-/// Ready, non-terminating pods of `service` in the simulator right now.
-fn ready_pods(store: &Store, ns: &str, service: &str) -> Vec<Value> {
-    store
-        .list(Kind::Pod, Some(ns))
-        .0
-        .into_iter()
-        .filter(|p| {
-            p.pointer("/metadata/labels/infera.amd.com~1service")
-                .and_then(Value::as_str)
-                == Some(service)
-        })
-        .filter(is_ready)
-        .collect()
-}
-
-fn pod_names(store: &Store, ns: &str, service: &str) -> Vec<String> {
-    store
-        .list(Kind::Pod, Some(ns))
-        .0
-        .iter()
-        .filter(|p| {
-            p.pointer("/metadata/labels/infera.amd.com~1service")
-                .and_then(Value::as_str)
-                == Some(service)
-        })
-        .filter_map(|p| p.pointer("/metadata/name").and_then(Value::as_str))
-        .map(str::to_string)
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pd_1p1d_rolls_surge_first_and_never_drops_a_role() {
     let sim = start("pd-1p1d", FaultConfig::default()).await;
-    let before_prefill = pod_names(sim.store(), "llm", "prefill");
+    let before_prefill = sim.pod_names("prefill");
     let outcome = roll(&sim, "idep/llama", options()).await;
     let report = report(&outcome);
     assert_eq!(report.outcome, Outcome::Complete, "{}", report.to_json());
@@ -144,7 +76,7 @@ async fn pd_1p1d_rolls_surge_first_and_never_drops_a_role() {
         );
     }
     // Every pod was replaced, by a surge pod (created before the old one went).
-    let after_prefill = pod_names(sim.store(), "llm", "prefill");
+    let after_prefill = sim.pod_names("prefill");
     assert!(after_prefill.iter().all(|p| !before_prefill.contains(p)));
     for leg in ["prefill", "decode"] {
         let kinds: Vec<&str> = outcome
@@ -230,10 +162,10 @@ async fn whole_node_pinned_stall_is_detected_and_abort_keeps_old_pods() {
         .expect("an InferaDeployment");
     let before: Vec<String> = ["prefill", "decode"]
         .iter()
-        .flat_map(|s| pod_names(sim.store(), &ns, s))
+        .flat_map(|s| sim.pod_names(s))
         .collect();
     // Through the Reporter the CLI implements, captured.
-    let conn = connect(&sim).await;
+    let conn = sim.connect().await;
     let target = format!("idep/{idep}");
     let mut recorder = Recorder::default();
     let outcome = execute_with(
@@ -287,11 +219,11 @@ async fn whole_node_pinned_stall_is_detected_and_abort_keeps_old_pods() {
     // The old pods still serve and the surge pod is gone.
     let after: Vec<String> = ["prefill", "decode"]
         .iter()
-        .flat_map(|s| pod_names(sim.store(), &ns, s))
+        .flat_map(|s| sim.pod_names(s))
         .collect();
     assert_eq!(before, after, "exactly the old pods remain");
     for service in ["prefill", "decode"] {
-        assert_eq!(ready_pods(sim.store(), &ns, service).len(), 1, "{service}");
+        assert_eq!(sim.ready_pods(service).len(), 1, "{service}");
     }
     for role in ["prefill", "decode"] {
         let (ready, routable, _) = minima(report, role);
@@ -412,7 +344,7 @@ fn audit_args(argv: &[&str]) -> infera::audit::Options {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn audit_until_complete_of_an_operator_driven_rollout() {
     let sim = start("pd-1p1d", FaultConfig::default()).await;
-    let conn = connect(&sim).await;
+    let conn = sim.connect().await;
     let args = audit_args(&["idep/llama", "--until-complete", "--for", "1h"]);
     // As after `kubectl apply`: the CR changes, then the audit starts.
     sim.store()
@@ -472,16 +404,14 @@ podFaults:
     // ~100 ms seen at load average 8) stays far below the 2 s of simulated
     // time (200 ms here) between the gap and the nearest sample.
     let speed = 10.0;
-    let sim = RunningSim::start(SimOptions::new(scenario, speed))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let sim = Sim::unsteady(SimOptions::new(scenario, speed)).await;
     assert!(infera::demo::wait_steady(sim.store(), "app", Duration::from_secs(30)).await);
     // Start the audit at 20 s of scenario time: samples at 20, 30, 40, 50 …;
     // the crash at 45 leaves the pod NotReady for about 3 s (45–48).
     while sim.clock().elapsed() < Duration::from_secs(20) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let conn = connect(&sim).await;
+    let conn = sim.connect().await;
     let args = audit_args(&[
         "deploy/web",
         "--role",
@@ -515,10 +445,7 @@ podFaults:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lint_cluster_reads_live_objects() {
     let sim = start("pd-1p1d-skip-probe", FaultConfig::default()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let kubeconfig = sim.kubeconfig.clone();
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_infera"))
         .args(["lint", "--cluster", "-o", "json", "--kubeconfig"])
         .arg(&kubeconfig)
@@ -602,7 +529,7 @@ async fn relist_after_410_shows_no_spurious_gap() {
     };
     let sim = start("pd-1p1d", faults).await;
     let ns = sim.namespace();
-    let conn = connect(&sim).await;
+    let conn = sim.connect().await;
     let idep = sim
         .store()
         .get(Kind::InferaDeployment, Some(&ns), "llama")
@@ -639,7 +566,7 @@ async fn relist_after_410_shows_no_spurious_gap() {
     assert!(lists >= 4, "the watcher re-listed after 410s: {lists}");
     // Correct state after the re-lists: the cache matches the simulator.
     for counts in session.counts() {
-        let ready = ready_pods(sim.store(), &ns, &counts.role).len() as u32;
+        let ready = sim.ready_pods(&counts.role).len() as u32;
         assert_eq!(
             (counts.role.as_str(), counts.ready),
             (counts.role.as_str(), ready)
@@ -670,7 +597,7 @@ async fn relist_after_410_shows_no_spurious_gap() {
 async fn pause_between_legs_asks_the_reporter_and_resumes() {
     let sim = start("pd-1p1d", FaultConfig::default()).await;
     let ns = sim.namespace();
-    let conn = connect(&sim).await;
+    let conn = sim.connect().await;
     let opts = Options {
         yes: false,
         pause_between: PauseBetween::Legs,

@@ -2,55 +2,27 @@
 //! test) at each step of a surge: exit 130, every role keeps a Ready pod,
 //! and running the same command again resumes and completes.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use infera::sim::scenario::Scenario;
-use infera::sim::store::{Kind, Store};
-use infera::sim::{RunningSim, SimOptions};
-use serde_json::Value;
+use infera::sim::store::Store;
+
+use crate::common::process::{infera, lines, wait_exit};
+use crate::common::sim::{Sim, ready_pods};
 
 /// Slow enough that each step is a separate moment in wall time.
 const SPEED: f64 = 60.0;
 
-fn infera_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_infera")
-}
-
 fn ready_per_service(store: &Store, ns: &str) -> Vec<(String, usize)> {
     ["prefill", "decode"]
         .iter()
-        .map(|service| {
-            let n = store
-                .list(Kind::Pod, Some(ns))
-                .0
-                .iter()
-                .filter(|p| {
-                    p.pointer("/metadata/labels/infera.amd.com~1service")
-                        .and_then(Value::as_str)
-                        == Some(service)
-                        && p.pointer("/metadata/deletionTimestamp").is_none()
-                        && p.pointer("/status/conditions")
-                            .and_then(Value::as_array)
-                            .is_some_and(|cs| {
-                                cs.iter()
-                                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
-                            })
-                })
-                .count();
-            (service.to_string(), n)
-        })
+        .map(|service| (service.to_string(), ready_pods(store, ns, service).len()))
         .collect()
 }
 
 fn spawn_rollout(kubeconfig: &std::path::Path) -> Child {
-    Command::new(infera_bin())
-        .args(["rollout", "restart", "idep/llama", "--yes", "--kubeconfig"])
+    infera(&["rollout", "restart", "idep/llama", "--yes", "--kubeconfig"])
         .arg(kubeconfig)
-        .env_remove("KUBECONFIG")
-        .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -58,51 +30,9 @@ fn spawn_rollout(kubeconfig: &std::path::Path) -> Child {
         .expect("spawn infera")
 }
 
-/// Forward the child's stdout and stderr lines into one channel.
-fn lines(child: &mut Child) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    if let Some(out) = child.stdout.take() {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-    }
-    if let Some(err) = child.stderr.take() {
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-    }
-    rx
-}
-
-fn wait_exit(child: &mut Child, limit: Duration) -> i32 {
-    let start = Instant::now();
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return status.code().unwrap_or(-1);
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("infera did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 async fn interrupt_at(step: &str) {
-    let scenario = Scenario::load("pd-1p1d").unwrap_or_else(|e| panic!("{e}"));
-    let sim = RunningSim::start(SimOptions::new(scenario, SPEED))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(infera::demo::wait_steady(sim.store(), "llm", Duration::from_secs(60)).await);
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let sim = Sim::start("pd-1p1d", SPEED).await;
+    let kubeconfig = sim.kubeconfig.clone();
     let store = sim.store().clone();
 
     let (code, seen, ready_after) = tokio::task::spawn_blocking({

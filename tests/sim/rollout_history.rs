@@ -2,44 +2,23 @@
 //! through the library (connected with the simulator's kubeconfig, as the
 //! CLI connects), read back by the real `infera rollout history` binary.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
-use std::time::Duration;
 
 use infera::cli::ClusterArgs;
 use infera::cluster::{Connection, connect};
 use infera::rollout::history::{HISTORY_ANNOTATION, HistoryEntry, KEEP, sha256_hex};
 use infera::rollout::target::Target;
 use infera::rollout::{Options, Request, RolloutOutcome, execute};
-use infera::sim::scenario::Scenario;
 use infera::sim::store::Kind;
-use infera::sim::{RunningSim, SimOptions};
 use serde_json::Value;
+
+use crate::common::sim::Sim;
 
 const SPEED: f64 = 200.0;
 
-struct Sim {
-    sim: RunningSim,
-    kubeconfig: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
 async fn start(scenario: &str) -> Sim {
-    let scenario = Scenario::load(scenario).unwrap_or_else(|e| panic!("{e}"));
-    let sim = RunningSim::start(SimOptions::new(scenario, SPEED))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let ns = sim.namespace();
-    assert!(infera::demo::wait_steady(sim.store(), &ns, Duration::from_secs(60)).await);
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)
-        .unwrap_or_else(|e| panic!("{e}"));
-    Sim {
-        sim,
-        kubeconfig,
-        _dir: dir,
-    }
+    Sim::start(scenario, SPEED).await
 }
 
 async fn conn(kubeconfig: &Path) -> Connection {
@@ -150,7 +129,7 @@ async fn two_rollouts_leave_two_entries_newest_first() {
         "newest first:\n{table}"
     );
     assert!(table.contains("decode 0/0"), "{table}");
-    s.sim.shutdown().await;
+    s.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -195,7 +174,7 @@ async fn the_history_keeps_the_last_ten() {
         "{roles:?}"
     );
     assert_eq!(entries[KEEP - 1].change, "old 1", "the oldest went first");
-    s.sim.shutdown().await;
+    s.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -214,5 +193,5 @@ async fn an_aborted_rollout_is_recorded_too() {
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert_eq!(entries[0].outcome, report.outcome.as_str());
     assert_ne!(entries[0].outcome, "complete");
-    s.sim.shutdown().await;
+    s.shutdown().await;
 }

@@ -11,13 +11,13 @@
 //! `Authorization` header back in its Status message.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use base64::Engine;
+use infera::sim::RunningSim;
 use infera::sim::faults::FaultConfig;
-use infera::sim::scenario::Scenario;
-use infera::sim::{RunningSim, SimOptions};
 use rand::{Rng, SeedableRng};
+
+use crate::common::sim::{self, Sim};
 
 const CANARY: &str = "CANARY-TOKEN-7f3a9c";
 
@@ -245,17 +245,11 @@ async fn error_case(case: &str, text: &str, creds: &Creds, expect: &[&str]) {
     }
 }
 
-async fn start_sim(token: Option<&str>) -> RunningSim {
-    let scenario = Scenario::load("pd-1p1d").unwrap_or_else(|e| panic!("{e}"));
-    let mut options = SimOptions::new(scenario, 200.0);
+async fn start_sim(token: Option<&str>) -> Sim {
+    let mut options = sim::options("pd-1p1d", 200.0);
     options.token = token.map(str::to_string);
     options.faults = FaultConfig::default();
-    let sim = RunningSim::start(options)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let ns = sim.namespace();
-    assert!(infera::demo::wait_steady(sim.store(), &ns, Duration::from_secs(60)).await);
-    sim
+    Sim::with(options).await
 }
 
 /// The CA of a TLS sim, read back from the kubeconfig it writes.

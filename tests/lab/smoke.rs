@@ -9,12 +9,10 @@
 //! tests say why they skip; `.ci/run` sets `INFERA_LAB_REQUIRED=1`, which
 //! turns that skip into a failure.
 
-mod common;
-
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::lab::{Attached, Lab, SCENARIO_NAMESPACE, json, lab_or_skip, wait_steady};
+use crate::common::lab::{Attached, Lab, SCENARIO_NAMESPACE, json, lab_or_skip, wait_steady};
 use serde_json::Value;
 
 fn pod_names(lab: &Lab) -> Vec<String> {

@@ -8,16 +8,14 @@
 //! need the namespace controller to finish deleting `llm` between
 //! scenarios), all scenarios in one test so two labs never compete for the
 //! machine's cores. Skips with a reason unless `INFERA_LAB_BIN` is set and we
-//! are root, like `tests/lab.rs`.
-
-mod common;
+//! are root, like `tests/lab/smoke.rs`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::lab::{
+use crate::common::lab::{
     Attached, Lab, SCENARIO_NAMESPACE, SPEED, is_ready, json, lab_or_skip, wait_steady,
 };
 use infera::sim::scenario::Scenario;
@@ -345,5 +343,5 @@ async fn scenario_parity_on_both_worlds() {
 
 /// True (after saying why) when the lab cannot run here.
 fn lab_or_skip_probe() -> bool {
-    common::lab::skip_reason("scenario_parity_on_both_worlds").is_some()
+    crate::common::lab::skip_reason("scenario_parity_on_both_worlds").is_some()
 }

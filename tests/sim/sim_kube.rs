@@ -21,16 +21,12 @@ use serde_json::{Value, json};
 use infera::sim::scenario::Scenario;
 use infera::sim::{RunningSim, SimOptions};
 
-async fn start(scenario: &str, speed: f64) -> (RunningSim, Client) {
-    let scenario = Scenario::load(scenario).unwrap_or_else(|e| panic!("{e}"));
-    let sim = RunningSim::start(SimOptions::new(scenario, speed))
-        .await
-        .unwrap_or_else(|e| panic!("starting the simulator: {e}"));
-    let config = sim
-        .client_config()
-        .await
-        .unwrap_or_else(|e| panic!("client config: {e}"));
-    let client = Client::try_from(config).unwrap_or_else(|e| panic!("client: {e}"));
+use crate::common::sim::{self, Sim};
+
+/// The simulator (not waited on) and a kube-rs client on it.
+async fn start(scenario: &str, speed: f64) -> (Sim, Client) {
+    let sim = Sim::unsteady(sim::options(scenario, speed)).await;
+    let client = sim.client().await;
     (sim, client)
 }
 

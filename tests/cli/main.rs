@@ -1,0 +1,16 @@
+//! Integration tests that need no cluster: the linter's command line, the
+//! corpus, generated files, hostile input, and the usage/connection errors
+//! of `rollout` and `audit` (against unreachable or fake servers on loopback).
+//!
+//! One test binary per world (`cli`, `sim`, `lab`) so linking does not
+//! dominate `cargo test`; each file below is one module.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod audit_usage;
+mod corpus;
+mod generated;
+mod lint_cli;
+mod no_panic;
+mod rollout_usage;

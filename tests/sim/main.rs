@@ -1,0 +1,16 @@
+//! Integration tests against the embedded simulator: a real HTTP API server
+//! on loopback, driven by kube-rs, kubectl and the `infera` binary.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod credentials;
+mod kubectl_plugin;
+mod report_html;
+mod rollout;
+mod rollout_history;
+mod rollout_interrupt;
+mod sim_attach;
+mod sim_controllers;
+mod sim_kube;
+mod sim_kubectl;
