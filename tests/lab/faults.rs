@@ -500,6 +500,8 @@ fn faults_on_real_components() {
     ctrl_c_each_step(&lab, &baseline);
     audit_parity(&lab);
     lab_deadline_check(&lab, deadline_created);
+    // Last: the node lifecycle controller marks the node's pods NotReady.
+    node_ready_restored(&lab);
     drop(attached);
     timed("all", started);
 }
@@ -848,4 +850,63 @@ fn embedded_steady(kubectl: &impl Fn(&[&str]) -> Command) -> bool {
             d["status"]["availableReplicas"] == d["spec"]["replicas"]
                 && d["status"]["updatedReplicas"] == d["spec"]["replicas"]
         })
+}
+
+/// A node whose Ready condition was set Unknown behind the world's back (as
+/// the node lifecycle controller does once heartbeats were missed, e.g. while
+/// etcd was paused with the default grace period) is Ready again within a
+/// heartbeat round (10 s), as a real kubelet restores it, not after the
+/// minute's status heartbeat.
+fn node_ready_restored(lab: &Lab) {
+    let nodes = json(&lab.kubectl(&[
+        "get",
+        "nodes",
+        "-l",
+        "infera.amd.com/simulated-node=true",
+        "-o",
+        "json",
+    ]));
+    let node = nodes["items"]
+        .as_array()
+        .and_then(|items| items.last())
+        .and_then(|n| n["metadata"]["name"].as_str())
+        .expect("a simulated node")
+        .to_string();
+    let patch = serde_json::json!({"status": {"conditions": [{
+        "type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+        "message": "Kubelet stopped posting node status.",
+    }]}});
+    let out = lab.kubectl(&[
+        "patch",
+        "node",
+        &node,
+        "--subresource=status",
+        "--type=strategic",
+        "-p",
+        &patch.to_string(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = Instant::now();
+    let ready = || {
+        let n = json(&lab.kubectl(&["get", "node", &node, "-o", "json"]));
+        n["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+    };
+    while !ready() {
+        assert!(
+            t.elapsed() < Duration::from_secs(25),
+            "node {node} still not Ready 25 s after its condition was set Unknown"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    eprintln!(
+        "lab_faults: node {node} Ready again after {:.1?}",
+        t.elapsed()
+    );
 }
