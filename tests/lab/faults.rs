@@ -900,8 +900,8 @@ fn node_ready_restored(lab: &Lab) {
     };
     while !ready() {
         assert!(
-            t.elapsed() < Duration::from_secs(25),
-            "node {node} still not Ready 25 s after its condition was set Unknown"
+            t.elapsed() < Duration::from_secs(15),
+            "node {node} still not Ready 15 s after its condition was set Unknown"
         );
         std::thread::sleep(Duration::from_millis(500));
     }
