@@ -69,3 +69,37 @@ lab_stop() {
   fi
   rm -f "$dir/netns"
 }
+
+# lab_launch DIR NS BIN NAME ARGS...: start BIN/NAME with ARGS inside the
+# namespace NS, detached (setsid), output appended to DIR/logs/NAME.log; record
+# "NAME PID STARTTIME" in DIR/pids (replacing NAME's line, in place, when
+# there is one) and the argv in DIR/args/NAME (NUL-separated), so lab/ctl can
+# start it again exactly the same way. Fails when it does not start.
+lab_launch() {
+  local dir=$1 ns=$2 bin=$3 name=$4
+  shift 4
+  mkdir -p "$dir/args" "$dir/logs"
+  printf '%s\0' "$@" >"$dir/args/$name"
+  printf '%s\0' "$bin" >"$dir/args/$name.bin"
+  # ip netns exec and setsid both exec in place (setsid forks only when the
+  # caller leads a process group, which a script's background job does not),
+  # so $! is the component's own PID; fds 7 (lab/up's stderr) and 8 (the
+  # lock) are not inherited.
+  ip netns exec "$ns" setsid "$bin/$name" "$@" </dev/null >>"$dir/logs/$name.log" 2>&1 7>&- 8>&- &
+  local pid=$! st="" i
+  for ((i = 0; i < 50; i++)); do
+    if [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$(readlink -f "$bin/$name")" ]]; then
+      st=$(lab_starttime "$pid") && break
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  [[ -n $st ]] || return 1
+  touch "$dir/pids"
+  if grep -q "^$name " "$dir/pids"; then
+    awk -v n="$name" -v line="$name $pid $st" '$1 == n { print line; next } { print }' \
+      "$dir/pids" >"$dir/pids.tmp" && mv "$dir/pids.tmp" "$dir/pids"
+  else
+    printf '%s %s %s\n' "$name" "$pid" "$st" >>"$dir/pids"
+  fi
+}

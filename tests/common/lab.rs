@@ -54,9 +54,15 @@ pub fn skip_reason(test: &str) -> Option<String> {
 /// `None` (after saying why) when the lab cannot run; panics instead when
 /// `INFERA_LAB_REQUIRED` is set.
 pub fn lab_or_skip(test: &str) -> Option<Lab> {
+    lab_or_skip_with(test, &[])
+}
+
+/// [`lab_or_skip`] with extra environment for `lab/up` (e.g.
+/// `INFERA_LAB_KCM_ARGS`).
+pub fn lab_or_skip_with(test: &str, env: &[(&str, &str)]) -> Option<Lab> {
     match skip_reason(test) {
         Some(_) => None,
-        None => Some(Lab::up()),
+        None => Some(Lab::up_with(env)),
     }
 }
 
@@ -75,11 +81,17 @@ pub struct Lab {
 
 impl Lab {
     pub fn up() -> Lab {
+        Lab::up_with(&[])
+    }
+
+    /// `lab/up` with extra environment.
+    pub fn up_with(env: &[(&str, &str)]) -> Lab {
         // A test that panicked while holding the lab still ran `lab/down`.
         let one = ONE_LAB.lock().unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().expect("temp dir");
         let out = Command::new(root().join("lab/up"))
             .arg(dir.path())
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .output()
             .expect("run lab/up");

@@ -9,6 +9,7 @@ mod common;
 
 mod audit_many;
 mod conformance;
+mod faults;
 mod gitops;
 mod rbac;
 mod smoke;

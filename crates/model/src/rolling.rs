@@ -38,7 +38,10 @@ pub fn scaled_value(value: Option<&Value>, default: &str, total: i64, round_up: 
 }
 
 /// (maxSurge, maxUnavailable) for `desired` replicas, as upstream's
-/// `ResolveFenceposts` (apps/v1 defaults 25 % / 25 %).
+/// `ResolveFenceposts` (apps/v1 defaults 25 % / 25 %): percentages of
+/// `desired`, maxSurge rounded up and maxUnavailable down, and both 0 gives
+/// maxUnavailable 1 (k8s.io/kubernetes@v1.37.2
+/// pkg/controller/deployment/util/deployment_util.go).
 pub fn resolve_fenceposts(
     max_surge: Option<&Value>,
     max_unavailable: Option<&Value>,

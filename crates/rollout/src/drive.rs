@@ -29,6 +29,7 @@ use kube::runtime::watcher::Event;
 use serde_json::Value;
 
 use super::api::{TargetApi, failed_scheduling_event};
+use super::controller::{self, ControllerCheck, Verdict};
 use super::gitops;
 use super::legs::{Leg, legs_of, preflight};
 use super::options::{OnStall, Options, PauseBetween, Request, RolloutError, RolloutOutcome};
@@ -335,6 +336,8 @@ struct LegWatch {
     last_progress: Instant,
     unschedulable_since: Option<(String, Instant)>,
     stall_reported: bool,
+    /// Whether the Deployment controller keeps up (see [`crate::controller`]).
+    controller: ControllerCheck,
 }
 
 impl LegWatch {
@@ -346,6 +349,7 @@ impl LegWatch {
             last_progress: Instant::now(),
             unschedulable_since: None,
             stall_reported: false,
+            controller: ControllerCheck::default(),
         }
     }
 }
@@ -631,6 +635,7 @@ impl<'a> Driver<'a> {
             if let Some(outcome) = self.check_revert(index, now).await? {
                 return Ok(Some(outcome));
             }
+            self.check_controller(&mut st, now);
             let quiet_for = now.saturating_duration_since(st.last_progress);
             if quiet_for >= wall(self.opts, self.opts.step_timeout)
                 && !(st.stall_reported && self.opts.on_stall == OnStall::Wait)
@@ -883,6 +888,30 @@ impl<'a> Driver<'a> {
             "The change was reverted by another writer: commit it to Git (or suspend the GitOps sync), then rerun.",
         );
         Ok(Some(Outcome::Reverted))
+    }
+
+    /// Say so when the Deployment controller has not caught up with the
+    /// leg's Deployment for a while (kube-controller-manager down: nothing
+    /// rolls, and no stall or deadline would ever be written), and when it
+    /// is back; the quiet time does not count toward `--step-timeout`.
+    fn check_controller(&mut self, st: &mut LegWatch, now: Instant) {
+        let leg = &self.legs[st.index];
+        let Some(tracker) = self.trackers.get(st.index).filter(|t| !t.relisting()) else {
+            return;
+        };
+        let Some(d) = self.deployments.get(&leg.workload) else {
+            return;
+        };
+        let lag = controller::lag(d, tracker.ready_total());
+        let name = format!("{}/{}", self.api.conn.namespace, leg.workload);
+        match st.controller.observe(&name, lag, now) {
+            Some(Verdict::Absent(text)) => self.out.event(&leg.name, &text, now),
+            Some(Verdict::Back(text)) => {
+                self.out.event(&leg.name, &text, now);
+                st.last_progress = now;
+            }
+            None => {}
+        }
     }
 
     async fn report_stall(

@@ -22,6 +22,7 @@
 #![warn(clippy::too_many_lines)] // threshold in clippy.toml
 
 mod api;
+mod controller;
 pub mod drive;
 pub mod gitops;
 pub mod history;

@@ -378,6 +378,11 @@ impl LegTracker {
             .count()
     }
 
+    /// A re-list is under way: the pods known are the previous list's.
+    pub fn relisting(&self) -> bool {
+        self.pods.relisting()
+    }
+
     pub fn ready_total(&self) -> usize {
         self.pods.values().filter(|p| p.serving_ready()).count()
     }

@@ -267,6 +267,26 @@ impl RunningSim {
         .await
     }
 
+    /// Stop the controllers (Deployment, ReplicaSet, garbage collector,
+    /// scheduler), as killing kube-controller-manager and kube-scheduler
+    /// would: the API, the kubelets and the operator go on, nothing rolls.
+    /// Idempotent.
+    pub fn stop_controllers(&mut self) {
+        if let Some(c) = self.controllers.take() {
+            c.shutdown();
+        }
+    }
+
+    /// Start the controllers again (they list everything afresh, like a
+    /// restarted kube-controller-manager). Idempotent.
+    pub fn start_controllers(&mut self) {
+        if self.controllers.is_none() {
+            let store = self.store().clone();
+            let started = controllers::start(store, self.clock.clone(), &self.scenario);
+            self.controllers = Some(started);
+        }
+    }
+
     /// Stop the controllers and the API server.
     pub async fn shutdown(mut self) {
         if let Some(w) = self.world.take() {

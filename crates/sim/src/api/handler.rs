@@ -1309,12 +1309,17 @@ async fn proxy(shared: &Arc<Shared>, rp: &ResourcePath) -> Result<Response<Body>
             format!("error trying to reach service: {detail}"),
         )
     };
+    // Upstream (k8s.io/kubernetes@v1.37.2 pkg/registry/core/pod/strategy.go,
+    // `ResourceLocation`) refuses a pod without a global unicast IP with
+    // `400 address not allowed` before dialling. The embedded world's pod
+    // IPs are loopback (127.77.0.0/16), which upstream would refuse too: the
+    // sim allows them (the lab's pod CIDR is 10.244.0.0/16, which passes).
     let Ok(addr) = ip.parse::<std::net::Ipv4Addr>() else {
-        return Err(unreachable(format!(
-            "pod {name} does not have an IP address assigned yet"
-        )));
+        return Err(ApiStatus::bad_request("address not allowed".to_string()));
     };
-    // Forwarded to the pod's real listener, as the API server's proxy does.
+    // Forwarded to the pod's real listener, as the API server's proxy does;
+    // dial errors are upstream's `503 error trying to reach service: …`
+    // (k8s.io/apimachinery@v0.37.2 pkg/util/proxy/transport.go).
     let target = std::net::SocketAddr::from((addr, port));
     let path = if rp.proxy_path.is_empty() {
         "/"
@@ -1486,6 +1491,14 @@ fn visible_event(sel: &Selectors, e: &StoreEvent) -> Option<(&'static str, Arc<V
     }
 }
 
+/// A BOOKMARK event. Upstream's watch cache (k8s.io/apiserver@v0.37.2
+/// pkg/storage/cacher/cacher.go, `startDispatchingBookmarkEventsLocked`,
+/// `setInitialEventsEndBookmarkIfRequested`; cache_watcher.go
+/// `nextBookmarkTime`) sends one to watchers that asked
+/// (`allowWatchBookmarks`) about once a minute (`defaultBookmarkFrequency`;
+/// the sim: `bookmark_interval`, 5 s) carrying only the kind, the apiVersion
+/// and the resourceVersion, and one annotated `k8s.io/initial-events-end`
+/// after the initial events of a `sendInitialEvents` watch.
 fn bookmark(kind: Kind, rv: u64, initial_events_end: bool) -> Value {
     let mut meta = json!({"resourceVersion": rv.to_string()});
     if initial_events_end {

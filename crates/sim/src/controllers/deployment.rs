@@ -61,7 +61,8 @@ fn max_unavailable(d: &Value) -> i64 {
     unavailable.min(desired)
 }
 
-/// The new ReplicaSet count for a rolling update (upstream `NewRSNewReplicas`).
+/// The new ReplicaSet count for a rolling update (upstream `NewRSNewReplicas`,
+/// k8s.io/kubernetes@v1.37.2 pkg/controller/deployment/util/deployment_util.go).
 pub fn new_rs_new_replicas(
     desired: i64,
     surge: i64,
@@ -791,7 +792,12 @@ impl Manager {
                 }
             }
         } else if let Some(rs) = new_rs.clone() {
-            // Give the difference to the newest ReplicaSet (simplified proportional scaling).
+            // Give the difference to the newest ReplicaSet (simplified
+            // proportional scaling). Upstream (k8s.io/kubernetes@v1.37.2 pkg/controller/deployment/sync.go
+            // `scale`, util/deployment_util.go `GetReplicaSetProportion`,
+            // `getReplicaSetFraction`) shares it among the active
+            // ReplicaSets by their size, rounding each share and giving
+            // the leftover to the largest.
             let total: i64 = active.iter().map(|r| rs_replicas(r)).sum();
             let allowed = desired + max_surge(d);
             let target = (rs_replicas(&rs) + allowed - total).max(0);
@@ -826,6 +832,8 @@ impl Manager {
         if !status.is_object() {
             status = json!({});
         }
+        // As upstream's `calculateStatus` (k8s.io/kubernetes@v1.37.2 pkg/controller/deployment/sync.go): every
+        // sync that writes status records the generation it acted on.
         status["observedGeneration"] = Value::from(i64_at(d, "/metadata/generation").unwrap_or(1));
         status["replicas"] = Value::from(sum("/status/replicas"));
         status["updatedReplicas"] = Value::from(
@@ -943,6 +951,12 @@ impl Manager {
                     && reason != "ProgressDeadlineExceeded"
                     && str_at(c, "/status") != "Unknown"
                 {
+                    // Upstream's `DeploymentTimedOut`
+                    // (k8s.io/kubernetes@v1.37.2 pkg/controller/deployment/util/deployment_util.go, called
+                    // from progress.go `syncRolloutStatus`) compares
+                    // lastUpdateTime + progressDeadlineSeconds with the wall
+                    // clock; the sim uses its scaled clock (a documented
+                    // difference: 600 s at speed 20 is 30 s of wall time).
                     let since = self.clock.sim_since(str_at(c, "/lastUpdateTime"));
                     let limit = Duration::from_secs(u64::try_from(deadline.max(0)).unwrap_or(0));
                     if since > limit {

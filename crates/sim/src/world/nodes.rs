@@ -145,6 +145,9 @@ pub(super) async fn heartbeat(shared: Arc<Shared>) {
             // 404 for the resource itself: the server has no Leases.
             leases = !renewed.contains(&Some(404));
         }
+        if leases && since_status < STATUS_EVERY {
+            restore_ready(&shared, &up).await;
+        }
         if since_status >= STATUS_EVERY {
             since_status = Duration::ZERO;
             futures::stream::iter(up)
@@ -158,6 +161,37 @@ pub(super) async fn heartbeat(shared: Arc<Shared>) {
         }
         tokio::time::sleep(LEASE_RENEW).await;
         since_status += LEASE_RENEW;
+    }
+}
+
+/// Post Ready again on the nodes whose `Ready` condition someone else
+/// changed — the node lifecycle controller sets it `Unknown` once
+/// heartbeats have been missed for its grace period, e.g. while etcd was
+/// unavailable. A real kubelet compares the API's node status with its own
+/// every `nodeStatusUpdateFrequency` (10 s) and posts on any difference
+/// (k8s.io/kubernetes@v1.37.2 pkg/kubelet/kubelet_node_status.go,
+/// `tryUpdateNodeStatus`), rather than waiting for the minute's heartbeat.
+/// One list per round; only where Leases are served (a real control plane).
+async fn restore_ready(shared: &Shared, up: &[String]) {
+    let api: Api<Node> = Api::all(shared.client.clone());
+    let lp = ListParams::default().labels(&format!("{SIMULATED_NODE_LABEL}=true"));
+    let Ok(nodes) = api.list(&lp).await else {
+        return;
+    };
+    let stale: Vec<String> = nodes
+        .items
+        .iter()
+        .filter(|n| {
+            !n.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .filter_map(|n| n.metadata.name.clone())
+        .filter(|n| up.contains(n))
+        .collect();
+    for node in stale {
+        set_ready(shared, &node, true).await;
     }
 }
 
