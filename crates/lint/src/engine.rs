@@ -790,7 +790,7 @@ fn lint_idep(
     let mut out = Vec::new();
     let name = idep.metadata.name.clone().unwrap_or_default();
     let annotations = idep.metadata.annotations.as_ref();
-    for rw in operator::render_typed(idep) {
+    for rw in operator::render_pods(idep) {
         let Some(svc) = idep.spec.services.get(&rw.service) else {
             continue;
         };

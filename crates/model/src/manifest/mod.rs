@@ -8,6 +8,7 @@
 //! cap, a per-document byte cap and serde-saphyr budgets (aliases, anchors,
 //! depth, nodes, scalar bytes).
 
+pub mod de;
 pub mod node;
 pub mod typed;
 

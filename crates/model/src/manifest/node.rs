@@ -339,7 +339,9 @@ impl<'de> Visitor<'de> for ValueVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
         while let Some(key) = map.next_key::<Spanned<KeyText>>()? {
-            let value: Node = map.next_value()?;
+            // A mapping value is located by its key (see `Node::locate`):
+            // its own span is never read, so it is not asked for.
+            let value = Node::new(map.next_value::<Value>()?);
             entries.push((
                 Key {
                     name: key.value.0,
