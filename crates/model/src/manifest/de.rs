@@ -32,7 +32,7 @@ impl de::Error for Error {
 
 /// Deserialise from a borrowed node.
 #[derive(Clone, Copy)]
-pub struct NodeDeserializer<'a>(pub &'a Node);
+pub struct NodeDeserializer<'a>(pub &'a Node<'a>);
 
 impl<'de> de::Deserializer<'de> for NodeDeserializer<'de> {
     type Error = Error;
@@ -100,7 +100,7 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'de> {
         visitor: V,
     ) -> Result<V::Value, Error> {
         match &self.0.value {
-            Value::Str(s) => visitor.visit_enum(s.as_str().into_deserializer()),
+            Value::Str(s) => visitor.visit_enum(s.as_ref().into_deserializer()),
             Value::Map(entries) if entries.len() == 1 => {
                 let (key, value) = &entries[0];
                 visitor.visit_enum(EnumAccess { key, value })
@@ -126,7 +126,7 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'de> {
     }
 }
 
-fn unexpected(node: &Node) -> de::Unexpected<'_> {
+fn unexpected<'a>(node: &'a Node<'_>) -> de::Unexpected<'a> {
     match &node.value {
         Value::Null => de::Unexpected::Unit,
         Value::Float(f) if !f.is_finite() => de::Unexpected::Unit,
@@ -141,7 +141,7 @@ fn unexpected(node: &Node) -> de::Unexpected<'_> {
 }
 
 struct SeqAccess<'a> {
-    items: std::slice::Iter<'a, Node>,
+    items: std::slice::Iter<'a, Node<'a>>,
 }
 
 impl<'de> de::SeqAccess<'de> for SeqAccess<'de> {
@@ -163,8 +163,8 @@ impl<'de> de::SeqAccess<'de> for SeqAccess<'de> {
 }
 
 struct MapAccess<'a> {
-    entries: std::slice::Iter<'a, (Key, Node)>,
-    value: Option<&'a Node>,
+    entries: std::slice::Iter<'a, (Key<'a>, Node<'a>)>,
+    value: Option<&'a Node<'a>>,
 }
 
 impl<'de> de::MapAccess<'de> for MapAccess<'de> {
@@ -211,8 +211,8 @@ impl<'de> de::Deserializer<'de> for KeyDeserializer<'de> {
 }
 
 struct EnumAccess<'a> {
-    key: &'a Key,
-    value: &'a Node,
+    key: &'a Key<'a>,
+    value: &'a Node<'a>,
 }
 
 impl<'de> de::EnumAccess<'de> for EnumAccess<'de> {
@@ -228,7 +228,7 @@ impl<'de> de::EnumAccess<'de> for EnumAccess<'de> {
     }
 }
 
-struct VariantAccess<'a>(&'a Node);
+struct VariantAccess<'a>(&'a Node<'a>);
 
 impl<'de> de::VariantAccess<'de> for VariantAccess<'de> {
     type Error = Error;

@@ -297,13 +297,13 @@ pub fn split_documents(bytes: &[u8]) -> Vec<RawDocument<'_>> {
 
 /// A parsed document: its tree and where it sits in the file.
 #[derive(Debug, Clone)]
-pub struct Document {
+pub struct Document<'a> {
     pub index: usize,
     pub line_offset: usize,
-    pub root: Node,
+    pub root: Node<'a>,
 }
 
-impl Document {
+impl Document<'_> {
     /// File line/column of a path inside this document.
     pub fn locate(&self, path: &[Seg]) -> (usize, usize) {
         let (line, column) = self.root.locate(path);
@@ -334,10 +334,10 @@ fn parse_options() -> serde_saphyr::Options {
 }
 
 /// Decode and parse one document. `Ok(None)` for a document that is null.
-pub fn parse_document(
+pub fn parse_document<'a>(
     file: &str,
-    raw: &RawDocument<'_>,
-) -> Result<Option<Document>, ManifestError> {
+    raw: &RawDocument<'a>,
+) -> Result<Option<Document<'a>>, ManifestError> {
     let first_line = raw.line_offset + 1;
     if raw.bytes.len() > MAX_DOCUMENT_BYTES {
         return Err(ManifestError::new(
@@ -402,7 +402,7 @@ pub fn parse_document(
 
 /// The objects of a document: the root, or each item of a `kind: List`.
 /// Yields the path of each object inside the document.
-pub fn objects(root: &Node) -> Vec<(Path, &Node)> {
+pub fn objects<'b, 'a>(root: &'b Node<'a>) -> Vec<(Path, &'b Node<'a>)> {
     let is_list = root
         .get("kind")
         .and_then(Node::as_str)

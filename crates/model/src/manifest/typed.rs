@@ -206,7 +206,7 @@ pub fn node_is_placeholder(n: &Node) -> bool {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Node {
+    fn parse(text: &str) -> Node<'_> {
         serde_saphyr::from_str(text).unwrap()
     }
 
