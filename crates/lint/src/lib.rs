@@ -134,8 +134,7 @@ pub fn lint_and_print(
         configure(&mut f.findings, effective);
         f.findings
             .sort_by(|a, b| (a.line, a.column, a.code).cmp(&(b.line, b.column, b.code)));
-        f.input_errors
-            .sort_by(|a, b| (a.line, a.column).cmp(&(b.line, b.column)));
+        f.input_errors.sort_by_key(|e| (e.line, e.column));
         summary.files += f.files;
         summary.documents += f.documents;
         summary.objects += f.objects;

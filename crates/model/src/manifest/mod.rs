@@ -467,7 +467,7 @@ fn load_path_values_inner(path: &FsPath) -> Result<Vec<LoadedValue>, LoadError> 
 mod tests {
     use super::*;
 
-    fn parse_all(text: &str) -> Vec<Result<Option<Document>, ManifestError>> {
+    fn parse_all(text: &str) -> Vec<Result<Option<Document<'_>>, ManifestError>> {
         split_documents(text.as_bytes())
             .iter()
             .map(|d| parse_document("t.yaml", d))
