@@ -1,13 +1,13 @@
 //! A YAML/JSON value tree that remembers where every node came from.
 //!
-//! Parsed by serde-saphyr with `Spanned<T>` at every level, so any finding
+//! Parsed by serde-saphyr with positions (its `Spanned<T>` protocol, read
+//! lean by [`At`]) on keys and sequence items, so any finding
 //! (a path into the object) can be turned back into a line and column.
 
 use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_saphyr::Spanned;
 
 /// One node: its value and the 1-based line/column where it starts (0 when
 /// unknown, e.g. objects read from a cluster, or mapping values, which are
@@ -281,11 +281,11 @@ impl<'a> Node<'a> {
 
 impl<'de> Deserialize<'de> for Node<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let spanned: Spanned<Value<'de>> = Spanned::deserialize(d)?;
+        let at: At<Value<'de>> = At::deserialize(d)?;
         Ok(Node {
-            value: spanned.value,
-            line: u32::try_from(spanned.referenced.line()).unwrap_or(u32::MAX),
-            column: u32::try_from(spanned.referenced.column()).unwrap_or(u32::MAX),
+            value: at.value,
+            line: at.line,
+            column: at.column,
         })
     }
 }
@@ -348,15 +348,15 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value<'de>, A::Error> {
         let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
-        while let Some(key) = map.next_key::<Spanned<KeyText<'de>>>()? {
+        while let Some(key) = map.next_key::<At<KeyText<'de>>>()? {
             // A mapping value is located by its key (see `Node::locate`):
             // its own span is never read, so it is not asked for.
             let value = Node::new(map.next_value::<Value>()?);
             entries.push((
                 Key {
                     name: key.value.0,
-                    line: u32::try_from(key.referenced.line()).unwrap_or(u32::MAX),
-                    column: u32::try_from(key.referenced.column()).unwrap_or(u32::MAX),
+                    line: key.line,
+                    column: key.column,
                 },
                 value,
             ));
@@ -421,5 +421,88 @@ impl<'de> Deserialize<'de> for KeyText<'de> {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+/// `T` with the line and column where the YAML parser found it (its use
+/// site). serde-saphyr's `Spanned<T>` protocol, read lean: the public
+/// `Spanned` also builds the definition site and byte spans and allocates
+/// its marker key, for every key of every document.
+struct At<T> {
+    value: T,
+    line: u32,
+    column: u32,
+}
+
+/// The newtype name serde-saphyr answers with a span (`Spanned<T>`'s).
+const SPANNED_NEWTYPE: &str = "__yaml_spanned";
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for At<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_newtype_struct(SPANNED_NEWTYPE, AtVisitor(std::marker::PhantomData))
+    }
+}
+
+struct AtVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for AtVisitor<T> {
+    type Value = At<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a YAML node with its position")
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<At<T>, D::Error> {
+        d.deserialize_struct(
+            "Spanned",
+            &[
+                "__serde_saphyr_private_spanned",
+                "value",
+                "referenced",
+                "defined",
+            ],
+            self,
+        )
+    }
+
+    /// The entries come in a fixed order: the marker, `value`,
+    /// `referenced`, `defined` (left unread).
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<At<T>, A::Error> {
+        let missing = || de::Error::custom("a YAML node without its position");
+        map.next_key::<de::IgnoredAny>()?.ok_or_else(missing)?;
+        map.next_value::<de::IgnoredAny>()?;
+        map.next_key::<de::IgnoredAny>()?.ok_or_else(missing)?;
+        let value = map.next_value::<T>()?;
+        map.next_key::<de::IgnoredAny>()?.ok_or_else(missing)?;
+        let LineColumn(line, column) = map.next_value()?;
+        Ok(At {
+            value,
+            line,
+            column,
+        })
+    }
+}
+
+/// A serde-saphyr `Location`'s line and column (its first two fields).
+struct LineColumn(u32, u32);
+
+impl<'de> Deserialize<'de> for LineColumn {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = LineColumn;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a location")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LineColumn, A::Error> {
+                let missing = || de::Error::custom("a location without line and column");
+                map.next_key::<de::IgnoredAny>()?.ok_or_else(missing)?;
+                let line = map.next_value::<u32>()?;
+                map.next_key::<de::IgnoredAny>()?.ok_or_else(missing)?;
+                let column = map.next_value::<u32>()?;
+                Ok(LineColumn(line, column))
+            }
+        }
+        d.deserialize_struct("Location", &["line", "column", "span", "source_id"], V)
     }
 }
