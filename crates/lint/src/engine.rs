@@ -374,6 +374,9 @@ fn drive<T: Send>(
             let spawned = std::thread::Builder::new()
                 .stack_size(manifest::PARSE_STACK_BYTES)
                 .spawn_scoped(s, move || {
+                    // A worker that panics stops the others (its unit would
+                    // never be handed over); the scope re-raises the panic.
+                    let _stop_on_panic = StopOnPanic(gate);
                     while let Some(i) = gate.take(units.len(), window) {
                         if tx.send((i, work(&units[i]))).is_err() {
                             break;
@@ -492,6 +495,19 @@ fn merge(outcome: &mut LintOutcome, r: FileResult) {
     outcome.input_errors.extend(r.errors);
     if let Some((k, v)) = r.source {
         outcome.sources.insert(k, v);
+    }
+}
+
+/// Stops the [`Gate`] when dropped by a panicking thread.
+struct StopOnPanic<'a>(&'a Gate);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let mut g = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
+            g.stop = true;
+            self.0.moved.notify_all();
+        }
     }
 }
 
