@@ -14,7 +14,9 @@ use anyhow::Context;
 use infera_lint::config::{self, CliOverrides};
 use infera_lint::engine::{self, InputError, LintOptions, LintOutcome, LintSummary, RuleMeta};
 use infera_lint::report::Printer;
-use infera_lint::{apply, describe_input_error, lint_and_print, rule_page, rules_listing};
+use infera_lint::{
+    apply, describe_input_error, lint_and_print, rule_page, rules_listing, write_report,
+};
 
 use crate::cli::{FailOn, LintArgs, LintFormat, RulesArgs};
 use crate::exit::Exit;
@@ -47,18 +49,27 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
         stdout.lock(),
         choice,
     )));
-    let printer = Printer::new(
-        &mut out,
-        args.format.into(),
-        engine::rules(),
-        Some(&cwd),
-        color,
-    );
     let written = if args.cluster {
         let outcome = apply(lint_cluster(args, &options)?, &effective);
         outcome.input_errors.iter().for_each(&mut report_error);
-        print_outcome(printer, &outcome).map(|()| (outcome.summary, outcome.input_errors.len()))
+        let rules = engine::rules();
+        write_report(
+            &mut out,
+            args.format.into(),
+            &outcome,
+            rules,
+            Some(&cwd),
+            color,
+        )
+        .map(|()| (outcome.summary, outcome.input_errors.len()))
     } else {
+        let printer = Printer::new(
+            &mut out,
+            args.format.into(),
+            engine::rules(),
+            Some(&cwd),
+            color,
+        );
         let paths = if args.paths.is_empty() {
             vec![PathBuf::from(".")]
         } else {
@@ -72,15 +83,6 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
         .and_then(|totals| out.flush().map(|()| totals))
         .context("cannot write the lint report to standard output")?;
     Ok(exit_for_counts(&summary, input_errors, args.fail_on))
-}
-
-fn print_outcome(mut printer: Printer<'_>, outcome: &LintOutcome) -> io::Result<()> {
-    for group in outcome.findings.chunk_by(|a, b| a.file == b.file) {
-        let sources = group.first().and_then(|f| outcome.sources.get(&f.file));
-        printer.findings(group, sources)?;
-    }
-    printer.errors(&outcome.input_errors);
-    printer.finish(&outcome.summary)
 }
 
 /// Standard output that goes quiet once its reader has gone
