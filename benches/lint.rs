@@ -18,8 +18,9 @@
 //! - `parse-only`: [`engine::load_paths`] — the project's own loader (read,
 //!   split, serde-saphyr, typed views), on the same rayon pool as lint, no
 //!   rule;
-//! - `lint-json`: [`engine::lint_paths`] + [`lint::apply`] + the JSON printer
-//!   into a sink — what `infera lint --format json` does;
+//! - `lint-json`: [`lint::lint_and_print`] with the JSON printer into a
+//!   sink (file by file, printed as it goes) — what `infera lint --format
+//!   json` does;
 //!
 //! each on 1 and 2 threads; and `generic-parse/1`: serde-saphyr parsing the
 //! same files into `serde_json::Value` on one thread, the denominator of the
@@ -29,6 +30,9 @@
 //! same run, next to its target, because the machine is shared and absolute
 //! numbers move with the load (also printed). Nothing here is a test
 //! assertion: a missed target is printed as `MISSED`, never a failure.
+//!
+//! Peak RSS as the corpus doubles (12 vs 24 MiB, every format) is measured
+//! by `benches/lint-rss.sh`.
 //!
 //! Under `cargo test --benches` (criterion's test mode) the corpus is 1 MiB
 //! and each benchmark runs once. With `INFERA_BENCH_ONE` set it runs one of
@@ -218,18 +222,14 @@ fn generic_parse(dir: &Path) -> usize {
 fn lint_json(paths: &[PathBuf], threads: usize, effective: &config::Effective) -> usize {
     let mut opts = options(threads);
     opts.enabled = effective.enabled.clone();
-    let outcome = lint::apply(engine::lint_paths(paths, &opts), effective);
-    let rules = engine::rules();
-    lint::write_report(
-        &mut std::io::sink(),
-        LintFormat::Json,
-        &outcome,
-        rules,
-        None,
-        false,
-    )
-    .expect("write to a sink");
-    outcome.findings.len()
+    // What `infera lint --format json` does: lint file by file, print as
+    // it goes.
+    let mut sink = std::io::sink();
+    let printer =
+        lint::report::Printer::new(&mut sink, LintFormat::Json, engine::rules(), None, false);
+    let (summary, _) = lint::lint_and_print(paths, &opts, effective, printer, &mut |_| {})
+        .expect("write to a sink");
+    summary.errors + summary.warnings
 }
 
 fn bench_in_process(c: &mut Criterion, corpus: &Corpus) {

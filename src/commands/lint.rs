@@ -8,88 +8,126 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use infera_lint::config::{self, CliOverrides};
-use infera_lint::engine::{self, InputError, LintOptions, LintOutcome, RuleMeta};
-use infera_lint::finding::Severity;
-use infera_lint::{apply, describe_input_error, rule_page, rules_listing, write_report};
+use infera_lint::engine::{self, InputError, LintOptions, LintOutcome, LintSummary, RuleMeta};
+use infera_lint::report::Printer;
+use infera_lint::{
+    apply, describe_input_error, lint_and_print, rule_page, rules_listing, write_report,
+};
 
 use crate::cli::{FailOn, LintArgs, LintFormat, RulesArgs};
 use crate::exit::Exit;
 
-/// [`engine::lint_live`]'s signature.
-pub type LintLiveFn =
-    fn(&[serde_json::Value], &str, &LintOptions, Option<Vec<engine::InventoryNode>>) -> LintOutcome;
-
-/// The engine entry points the command calls: `infera_lint::engine`'s in
-/// [`run`], fakes in this module's tests (flags → options → exit code without
-/// real manifests).
-#[derive(Clone, Copy)]
-pub struct EngineFns {
-    pub lint_paths: fn(&[PathBuf], &LintOptions) -> LintOutcome,
-    /// Live objects, with the live node inventory when it could be read.
-    pub lint_objects: LintLiveFn,
-    pub rules: fn() -> &'static [RuleMeta],
-}
-
 /// `infera lint`.
 pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
-    run_with(
-        args,
-        &EngineFns {
-            lint_paths: engine::lint_paths,
-            lint_objects: engine::lint_live,
-            rules: engine::rules,
-        },
-    )
-}
-
-/// `infera lint` over the given engine.
-pub fn run_with(args: &LintArgs, engine: &EngineFns) -> anyhow::Result<Exit> {
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let loaded = config::load(args.config.as_deref(), &cwd)?;
-    let effective = config::resolve((engine.rules)(), &loaded, &overrides(args))?;
+    let effective = config::resolve(engine::rules(), &loaded, &overrides(args))?;
     let options = LintOptions {
         node_gpus: effective.node_gpus,
         nodes: effective.nodes.clone(),
         enabled: effective.enabled.clone(),
         threads: args.threads,
         // Only code frames need the text; keeping it for the other formats
-        // would hold the whole input in memory.
+        // would hold the lines findings point at for nothing.
         keep_sources: args.format == LintFormat::Human,
     };
 
-    let outcome = if args.cluster {
-        lint_cluster(args, &options, engine)?
+    // Input errors always go to standard error (in json/sarif/github they
+    // are inside the document as well), so a human sees them even when
+    // stdout is redirected to a file.
+    let mut report_error = |e: &InputError| {
+        let _ = writeln!(io::stderr().lock(), "error: {}", describe_input_error(e));
+    };
+    let stdout = io::stdout();
+    let choice = anstream::AutoStream::choice(&stdout);
+    let color = choice != anstream::ColorChoice::Never;
+    let mut out = io::BufWriter::new(PipeTolerant::new(anstream::AutoStream::new(
+        stdout.lock(),
+        choice,
+    )));
+    let written = if args.cluster {
+        let outcome = apply(lint_cluster(args, &options)?, &effective);
+        outcome.input_errors.iter().for_each(&mut report_error);
+        let rules = engine::rules();
+        write_report(
+            &mut out,
+            args.format.into(),
+            &outcome,
+            rules,
+            Some(&cwd),
+            color,
+        )
+        .map(|()| (outcome.summary, outcome.input_errors.len()))
     } else {
+        let printer = Printer::new(
+            &mut out,
+            args.format.into(),
+            engine::rules(),
+            Some(&cwd),
+            color,
+        );
         let paths = if args.paths.is_empty() {
             vec![PathBuf::from(".")]
         } else {
             args.paths.clone()
         };
-        (engine.lint_paths)(&paths, &options)
+        // Printed file by file as they are linted: memory does not grow
+        // with the corpus, whatever the format.
+        lint_and_print(&paths, &options, &effective, printer, &mut report_error)
     };
-    let outcome = apply(outcome, &effective);
+    let (summary, input_errors) = written
+        .and_then(|totals| out.flush().map(|()| totals))
+        .context("cannot write the lint report to standard output")?;
+    Ok(exit_for_counts(&summary, input_errors, args.fail_on))
+}
 
-    // Input errors always go to standard error (in json/sarif/github they
-    // are inside the document as well), so a human sees them even when
-    // stdout is redirected to a file.
-    {
-        let mut stderr = io::stderr().lock();
-        for e in &outcome.input_errors {
-            let _ = writeln!(stderr, "error: {}", describe_input_error(e));
+/// Standard output that goes quiet once its reader has gone
+/// (`infera lint | head`): the rest of the report is dropped, the lint
+/// itself runs to the end so the exit code is the same.
+struct PipeTolerant<W> {
+    inner: W,
+    closed: bool,
+}
+
+impl<W: Write> PipeTolerant<W> {
+    fn new(inner: W) -> Self {
+        PipeTolerant {
+            inner,
+            closed: false,
         }
     }
 
-    match print(args.format, &outcome, (engine.rules)(), &cwd) {
-        Ok(()) => {}
-        // `infera lint | head`: the reader went away, nothing left to say.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
-        Err(e) => return Err(e).context("cannot write the lint report to standard output"),
+    fn tolerate<T>(&mut self, r: io::Result<T>, quiet: T) -> io::Result<T> {
+        match r {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(quiet)
+            }
+            other => other,
+        }
     }
-    Ok(exit_for(&outcome, args.fail_on))
+}
+
+impl<W: Write> Write for PipeTolerant<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        let r = self.inner.write(buf);
+        self.tolerate(r, buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let r = self.inner.flush();
+        self.tolerate(r, ())
+    }
 }
 
 fn overrides(args: &LintArgs) -> CliOverrides {
@@ -101,33 +139,23 @@ fn overrides(args: &LintArgs) -> CliOverrides {
     }
 }
 
-/// Print the outcome to stdout in `format`. Colour (human format only) when
-/// stdout is a terminal and `NO_COLOR` is not set.
-fn print(
-    format: LintFormat,
-    outcome: &LintOutcome,
-    rules: &[RuleMeta],
-    cwd: &Path,
-) -> io::Result<()> {
-    let stdout = io::stdout();
-    let choice = anstream::AutoStream::choice(&stdout);
-    let color = choice != anstream::ColorChoice::Never;
-    let mut out = io::BufWriter::new(anstream::AutoStream::new(stdout.lock(), choice));
-    write_report(&mut out, format.into(), outcome, rules, Some(cwd), color)?;
-    out.flush()
-}
-
 /// 2 on input errors; else 1 when a finding is at or above `fail_on`; else 0.
 pub fn exit_for(outcome: &LintOutcome, fail_on: FailOn) -> Exit {
-    if !outcome.input_errors.is_empty() {
+    exit_for_counts(&outcome.summary, outcome.input_errors.len(), fail_on)
+}
+
+/// [`exit_for`] from the counts: `summary.errors` and `summary.warnings`
+/// are the findings at each severity (after the configuration).
+pub fn exit_for_counts(summary: &LintSummary, input_errors: usize, fail_on: FailOn) -> Exit {
+    if input_errors > 0 {
         return Exit::Usage;
     }
-    let threshold = match fail_on {
+    let at_or_above = match fail_on {
         FailOn::Never => return Exit::Ok,
-        FailOn::Warning => Severity::Warning,
-        FailOn::Error => Severity::Error,
+        FailOn::Warning => summary.errors + summary.warnings,
+        FailOn::Error => summary.errors,
     };
-    if outcome.findings.iter().any(|f| f.severity >= threshold) {
+    if at_or_above > 0 {
         Exit::Findings
     } else {
         Exit::Ok
@@ -137,11 +165,7 @@ pub fn exit_for(outcome: &LintOutcome, fail_on: FailOn) -> Exit {
 /// `infera lint --cluster [-n NS | -A]`: list the analysed kinds from the
 /// cluster and lint them as live objects (no spans: findings point at
 /// `cluster`, line 0).
-fn lint_cluster(
-    args: &LintArgs,
-    options: &LintOptions,
-    engine: &EngineFns,
-) -> anyhow::Result<LintOutcome> {
+fn lint_cluster(args: &LintArgs, options: &LintOptions) -> anyhow::Result<LintOutcome> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -151,7 +175,7 @@ fn lint_cluster(
         let namespace = (!args.all_namespaces).then_some(connection.namespace.as_str());
         let (objects, errors) = list_live_objects(&connection, namespace).await?;
         let live = live_inventory(&connection).await;
-        let mut outcome = (engine.lint_objects)(&objects, "cluster", options, live);
+        let mut outcome = engine::lint_live(&objects, "cluster", options, live);
         outcome.input_errors.extend(errors);
         Ok(outcome)
     })
@@ -337,7 +361,8 @@ pub fn rules_command_with(args: &RulesArgs, registry: &'static [RuleMeta]) -> an
 mod tests {
     use super::*;
     use infera_lint::config::Effective;
-    use infera_lint::report::tests_support::{RULES, input_error, outcome_with, sample_findings};
+    use infera_lint::finding::Severity;
+    use infera_lint::report::tests_support::{input_error, outcome_with, sample_findings};
     use std::collections::BTreeMap;
 
     fn effective(enabled: &[&'static str], severity: &[(&'static str, Severity)]) -> Effective {
@@ -364,34 +389,29 @@ mod tests {
         assert_eq!(exit_for(&LintOutcome::default(), FailOn::Warning), Exit::Ok);
     }
 
-    fn fake_paths(paths: &[PathBuf], opts: &LintOptions) -> LintOutcome {
-        let mut outcome = outcome_with(sample_findings());
-        if paths.iter().any(|p| p.as_os_str() == "bad.yaml") {
-            outcome.input_errors.push(input_error());
-        }
-        assert_eq!(opts.node_gpus, 4, "--node-gpus reaches the engine");
-        outcome
-    }
-    fn fake_objects(
-        _: &[serde_json::Value],
-        _: &str,
-        _: &LintOptions,
-        _: Option<Vec<engine::InventoryNode>>,
-    ) -> LintOutcome {
-        LintOutcome::default()
-    }
-    fn fake_rules() -> &'static [RuleMeta] {
-        RULES
-    }
-    const FAKE: EngineFns = EngineFns {
-        lint_paths: fake_paths,
-        lint_objects: fake_objects,
-        rules: fake_rules,
-    };
+    /// A decode worker pinned to one node, requesting 4 GPUs, rolled
+    /// surge-first: the replacement fits beside the old pod on 8-GPU nodes,
+    /// not on 4-GPU ones (IR002).
+    const PINNED: &str = "apiVersion: infera.amd.com/v1alpha1
+kind: InferaDeployment
+metadata: {name: pinned, namespace: prod}
+spec:
+  services:
+    decode:
+      componentType: worker
+      role: decode
+      extraPodSpec:
+        nodeSelector: {kubernetes.io/hostname: gpu-1}
+        containers:
+          - name: main
+            image: engine:1
+            command: [python3, -m, infera.engine.sglang]
+            resources: {limits: {amd.com/gpu: 4}}
+";
 
     fn lint_args(extra: &[&str]) -> LintArgs {
         use clap::Parser;
-        let mut argv = vec!["infera", "lint", "--format", "json", "--node-gpus", "4"];
+        let mut argv = vec!["infera", "lint", "--format", "json"];
         argv.extend_from_slice(extra);
         match crate::cli::Cli::try_parse_from(argv).unwrap().command {
             crate::cli::Command::Lint(args) => args,
@@ -400,29 +420,35 @@ mod tests {
     }
 
     #[test]
-    fn run_with_maps_outcomes_to_exit_codes() {
+    fn run_maps_flags_and_outcomes_to_exit_codes() {
+        let dir = tempfile::tempdir().unwrap();
+        let pinned = dir.path().join("pinned.yaml");
+        std::fs::write(&pinned, PINNED).unwrap();
+        let bad = dir.path().join("bad.yaml");
+        std::fs::write(&bad, "a: [1\n").unwrap();
+        let (pinned, bad) = (pinned.to_str().unwrap(), bad.to_str().unwrap());
+        let exit = |extra: &[&str]| run(&lint_args(extra)).unwrap();
         assert_eq!(
-            run_with(&lint_args(&["a.yaml"]), &FAKE).unwrap(),
-            Exit::Findings
+            exit(&["--node-gpus", "4", pinned]),
+            Exit::Findings,
+            "--node-gpus reaches the engine: 4 + 4 GPUs do not fit a 4-GPU node"
         );
+        assert_eq!(exit(&["--node-gpus", "8", pinned]), Exit::Ok);
         assert_eq!(
-            run_with(&lint_args(&["--fail-on", "never", "a.yaml"]), &FAKE).unwrap(),
+            exit(&["--node-gpus", "4", "--fail-on", "never", pinned]),
             Exit::Ok
         );
         assert_eq!(
-            run_with(&lint_args(&["--select", "IR005", "a.yaml"]), &FAKE).unwrap(),
+            exit(&["--node-gpus", "4", "--select", "IR005", pinned]),
             Exit::Ok,
-            "only the warning is left"
+            "the IR002 error is not selected"
         );
         assert_eq!(
-            run_with(
-                &lint_args(&["--fail-on", "never", "bad.yaml", "a.yaml"]),
-                &FAKE
-            )
-            .unwrap(),
-            Exit::Usage
+            exit(&["--fail-on", "never", bad, pinned]),
+            Exit::Usage,
+            "an input error"
         );
-        let err = run_with(&lint_args(&["--ignore", "IR404", "a.yaml"]), &FAKE).unwrap_err();
+        let err = run(&lint_args(&["--ignore", "IR404", pinned])).unwrap_err();
         assert!(
             err.to_string().contains("unknown rule `IR404` in --ignore"),
             "{err}"

@@ -93,8 +93,6 @@ fn finding_lines(bytes: &[u8], findings: &[Finding]) -> SourceLines {
 
 use std::path::Path as FsPath;
 
-use rayon::prelude::*;
-
 use super::finding::ObjectRef;
 pub use super::finding::RuleMeta;
 pub use super::rules::InventoryNode;
@@ -194,11 +192,13 @@ fn collect_nodes(v: &serde_json::Value, out: &mut Vec<InventoryNode>) {
     });
 }
 
-/// Lint files, directories (recursively) and `-` (stdin), in parallel.
+/// Lint files, directories (recursively) and `-` (stdin), in parallel, and
+/// collect everything (see [`lint_paths_each`] for the streaming form).
 pub fn lint_paths(paths: &[std::path::PathBuf], opts: &LintOptions) -> LintOutcome {
     let mut outcome = LintOutcome::default();
     let capacity = load_capacity(opts, None, &mut outcome.input_errors);
-    run_paths(paths, opts, Stage::Lint(&capacity), outcome)
+    let pre = std::mem::take(&mut outcome.input_errors);
+    collect_paths(paths, opts, Stage::Lint(&capacity), pre)
 }
 
 /// Read, split, parse and convert every object to its typed view exactly as
@@ -206,7 +206,245 @@ pub fn lint_paths(paths: &[std::path::PathBuf], opts: &LintOptions) -> LintOutco
 /// baseline the lint benchmark (`benches/lint.rs`) measures against. The
 /// outcome has counts and input errors, never findings.
 pub fn load_paths(paths: &[std::path::PathBuf], opts: &LintOptions) -> LintOutcome {
-    run_paths(paths, opts, Stage::Load, LintOutcome::default())
+    collect_paths(paths, opts, Stage::Load, Vec::new())
+}
+
+/// Lint files, directories and `-` and hand each file's results to `each`
+/// as soon as it and every file before it are done, in report order: by
+/// the name findings give the file (files given twice under one name come
+/// as one [`FileOutcome`]), input errors that belong to no file read (a
+/// missing path, a bad `--nodes` file) in their place among them. Files are
+/// linted on `opts.threads` threads, at most a few files ahead of the one
+/// being handed over, so memory does not grow with the corpus.
+///
+/// An error from `each` (e.g. a closed pipe) stops the run and is returned.
+pub fn lint_paths_each(
+    paths: &[std::path::PathBuf],
+    opts: &LintOptions,
+    each: &mut dyn FnMut(FileOutcome) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut pre = Vec::new();
+    let capacity = load_capacity(opts, None, &mut pre);
+    let units = units(paths, pre);
+    let work = |u: &Unit| lint_unit(u, opts, Stage::Lint(&capacity));
+    drive(&units, thread_count(opts.threads), &work, each)
+}
+
+/// The results of the files read under one name, in the order a report
+/// lists them: findings and input errors as the engine produced them (not
+/// yet filtered by the configuration, nor sorted by position).
+#[derive(Debug, Default)]
+pub struct FileOutcome {
+    /// The file as findings name it (`-` for stdin).
+    pub file: String,
+    /// Files read under this name (0 when the name only carries an input
+    /// error, such as a path that does not exist).
+    pub files: usize,
+    pub findings: Vec<Finding>,
+    pub input_errors: Vec<InputError>,
+    pub documents: usize,
+    pub objects: usize,
+    pub skipped: usize,
+    /// The lines findings point at (with [`LintOptions::keep_sources`]).
+    pub sources: SourceLines,
+}
+
+/// Files (and input errors) that share a name in reports.
+struct Unit {
+    name: String,
+    files: Vec<std::path::PathBuf>,
+    errors: Vec<InputError>,
+}
+
+/// Expand the paths and group them, with the input errors known before any
+/// file is read, by the name reports give them, in name order.
+fn units(paths: &[std::path::PathBuf], mut pre: Vec<InputError>) -> Vec<Unit> {
+    let (files, errors) = manifest::expand_paths(paths);
+    pre.extend(errors.into_iter().map(InputError::from));
+    let mut by_name: std::collections::BTreeMap<String, Unit> = Default::default();
+    let unit = |name: &str| Unit {
+        name: name.to_string(),
+        files: Vec::new(),
+        errors: Vec::new(),
+    };
+    for f in files {
+        let name = manifest::display_path(&f);
+        by_name
+            .entry(name.clone())
+            .or_insert_with(|| unit(&name))
+            .files
+            .push(f);
+    }
+    for e in pre {
+        by_name
+            .entry(e.file.clone())
+            .or_insert_with(|| unit(&e.file))
+            .errors
+            .push(e);
+    }
+    by_name.into_values().collect()
+}
+
+fn lint_unit(u: &Unit, opts: &LintOptions, stage: Stage<'_>) -> FileOutcome {
+    let mut out = FileOutcome {
+        file: u.name.clone(),
+        files: u.files.len(),
+        input_errors: u.errors.clone(),
+        ..FileOutcome::default()
+    };
+    for path in &u.files {
+        let r = lint_file(path, opts, stage);
+        out.documents += r.documents;
+        out.objects += r.objects;
+        out.skipped += r.skipped;
+        out.findings.extend(r.findings);
+        out.input_errors.extend(r.errors);
+        if let Some((_, lines)) = r.source {
+            out.sources.extend(lines);
+        }
+    }
+    out
+}
+
+/// `--threads 0`: rayon's default (`RAYON_NUM_THREADS`, else one per CPU).
+fn thread_count(threads: usize) -> usize {
+    if threads > 0 {
+        return threads;
+    }
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+fn collect_paths(
+    paths: &[std::path::PathBuf],
+    opts: &LintOptions,
+    stage: Stage<'_>,
+    pre: Vec<InputError>,
+) -> LintOutcome {
+    let mut outcome = LintOutcome::default();
+    let units = units(paths, pre);
+    let work = |u: &Unit| lint_unit(u, opts, stage);
+    let mut each = |f: FileOutcome| {
+        outcome.summary.files += f.files;
+        outcome.summary.documents += f.documents;
+        outcome.summary.objects += f.objects;
+        outcome.summary.skipped += f.skipped;
+        if !f.findings.is_empty() && opts.keep_sources {
+            outcome.sources.insert(f.file.clone(), f.sources);
+        }
+        outcome.findings.extend(f.findings);
+        outcome.input_errors.extend(f.input_errors);
+        Ok(())
+    };
+    if let Err(e) = drive(&units, thread_count(opts.threads), &work, &mut each) {
+        outcome.input_errors.push(InputError {
+            file: "-".into(),
+            line: None,
+            column: None,
+            message: format!("cannot start the parser thread: {e}"),
+        });
+    }
+    finish(&mut outcome);
+    outcome
+}
+
+/// Run `work` over `units` on `threads` threads (each with a parser-sized
+/// stack) and hand the results to `each`, on the calling thread, in order.
+/// Workers stay at most a few units ahead of the one handed over (a reorder
+/// window), so only that many results are ever held.
+fn drive<T: Send>(
+    units: &[Unit],
+    threads: usize,
+    work: &(dyn Fn(&Unit) -> T + Sync),
+    each: &mut dyn FnMut(T) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let threads = threads.max(1);
+    let window = 4 * threads;
+    let gate = Gate::default();
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, T)>();
+        let mut started = 0;
+        let mut spawn_error = None;
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let gate = &gate;
+            let spawned = std::thread::Builder::new()
+                .stack_size(manifest::PARSE_STACK_BYTES)
+                .spawn_scoped(s, move || {
+                    // A worker that panics stops the others (its unit would
+                    // never be handed over); the scope re-raises the panic.
+                    let _stop_on_panic = StopOnPanic(gate);
+                    while let Some(i) = gate.take(units.len(), window) {
+                        if tx.send((i, work(&units[i]))).is_err() {
+                            break;
+                        }
+                    }
+                });
+            match spawned {
+                Ok(_) => started += 1,
+                Err(e) => spawn_error = Some(e),
+            }
+        }
+        drop(tx);
+        if started == 0 {
+            return Err(spawn_error.unwrap_or_else(|| std::io::Error::other("no thread")));
+        }
+        let mut pending = std::collections::BTreeMap::new();
+        let mut result = Ok(());
+        let mut next = 0;
+        for (i, r) in rx {
+            pending.insert(i, r);
+            while let Some(r) = pending.remove(&next) {
+                if result.is_ok() {
+                    result = each(r);
+                }
+                next += 1;
+                gate.handed_over(next, result.is_err());
+            }
+        }
+        result
+    })
+}
+
+/// The reorder window of [`drive`]: which unit is next to take, and how far
+/// the hand-over has got.
+#[derive(Default)]
+struct Gate {
+    state: std::sync::Mutex<GateState>,
+    moved: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    next: usize,
+    handed_over: usize,
+    stop: bool,
+}
+
+impl Gate {
+    /// The next unit to work on, waiting while it is `window` units or
+    /// more ahead of the hand-over; None when all are taken or on stop.
+    fn take(&self, len: usize, window: usize) -> Option<usize> {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while !g.stop && g.next < len && g.next >= g.handed_over + window {
+            g = self.moved.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        if g.stop || g.next >= len {
+            return None;
+        }
+        g.next += 1;
+        Some(g.next - 1)
+    }
+
+    fn handed_over(&self, count: usize, stop: bool) {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        g.handed_over = count;
+        g.stop |= stop;
+        self.moved.notify_all();
+    }
 }
 
 /// Lint one in-memory source (`file` names it in findings and errors) on a
@@ -249,51 +487,6 @@ enum Stage<'a> {
     Lint(&'a Capacity),
 }
 
-fn run_paths(
-    paths: &[std::path::PathBuf],
-    opts: &LintOptions,
-    stage: Stage<'_>,
-    mut outcome: LintOutcome,
-) -> LintOutcome {
-    let (files, errors) = manifest::expand_paths(paths);
-    outcome
-        .input_errors
-        .extend(errors.into_iter().map(InputError::from));
-    // Parser threads need a deep stack (see manifest::PARSE_STACK_BYTES).
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.threads)
-        .stack_size(manifest::PARSE_STACK_BYTES)
-        .build();
-    // Each file's result is small (counts, findings, and with `keep_sources`
-    // the lines they point at): files are read, parsed and dropped one by
-    // one, so memory does not grow with the size of the corpus.
-    let results: Vec<FileResult> = match pool.map(|pool| {
-        pool.install(|| {
-            files
-                .par_iter()
-                .map(|f| lint_file(f, opts, stage))
-                .collect::<Vec<_>>()
-        })
-    }) {
-        Ok(r) => r,
-        Err(e) => {
-            outcome.input_errors.push(InputError {
-                file: "-".into(),
-                line: None,
-                column: None,
-                message: format!("cannot start the parser thread: {e}"),
-            });
-            Vec::new()
-        }
-    };
-    outcome.summary.files = files.len();
-    for r in results {
-        merge(&mut outcome, r);
-    }
-    finish(&mut outcome);
-    outcome
-}
-
 fn merge(outcome: &mut LintOutcome, r: FileResult) {
     outcome.summary.documents += r.documents;
     outcome.summary.objects += r.objects;
@@ -302,6 +495,19 @@ fn merge(outcome: &mut LintOutcome, r: FileResult) {
     outcome.input_errors.extend(r.errors);
     if let Some((k, v)) = r.source {
         outcome.sources.insert(k, v);
+    }
+}
+
+/// Stops the [`Gate`] when dropped by a panicking thread.
+struct StopOnPanic<'a>(&'a Gate);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let mut g = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
+            g.stop = true;
+            self.0.moved.notify_all();
+        }
     }
 }
 
@@ -600,7 +806,7 @@ fn lint_idep(
     let mut out = Vec::new();
     let name = idep.metadata.name.clone().unwrap_or_default();
     let annotations = idep.metadata.annotations.as_ref();
-    for rw in operator::render_typed(idep) {
+    for rw in operator::render_pods(idep) {
         let Some(svc) = idep.spec.services.get(&rw.service) else {
             continue;
         };

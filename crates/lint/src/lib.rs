@@ -29,12 +29,7 @@ pub fn write_report(
     base: Option<&Path>,
     color: bool,
 ) -> io::Result<()> {
-    match format {
-        Format::Human => report::human::write(out, outcome, color),
-        Format::Json => report::json::write(out, outcome),
-        Format::Sarif => report::sarif::write(out, outcome, rules, base),
-        Format::Github => report::github::write(out, outcome),
-    }
+    report::write_outcome(out, format, outcome, rules, base, color)
 }
 
 /// Everything `infera lint` does to one file, in memory: parse, every rule,
@@ -91,12 +86,7 @@ pub fn describe_input_error(e: &InputError) -> String {
 /// keeps the contract simple ("an empty list means all rules" cannot express
 /// "none", and a rule disabled in the config must never be reported).
 pub fn apply(mut outcome: LintOutcome, effective: &Effective) -> LintOutcome {
-    outcome
-        .findings
-        .retain(|f| effective.enabled.contains(&f.code));
-    for f in &mut outcome.findings {
-        f.severity = effective.severity_of(f.code, f.severity);
-    }
+    configure(&mut outcome.findings, effective);
     outcome.findings.sort_by(|a, b| {
         (&a.file, a.line, a.column, a.code).cmp(&(&b.file, b.line, b.column, b.code))
     });
@@ -116,6 +106,56 @@ pub fn apply(mut outcome: LintOutcome, effective: &Effective) -> LintOutcome {
         .sources
         .retain(|file, _| files.contains(file.as_str()));
     outcome
+}
+
+/// Keep the enabled rules' findings, at their configured severity.
+fn configure(findings: &mut Vec<finding::Finding>, effective: &Effective) {
+    findings.retain(|f| effective.enabled.contains(&f.code));
+    for f in findings.iter_mut() {
+        f.severity = effective.severity_of(f.code, f.severity);
+    }
+}
+
+/// `infera lint PATHS`, streamed: lint file by file ([`engine::lint_paths_each`]),
+/// [`apply`] the configuration to each file's findings, print them with
+/// `printer` and hand each input error to `on_input_error` as they come, in
+/// the order (and with the bytes) [`apply`] + [`write_report`] give for the
+/// whole outcome. Returns the summary (errors and warnings counted after
+/// the configuration) and the number of input errors.
+pub fn lint_and_print(
+    paths: &[std::path::PathBuf],
+    opts: &LintOptions,
+    effective: &Effective,
+    mut printer: report::Printer<'_>,
+    on_input_error: &mut dyn FnMut(&InputError),
+) -> io::Result<(engine::LintSummary, usize)> {
+    let mut summary = engine::LintSummary::default();
+    let mut input_errors = 0;
+    let mut each = |mut f: engine::FileOutcome| {
+        configure(&mut f.findings, effective);
+        f.findings
+            .sort_by(|a, b| (a.line, a.column, a.code).cmp(&(b.line, b.column, b.code)));
+        f.input_errors.sort_by_key(|e| (e.line, e.column));
+        summary.files += f.files;
+        summary.documents += f.documents;
+        summary.objects += f.objects;
+        summary.skipped += f.skipped;
+        let errors = f
+            .findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .count();
+        summary.errors += errors;
+        summary.warnings += f.findings.len() - errors;
+        input_errors += f.input_errors.len();
+        f.input_errors.iter().for_each(&mut *on_input_error);
+        printer.findings(&f.findings, Some(&f.sources))?;
+        printer.errors(&f.input_errors);
+        Ok(())
+    };
+    engine::lint_paths_each(paths, opts, &mut each)?;
+    printer.finish(&summary)?;
+    Ok((summary, input_errors))
 }
 
 // ---------------------------------------------------------------------------
@@ -222,6 +262,70 @@ mod tests {
         let mut e = input_error();
         e.line = None;
         assert!(describe_input_error(&e).starts_with("recipes/bad.yaml: "));
+    }
+
+    /// The streamed report (file by file) is byte for byte the whole
+    /// outcome's, sorted by [`apply`]: names where path order and text
+    /// order differ (`b-c.yaml` before `b/`), a file given twice, a path
+    /// that does not exist, a broken document beside a good one.
+    #[test]
+    fn streamed_report_equals_the_sorted_outcome() {
+        let pd = include_str!("../../../tests/golden/input/pd-skip-probe.yaml");
+        let plain = include_str!("../../../tests/golden/input/plain-deployments.yaml");
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("b")).unwrap();
+        std::fs::write(d.join("b/x.yaml"), pd).unwrap();
+        std::fs::write(d.join("b-c.yaml"), plain).unwrap();
+        std::fs::write(d.join("a.yaml"), format!("a: [1\n---\n{pd}")).unwrap();
+        let paths = vec![
+            d.join("b-c.yaml"),
+            d.to_path_buf(),
+            d.join("missing.yaml"),
+            d.join("a.yaml"),
+        ];
+        let rules = engine::rules();
+        let effective = config::resolve(
+            rules,
+            &config::LoadedConfig::default(),
+            &config::CliOverrides::default(),
+        )
+        .unwrap();
+        for threads in [1, 3] {
+            let opts = LintOptions {
+                node_gpus: 8,
+                enabled: effective.enabled.clone(),
+                threads,
+                keep_sources: true,
+                ..LintOptions::default()
+            };
+            let whole = apply(engine::lint_paths(&paths, &opts), &effective);
+            assert!(whole.input_errors.len() >= 2 && whole.findings.len() >= 4);
+            for format in [Format::Human, Format::Json, Format::Sarif, Format::Github] {
+                let mut expected = Vec::new();
+                write_report(&mut expected, format, &whole, rules, None, false).unwrap();
+                let mut streamed = Vec::new();
+                let mut errors = Vec::new();
+                let printer = report::Printer::new(&mut streamed, format, rules, None, false);
+                let (summary, n) = lint_and_print(&paths, &opts, &effective, printer, &mut |e| {
+                    errors.push(e.clone())
+                })
+                .unwrap();
+                assert_eq!(
+                    String::from_utf8(streamed).unwrap(),
+                    String::from_utf8(expected).unwrap(),
+                    "{format:?} on {threads} threads"
+                );
+                assert_eq!(n, whole.input_errors.len());
+                assert_eq!(summary.errors, whole.summary.errors);
+                let order = |v: &[InputError]| {
+                    v.iter()
+                        .map(|e| (e.file.clone(), e.line))
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(order(&errors), order(&whole.input_errors));
+            }
+        }
     }
 
     #[test]

@@ -475,7 +475,17 @@ pub fn render_typed(idep: &InferaDeployment) -> Vec<RenderedWorkload> {
     idep.spec
         .services
         .iter()
-        .map(|(name, svc)| render_service(idep, name, svc))
+        .map(|(name, svc)| render_service(idep, name, svc, true))
+        .collect()
+}
+
+/// [`render_typed`] without the workload objects (`object` is null): the
+/// pods, strategies and ports, which is all the linter reads.
+pub fn render_pods(idep: &InferaDeployment) -> Vec<RenderedWorkload> {
+    idep.spec
+        .services
+        .iter()
+        .map(|(name, svc)| render_service(idep, name, svc, false))
         .collect()
 }
 
@@ -783,7 +793,12 @@ fn lws_object(
     serde_json::to_value(&lws).unwrap_or(serde_json::Value::Null)
 }
 
-fn render_service(idep: &InferaDeployment, name: &str, svc: &ServiceSpec) -> RenderedWorkload {
+fn render_service(
+    idep: &InferaDeployment,
+    name: &str,
+    svc: &ServiceSpec,
+    with_object: bool,
+) -> RenderedWorkload {
     let idep_name = idep.metadata.name.clone().unwrap_or_default();
     let namespace = idep
         .metadata
@@ -846,32 +861,18 @@ fn render_service(idep: &InferaDeployment, name: &str, svc: &ServiceSpec) -> Ren
     let (strategy, why) =
         predict_strategy(component, multinode, svc, &pod, &readiness, probe_injected);
     let labels = pod_labels(&idep_name, name, svc);
-    let selector = BTreeMap::from([
-        (LABEL_DEPLOYMENT.to_string(), idep_name.clone()),
-        (LABEL_SERVICE.to_string(), name.to_string()),
-    ]);
-    let metadata = object_metadata(idep, &idep_name, name, namespace);
-    let template = PodTemplateSpec {
-        metadata: Some(ObjectMeta {
-            labels: Some(labels.clone()),
-            ..ObjectMeta::default()
-        }),
-        spec: Some(pod.clone()),
-    };
-    let object = match kind {
-        WorkloadKind::Deployment => deployment_object(
-            metadata,
-            template,
-            selector,
-            replicas.unwrap_or(1),
+    let object = if with_object {
+        let rendered = Rendered {
+            kind,
+            labels: &labels,
+            pod: &pod,
+            replicas,
+            number_of_nodes,
             strategy,
-        ),
-        WorkloadKind::LeaderWorkerSet => lws_object(
-            metadata,
-            template,
-            replicas.unwrap_or(1),
-            number_of_nodes.unwrap_or(2),
-        ),
+        };
+        workload_object(idep, &idep_name, name, namespace, rendered)
+    } else {
+        serde_json::Value::Null
     };
 
     RenderedWorkload {
@@ -890,6 +891,53 @@ fn render_service(idep: &InferaDeployment, name: &str, svc: &ServiceSpec) -> Ren
         flat,
         pod,
         pod_labels: labels,
+    }
+}
+
+/// What [`workload_object`] needs of a rendered service.
+struct Rendered<'a> {
+    kind: WorkloadKind,
+    labels: &'a BTreeMap<String, String>,
+    pod: &'a PodSpec,
+    replicas: Option<i32>,
+    number_of_nodes: Option<i32>,
+    strategy: Strategy,
+}
+
+/// The Deployment or LeaderWorkerSet the operator creates for one service.
+fn workload_object(
+    idep: &InferaDeployment,
+    idep_name: &str,
+    name: &str,
+    namespace: String,
+    r: Rendered<'_>,
+) -> serde_json::Value {
+    let selector = BTreeMap::from([
+        (LABEL_DEPLOYMENT.to_string(), idep_name.to_string()),
+        (LABEL_SERVICE.to_string(), name.to_string()),
+    ]);
+    let metadata = object_metadata(idep, idep_name, name, namespace);
+    let template = PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(r.labels.clone()),
+            ..ObjectMeta::default()
+        }),
+        spec: Some(r.pod.clone()),
+    };
+    match r.kind {
+        WorkloadKind::Deployment => deployment_object(
+            metadata,
+            template,
+            selector,
+            r.replicas.unwrap_or(1),
+            r.strategy,
+        ),
+        WorkloadKind::LeaderWorkerSet => lws_object(
+            metadata,
+            template,
+            r.replicas.unwrap_or(1),
+            r.number_of_nodes.unwrap_or(2),
+        ),
     }
 }
 

@@ -34,7 +34,7 @@ fn location(file: &str, line: usize, column: usize) -> String {
     props
 }
 
-fn finding_line(f: &Finding) -> String {
+pub(crate) fn finding_line(f: &Finding) -> String {
     let command = match f.severity {
         Severity::Error => "error",
         Severity::Warning => "warning",
@@ -47,7 +47,7 @@ fn finding_line(f: &Finding) -> String {
     )
 }
 
-fn input_error_line(e: &InputError) -> String {
+pub(crate) fn input_error_line(e: &InputError) -> String {
     format!(
         "::error {},title={}::{}",
         location(&e.file, e.line.unwrap_or(0), e.column.unwrap_or(0)),
@@ -58,13 +58,7 @@ fn input_error_line(e: &InputError) -> String {
 
 /// One annotation per finding, then one per input error.
 pub fn write(out: &mut dyn Write, outcome: &LintOutcome) -> io::Result<()> {
-    for f in &outcome.findings {
-        writeln!(out, "{}", finding_line(f))?;
-    }
-    for e in &outcome.input_errors {
-        writeln!(out, "{}", input_error_line(e))?;
-    }
-    Ok(())
+    super::write_outcome(out, super::Format::Github, outcome, &[], None, false)
 }
 
 #[cfg(test)]

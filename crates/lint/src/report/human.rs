@@ -11,29 +11,37 @@ use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet}
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Attribute, Cell, CellAlignment, Color, ContentArrangement, Table};
 
-use super::{describe_object, files_with_findings, plural, rule_counts};
-use crate::engine::LintOutcome;
+use super::stream::Counts;
+use super::{Format, describe_object, plural};
+use crate::engine::{LintOutcome, LintSummary};
 use crate::finding::{Finding, Severity};
 
 /// Write every finding as a code frame, then the summary tables.
 pub fn write(out: &mut dyn Write, outcome: &LintOutcome, color: bool) -> io::Result<()> {
-    let renderer = if color {
+    super::write_outcome(out, Format::Human, outcome, &[], None, color)
+}
+
+/// The code-frame renderer, with or without colour.
+pub(crate) fn renderer(color: bool) -> Renderer {
+    if color {
         Renderer::styled()
     } else {
         Renderer::plain()
     }
-    .decor_style(DecorStyle::Ascii);
-    for finding in &outcome.findings {
-        let source = outcome
-            .sources
-            .get(&finding.file)
-            .and_then(|lines| lines.get(&finding.line))
-            .map(String::as_str);
-        let rendered = render_finding(&renderer, finding, source);
-        writeln!(out, "{rendered}")?;
-        writeln!(out)?;
-    }
-    write_summary(out, outcome, color)
+    .decor_style(DecorStyle::Ascii)
+}
+
+/// One finding's code frame (`source`: the text of its line, when known)
+/// and a blank line.
+pub(crate) fn write_finding(
+    out: &mut dyn Write,
+    renderer: &Renderer,
+    finding: &Finding,
+    source: Option<&str>,
+) -> io::Result<()> {
+    let rendered = render_finding(renderer, finding, source);
+    writeln!(out, "{rendered}")?;
+    writeln!(out)
 }
 
 /// Byte range in `line_text` from the 1-based character `column` to the end
@@ -120,8 +128,14 @@ fn count_cell(n: usize) -> Cell {
 }
 
 /// Per-rule counts (when there are findings), the totals, and one sentence.
-fn write_summary(out: &mut dyn Write, outcome: &LintOutcome, color: bool) -> io::Result<()> {
-    let counts = rule_counts(&outcome.findings);
+pub(crate) fn write_summary(
+    out: &mut dyn Write,
+    s: &LintSummary,
+    seen: &Counts,
+    input_errors: usize,
+    color: bool,
+) -> io::Result<()> {
+    let counts = seen.rule_list();
     if !counts.is_empty() {
         let mut table = new_table(color);
         table.set_header(header(&["rule", "name", "severity", "findings"]));
@@ -136,7 +150,6 @@ fn write_summary(out: &mut dyn Write, outcome: &LintOutcome, color: bool) -> io:
         writeln!(out, "{table}")?;
     }
 
-    let s = &outcome.summary;
     let mut totals = new_table(color);
     totals.set_header(header(&[
         "files",
@@ -155,9 +168,9 @@ fn write_summary(out: &mut dyn Write, outcome: &LintOutcome, color: bool) -> io:
     if color && s.warnings > 0 {
         warnings = warnings.fg(Color::Yellow);
     }
-    let mut input_errors = count_cell(outcome.input_errors.len());
-    if color && !outcome.input_errors.is_empty() {
-        input_errors = input_errors.fg(Color::Red);
+    let mut input_cell = count_cell(input_errors);
+    if color && input_errors > 0 {
+        input_cell = input_cell.fg(Color::Red);
     }
     totals.add_row(vec![
         count_cell(s.files),
@@ -166,11 +179,11 @@ fn write_summary(out: &mut dyn Write, outcome: &LintOutcome, color: bool) -> io:
         count_cell(s.skipped),
         errors,
         warnings,
-        input_errors,
+        input_cell,
     ]);
     writeln!(out, "{totals}")?;
 
-    let sentence = if outcome.findings.is_empty() {
+    let sentence = if counts.is_empty() {
         format!(
             "No findings in {} ({}).",
             plural(s.files, "file"),
@@ -181,16 +194,16 @@ fn write_summary(out: &mut dyn Write, outcome: &LintOutcome, color: bool) -> io:
             "{} and {} in {} of {}.",
             plural(s.errors, "error"),
             plural(s.warnings, "warning"),
-            plural(files_with_findings(outcome), "file"),
+            plural(seen.files_with_findings, "file"),
             plural(s.files, "file"),
         )
     };
     writeln!(out, "{sentence}")?;
-    if !outcome.input_errors.is_empty() {
+    if input_errors > 0 {
         writeln!(
             out,
             "{} could not be read or parsed (listed on standard error); fix them and run again.",
-            plural(outcome.input_errors.len(), "input")
+            plural(input_errors, "input")
         )?;
     }
     Ok(())

@@ -10,6 +10,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use super::rule_counts;
+use super::stream::{Counts, Entry, Spool, write_map, write_spooled_array};
 use crate::engine::{InputError, LintOutcome, LintSummary};
 use crate::finding::Finding;
 
@@ -42,23 +43,49 @@ pub fn to_value(outcome: &LintOutcome) -> serde_json::Value {
 }
 
 /// Pretty-printed, with a trailing newline: the same text as [`to_value`]
-/// printed, but written one finding at a time, so the report never exists
-/// twice in memory (as findings and as one big JSON tree).
+/// printed, but written through the streaming printer, so the report never
+/// exists twice in memory (as findings and as one big JSON tree).
 pub fn write(out: &mut dyn Write, outcome: &LintOutcome) -> io::Result<()> {
-    // Keys in the order a `serde_json::Value` prints them (sorted), so the
-    // streamed text is byte for byte the one `to_value` gives.
-    #[derive(Serialize)]
-    struct Streamed<'a> {
-        errors: EachSorted<'a, InputError>,
-        findings: EachSorted<'a, Finding>,
-        summary: Sorted<JsonSummary<'a>>,
-    }
-    let report = Streamed {
-        errors: EachSorted(&outcome.input_errors),
-        findings: EachSorted(&outcome.findings),
-        summary: Sorted(summary(outcome)),
+    super::write_outcome(out, super::Format::Json, outcome, &[], None, false)
+}
+
+/// A finding as `serde_json::Value` prints it (keys sorted).
+pub(crate) fn sorted<T: Serialize>(item: &T) -> io::Result<serde_json::Value> {
+    serde_json::to_value(item).map_err(io::Error::other)
+}
+
+/// The whole document, keys in the order a `serde_json::Value` prints them
+/// (sorted): `errors`, the spooled `findings`, `summary`.
+pub(crate) fn write_document(
+    out: &mut dyn Write,
+    errors: &[InputError],
+    findings: &mut Spool,
+    counts: &LintSummary,
+    seen: &Counts,
+) -> io::Result<()> {
+    let summary = JsonSummary {
+        counts,
+        input_errors: errors.len(),
+        rules: seen
+            .rules
+            .iter()
+            .map(|(code, (_, _, n))| (*code, *n))
+            .collect(),
     };
-    serde_json::to_writer_pretty(&mut *out, &report)?;
+    let errors =
+        serde_json::Value::Array(errors.iter().map(sorted).collect::<io::Result<Vec<_>>>()?);
+    let summary = sorted(&summary)?;
+    let mut write_findings =
+        |out: &mut dyn Write, depth: usize| write_spooled_array(out, findings, depth);
+    write_map(
+        out,
+        0,
+        vec![
+            ("errors", Entry::Value(&errors)),
+            ("findings", Entry::Writer(&mut write_findings)),
+            ("summary", Entry::Value(&summary)),
+        ],
+    )?;
     writeln!(out)
 }
 
@@ -70,31 +97,6 @@ fn summary(outcome: &LintOutcome) -> JsonSummary<'_> {
             .into_iter()
             .map(|(code, _, _, n)| (code, n))
             .collect(),
-    }
-}
-
-/// A value serialized through `serde_json::Value`: its keys sorted.
-struct Sorted<T>(T);
-
-impl<T: Serialize> Serialize for Sorted<T> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        serde_json::to_value(&self.0)
-            .map_err(serde::ser::Error::custom)?
-            .serialize(s)
-    }
-}
-
-/// A list whose items are each [`Sorted`], one at a time.
-struct EachSorted<'a, T>(&'a [T]);
-
-impl<T: Serialize> Serialize for EachSorted<'_, T> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeSeq;
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for item in self.0 {
-            seq.serialize_element(&Sorted(item))?;
-        }
-        seq.end()
     }
 }
 

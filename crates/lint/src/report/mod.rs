@@ -7,11 +7,35 @@ pub mod github;
 pub mod human;
 pub mod json;
 pub mod sarif;
+pub mod stream;
 
 use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::Path;
 
-use super::engine::LintOutcome;
+use super::engine::{LintOutcome, RuleMeta};
 use super::finding::{Finding, ObjectRef, Severity};
+pub use stream::Printer;
+
+/// Print a whole outcome (findings already in report order) through the
+/// streaming [`Printer`]: the same bytes whether the findings arrive at
+/// once or file by file.
+pub fn write_outcome(
+    out: &mut dyn Write,
+    format: Format,
+    outcome: &LintOutcome,
+    rules: &[RuleMeta],
+    base: Option<&Path>,
+    color: bool,
+) -> io::Result<()> {
+    let mut printer = Printer::new(out, format, rules, base, color);
+    for group in outcome.findings.chunk_by(|a, b| a.file == b.file) {
+        let sources = group.first().and_then(|f| outcome.sources.get(&f.file));
+        printer.findings(group, sources)?;
+    }
+    printer.errors(&outcome.input_errors);
+    printer.finish(&outcome.summary)
+}
 
 /// Findings per rule code, in code order: (code, name, severity, count).
 /// The severity is the highest one reported for that rule in this run.

@@ -16,6 +16,7 @@ use serde_sarif::sarif::{
 };
 
 use super::describe_object;
+use super::stream::{Entry, Spool, indent, write_map, write_spooled_array};
 use crate::engine::{InputError, LintOutcome, RuleMeta};
 use crate::finding::{Finding, Severity};
 
@@ -140,7 +141,7 @@ fn physical(file: &str, line: usize, column: usize, base: Option<&Path>) -> Phys
         .build()
 }
 
-fn result(finding: &Finding, rule_index: usize, base: Option<&Path>) -> SarifResult {
+pub(crate) fn result(finding: &Finding, rule_index: usize, base: Option<&Path>) -> SarifResult {
     let object = &finding.object;
     let mut qualified = vec![object.kind.as_str()];
     if let Some(ns) = &object.namespace {
@@ -254,121 +255,87 @@ fn information_uri() -> Option<String> {
 }
 
 /// Pretty-printed, with a trailing newline: the same bytes as
-/// `serde_json::to_writer_pretty(out, &to_sarif(..))`, but streamed. Only
-/// the small parts (rules, invocation) are built as SARIF objects; each
-/// result is built, written and dropped in turn, so memory does not grow
-/// with the number of findings beyond the findings themselves.
+/// `serde_json::to_writer_pretty(out, &to_sarif(..))`, but streamed through
+/// the [`Printer`](super::Printer): each result is built, written and
+/// dropped in turn.
 pub fn write(
     out: &mut dyn Write,
     outcome: &LintOutcome,
     rules: &[RuleMeta],
     base: Option<&Path>,
 ) -> io::Result<()> {
+    super::write_outcome(out, super::Format::Sarif, outcome, rules, base, false)
+}
+
+/// The document around the spooled `results`: only the small parts (rules,
+/// invocation) are built as SARIF objects. `extra` are the codes results
+/// used that the registry lacks (each gets a descriptor after the
+/// registry's). Keys are written in sorted order, as a `serde_json::Value`
+/// prints them (serde-sarif's fields are alphabetical).
+pub(crate) fn write_document(
+    out: &mut dyn Write,
+    rules: &[RuleMeta],
+    extra: &[(&'static str, &'static str)],
+    errors: &[InputError],
+    results: &mut Spool,
+    base: Option<&Path>,
+) -> io::Result<()> {
     let empty = LintOutcome {
-        findings: Vec::new(),
-        input_errors: outcome.input_errors.clone(),
-        summary: outcome.summary.clone(),
-        sources: Default::default(),
+        input_errors: errors.to_vec(),
+        ..LintOutcome::default()
     };
-    // Every code the results use gets a descriptor, as in `to_sarif`.
-    let mut codes: Vec<&str> = rules.iter().map(|r| r.code).collect();
     let mut skeleton = to_sarif(&empty, rules, base);
-    for finding in &outcome.findings {
-        if !codes.contains(&finding.code) {
-            codes.push(finding.code);
-            if let Some(run) = skeleton.runs.first_mut() {
-                run.tool.driver.rules.get_or_insert_with(Vec::new).push(
-                    ReportingDescriptor::builder()
-                        .id(finding.code)
-                        .name(finding.name)
-                        .build(),
-                );
-            }
-        }
-    }
-    let Some(run) = skeleton.runs.first_mut() else {
+    let Some(mut run) = skeleton.runs.pop() else {
         return Err(io::Error::other("SARIF skeleton without a run"));
     };
+    for (code, name) in extra {
+        run.tool
+            .driver
+            .rules
+            .get_or_insert_with(Vec::new)
+            .push(ReportingDescriptor::builder().id(*code).name(*name).build());
+    }
     run.results = None;
-    let run = serde_json::to_value(&*run).map_err(io::Error::other)?;
-    skeleton.runs.clear();
-    let head = serde_json::to_value(&skeleton).map_err(io::Error::other)?;
-    let (serde_json::Value::Object(mut head), serde_json::Value::Object(mut run)) = (head, run)
-    else {
+    let (serde_json::Value::Object(run), serde_json::Value::Object(head)) = (
+        serde_json::to_value(&run).map_err(io::Error::other)?,
+        serde_json::to_value(&skeleton).map_err(io::Error::other)?,
+    ) else {
         return Err(io::Error::other("SARIF skeleton is not an object"));
     };
-    head.remove("runs");
-    run.remove("results");
-    let document = Streamed {
-        head,
-        run,
-        results: Results {
-            findings: &outcome.findings,
-            codes: &codes,
-            base,
-        },
+    let mut write_results =
+        |out: &mut dyn Write, depth: usize| write_spooled_array(out, results, depth);
+    let mut write_run = |out: &mut dyn Write, depth: usize| {
+        let mut open = b"[\n".to_vec();
+        indent(&mut open, depth + 1);
+        out.write_all(&open)?;
+        write_map(
+            out,
+            depth + 1,
+            with_entry(&run, "results", &mut write_results),
+        )?;
+        let mut close = vec![b'\n'];
+        indent(&mut close, depth);
+        close.push(b']');
+        out.write_all(&close)
     };
-    serde_json::to_writer_pretty(&mut *out, &document)?;
+    write_map(out, 0, with_entry(&head, "runs", &mut write_run))?;
     writeln!(out)
 }
 
-/// The document: `head` (everything but `runs`) with one run, `run`
-/// (everything but `results`) plus the streamed results. Keys are written
-/// in sorted order, as serde-sarif's alphabetical fields are.
-struct Streamed<'a> {
-    head: serde_json::Map<String, serde_json::Value>,
-    run: serde_json::Map<String, serde_json::Value>,
-    results: Results<'a>,
-}
-
-struct Results<'a> {
-    findings: &'a [Finding],
-    codes: &'a [&'a str],
-    base: Option<&'a Path>,
-}
-
-struct RunWithResults<'a>(&'a Streamed<'a>);
-
-/// `map` with `extra` (key, value) inserted in sorted key order.
-fn serialize_with<S: serde::Serializer, T: serde::Serialize + ?Sized>(
-    serializer: S,
-    map: &serde_json::Map<String, serde_json::Value>,
-    extra: (&str, &T),
-) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeMap;
-    let mut keys: Vec<&str> = map.keys().map(String::as_str).collect();
-    keys.push(extra.0);
-    keys.sort_unstable();
-    let mut m = serializer.serialize_map(Some(keys.len()))?;
-    for key in keys {
-        if key == extra.0 {
-            m.serialize_entry(key, extra.1)?;
-        } else if let Some(v) = map.get(key) {
-            m.serialize_entry(key, v)?;
-        }
-    }
-    m.end()
-}
-
-impl serde::Serialize for Streamed<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serialize_with(serializer, &self.head, ("runs", &[RunWithResults(self)]))
-    }
-}
-
-impl serde::Serialize for RunWithResults<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serialize_with(serializer, &self.0.run, ("results", &self.0.results))
-    }
-}
-
-impl serde::Serialize for Results<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.findings.iter().map(|f| {
-            let index = self.codes.iter().position(|c| *c == f.code).unwrap_or(0);
-            result(f, index, self.base)
-        }))
-    }
+/// The entries of `map` with `key` (written by `writer`) in sorted key order.
+fn with_entry<'a>(
+    map: &'a serde_json::Map<String, serde_json::Value>,
+    key: &'a str,
+    writer: &'a mut dyn FnMut(&mut dyn Write, usize) -> io::Result<()>,
+) -> Vec<(&'a str, Entry<'a>)> {
+    let mut entries: Vec<(&str, Entry<'_>)> = map
+        .iter()
+        .filter(|(k, _)| k.as_str() != key)
+        .map(|(k, v)| (k.as_str(), Entry::Value(v)))
+        .collect();
+    entries.push((key, Entry::Writer(writer)));
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    entries
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! cap, a per-document byte cap and serde-saphyr budgets (aliases, anchors,
 //! depth, nodes, scalar bytes).
 
+pub mod de;
 pub mod node;
 pub mod typed;
 
@@ -296,13 +297,13 @@ pub fn split_documents(bytes: &[u8]) -> Vec<RawDocument<'_>> {
 
 /// A parsed document: its tree and where it sits in the file.
 #[derive(Debug, Clone)]
-pub struct Document {
+pub struct Document<'a> {
     pub index: usize,
     pub line_offset: usize,
-    pub root: Node,
+    pub root: Node<'a>,
 }
 
-impl Document {
+impl Document<'_> {
     /// File line/column of a path inside this document.
     pub fn locate(&self, path: &[Seg]) -> (usize, usize) {
         let (line, column) = self.root.locate(path);
@@ -333,10 +334,10 @@ fn parse_options() -> serde_saphyr::Options {
 }
 
 /// Decode and parse one document. `Ok(None)` for a document that is null.
-pub fn parse_document(
+pub fn parse_document<'a>(
     file: &str,
-    raw: &RawDocument<'_>,
-) -> Result<Option<Document>, ManifestError> {
+    raw: &RawDocument<'a>,
+) -> Result<Option<Document<'a>>, ManifestError> {
     let first_line = raw.line_offset + 1;
     if raw.bytes.len() > MAX_DOCUMENT_BYTES {
         return Err(ManifestError::new(
@@ -401,7 +402,7 @@ pub fn parse_document(
 
 /// The objects of a document: the root, or each item of a `kind: List`.
 /// Yields the path of each object inside the document.
-pub fn objects(root: &Node) -> Vec<(Path, &Node)> {
+pub fn objects<'b, 'a>(root: &'b Node<'a>) -> Vec<(Path, &'b Node<'a>)> {
     let is_list = root
         .get("kind")
         .and_then(Node::as_str)
@@ -466,7 +467,7 @@ fn load_path_values_inner(path: &FsPath) -> Result<Vec<LoadedValue>, LoadError> 
 mod tests {
     use super::*;
 
-    fn parse_all(text: &str) -> Vec<Result<Option<Document>, ManifestError>> {
+    fn parse_all(text: &str) -> Vec<Result<Option<Document<'_>>, ManifestError>> {
         split_documents(text.as_bytes())
             .iter()
             .map(|d| parse_document("t.yaml", d))

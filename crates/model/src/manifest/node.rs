@@ -1,37 +1,41 @@
 //! A YAML/JSON value tree that remembers where every node came from.
 //!
-//! Parsed by serde-saphyr with `Spanned<T>` at every level, so any finding
+//! Parsed by serde-saphyr with positions (its `Spanned<T>` protocol, read
+//! lean by [`At`]) on keys and sequence items, so any finding
 //! (a path into the object) can be turned back into a line and column.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_saphyr::Spanned;
 
 /// One node: its value and the 1-based line/column where it starts (0 when
-/// unknown, e.g. objects read from a cluster).
+/// unknown, e.g. objects read from a cluster, or mapping values, which are
+/// located by their key). Text is borrowed from the source where the
+/// parser allows it (plain scalars and keys), so a tree costs few
+/// allocations.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Node {
-    pub value: Value,
+pub struct Node<'a> {
+    pub value: Value<'a>,
     pub line: u32,
     pub column: u32,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub enum Value<'a> {
     Null,
     Bool(bool),
     Int(i64),
     Float(f64),
-    Str(String),
-    Seq(Vec<Node>),
+    Str(Cow<'a, str>),
+    Seq(Vec<Node<'a>>),
     /// Entries in source order; the key keeps its own position.
-    Map(Vec<(Key, Node)>),
+    Map(Vec<(Key<'a>, Node<'a>)>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Key {
-    pub name: String,
+pub struct Key<'a> {
+    pub name: Cow<'a, str>,
     pub line: u32,
     pub column: u32,
 }
@@ -112,8 +116,8 @@ impl IntoSeg for Seg {
     }
 }
 
-impl Node {
-    pub fn new(value: Value) -> Node {
+impl<'a> Node<'a> {
+    pub fn new(value: Value<'a>) -> Node<'a> {
         Node {
             value,
             line: 0,
@@ -121,7 +125,7 @@ impl Node {
         }
     }
 
-    pub fn get(&self, key: &str) -> Option<&Node> {
+    pub fn get(&self, key: &str) -> Option<&Node<'a>> {
         match &self.value {
             Value::Map(entries) => entries.iter().find(|(k, _)| k.name == key).map(|(_, v)| v),
             _ => None,
@@ -130,13 +134,13 @@ impl Node {
 
     pub fn as_str(&self) -> Option<&str> {
         match &self.value {
-            Value::Str(s) => Some(s),
+            Value::Str(s) => Some(s.as_ref()),
             _ => None,
         }
     }
 
     /// The child at one path step.
-    pub fn child(&self, seg: &Seg) -> Option<&Node> {
+    pub fn child(&self, seg: &Seg) -> Option<&Node<'a>> {
         match (seg, &self.value) {
             (Seg::Key(k), Value::Map(_)) => self.get(k),
             (Seg::Index(i), Value::Seq(items)) => items.get(*i),
@@ -144,7 +148,7 @@ impl Node {
         }
     }
 
-    pub fn at(&self, path: &[Seg]) -> Option<&Node> {
+    pub fn at(&self, path: &[Seg]) -> Option<&Node<'a>> {
         let mut cur = self;
         for seg in path {
             cur = cur.child(seg)?;
@@ -183,7 +187,7 @@ impl Node {
     }
 
     /// Mutable access, for nulling a field during typed conversion.
-    pub fn at_mut(&mut self, path: &[Seg]) -> Option<&mut Node> {
+    pub fn at_mut(&mut self, path: &[Seg]) -> Option<&mut Node<'a>> {
         let mut cur = self;
         for seg in path {
             cur = match (seg, &mut cur.value) {
@@ -207,22 +211,23 @@ impl Node {
             Value::Float(f) => serde_json::Number::from_f64(*f)
                 .map(serde_json::Value::Number)
                 .unwrap_or(serde_json::Value::Null),
-            Value::Str(s) => serde_json::Value::String(s.clone()),
+            Value::Str(s) => serde_json::Value::String(s.to_string()),
             Value::Seq(items) => {
                 serde_json::Value::Array(items.iter().map(Node::to_json).collect())
             }
             Value::Map(entries) => {
                 let mut m = serde_json::Map::with_capacity(entries.len());
                 for (k, v) in entries {
-                    m.insert(k.name.clone(), v.to_json());
+                    m.insert(k.name.to_string(), v.to_json());
                 }
                 serde_json::Value::Object(m)
             }
         }
     }
 
-    /// A tree without positions from a wire-form value (live objects).
-    pub fn from_json(v: &serde_json::Value) -> Node {
+    /// A tree without positions from a wire-form value (live objects),
+    /// borrowing its text.
+    pub fn from_json(v: &'a serde_json::Value) -> Node<'a> {
         Node::new(match v {
             serde_json::Value::Null => Value::Null,
             serde_json::Value::Bool(b) => Value::Bool(*b),
@@ -230,7 +235,7 @@ impl Node {
                 Some(i) => Value::Int(i),
                 None => Value::Float(n.as_f64().unwrap_or(0.0)),
             },
-            serde_json::Value::String(s) => Value::Str(s.clone()),
+            serde_json::Value::String(s) => Value::Str(Cow::Borrowed(s)),
             serde_json::Value::Array(items) => {
                 Value::Seq(items.iter().map(Node::from_json).collect())
             }
@@ -239,7 +244,7 @@ impl Node {
                     .map(|(k, v)| {
                         (
                             Key {
-                                name: k.clone(),
+                                name: Cow::Borrowed(k),
                                 line: 0,
                                 column: 0,
                             },
@@ -252,7 +257,7 @@ impl Node {
     }
 
     /// Visit every string scalar with its path.
-    pub fn walk_strings<'a>(&'a self, path: &mut Path, f: &mut dyn FnMut(&Path, &'a str)) {
+    pub fn walk_strings<'s>(&'s self, path: &mut Path, f: &mut dyn FnMut(&Path, &'s str)) {
         match &self.value {
             Value::Str(s) => f(path, s),
             Value::Seq(items) => {
@@ -264,7 +269,7 @@ impl Node {
             }
             Value::Map(entries) => {
                 for (k, v) in entries {
-                    path.push(Seg::Key(k.name.clone()));
+                    path.push(Seg::Key(k.name.to_string()));
                     v.walk_strings(path, f);
                     path.pop();
                 }
@@ -274,13 +279,13 @@ impl Node {
     }
 }
 
-impl<'de> Deserialize<'de> for Node {
+impl<'de> Deserialize<'de> for Node<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let spanned: Spanned<Value> = Spanned::deserialize(d)?;
+        let at: At<Value<'de>> = At::deserialize(d)?;
         Ok(Node {
-            value: spanned.value,
-            line: u32::try_from(spanned.referenced.line()).unwrap_or(u32::MAX),
-            column: u32::try_from(spanned.referenced.column()).unwrap_or(u32::MAX),
+            value: at.value,
+            line: at.line,
+            column: at.column,
         })
     }
 }
@@ -288,63 +293,70 @@ impl<'de> Deserialize<'de> for Node {
 struct ValueVisitor;
 
 impl<'de> Visitor<'de> for ValueVisitor {
-    type Value = Value;
+    type Value = Value<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any YAML value")
     }
-    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+    fn visit_unit<E: de::Error>(self) -> Result<Value<'de>, E> {
         Ok(Value::Null)
     }
-    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+    fn visit_none<E: de::Error>(self) -> Result<Value<'de>, E> {
         Ok(Value::Null)
     }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value<'de>, D::Error> {
         Value::deserialize(d)
     }
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value<'de>, E> {
         Ok(Value::Bool(v))
     }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value<'de>, E> {
         Ok(Value::Int(v))
     }
-    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Value, E> {
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Value<'de>, E> {
         Ok(i64::try_from(v).map_or(Value::Float(v as f64), Value::Int))
     }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value<'de>, E> {
         Ok(i64::try_from(v).map_or(Value::Float(v as f64), Value::Int))
     }
-    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Value, E> {
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Value<'de>, E> {
         Ok(i64::try_from(v).map_or(Value::Float(v as f64), Value::Int))
     }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value<'de>, E> {
         Ok(Value::Float(v))
     }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::Str(v.to_string()))
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value<'de>, E> {
+        Ok(Value::Str(Cow::Owned(v.to_string())))
     }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
-        Ok(Value::Str(v))
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value<'de>, E> {
+        Ok(Value::Str(Cow::Owned(v)))
     }
-    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Value, E> {
-        Ok(Value::Str(String::from_utf8_lossy(v).into_owned()))
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Value<'de>, E> {
+        Ok(Value::Str(Cow::Borrowed(v)))
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Value<'de>, E> {
+        Ok(Value::Str(Cow::Owned(
+            String::from_utf8_lossy(v).into_owned(),
+        )))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value<'de>, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
         while let Some(item) = seq.next_element::<Node>()? {
             items.push(item);
         }
         Ok(Value::Seq(items))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value<'de>, A::Error> {
         let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
-        while let Some(key) = map.next_key::<Spanned<KeyText>>()? {
-            let value: Node = map.next_value()?;
+        while let Some(key) = map.next_key::<At<KeyText<'de>>>()? {
+            // A mapping value is located by its key (see `Node::locate`):
+            // its own span is never read, so it is not asked for.
+            let value = Node::new(map.next_value::<Value>()?);
             entries.push((
                 Key {
                     name: key.value.0,
-                    line: u32::try_from(key.referenced.line()).unwrap_or(u32::MAX),
-                    column: u32::try_from(key.referenced.column()).unwrap_or(u32::MAX),
+                    line: key.line,
+                    column: key.column,
                 },
                 value,
             ));
@@ -353,58 +365,144 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 }
 
-impl<'de> Deserialize<'de> for Value {
+impl<'de> Deserialize<'de> for Value<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(ValueVisitor)
     }
 }
 
 /// A mapping key as text, whatever scalar it was written as.
-struct KeyText(String);
+struct KeyText<'de>(Cow<'de, str>);
 
-impl<'de> Deserialize<'de> for KeyText {
+impl<'de> Deserialize<'de> for KeyText<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = KeyText;
+            type Value = KeyText<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a scalar mapping key")
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<KeyText, E> {
-                Ok(KeyText(v.to_string()))
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<KeyText<'de>, E> {
+                Ok(KeyText(Cow::Owned(v.to_string())))
             }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<KeyText, E> {
-                Ok(KeyText(v))
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<KeyText<'de>, E> {
+                Ok(KeyText(Cow::Borrowed(v)))
             }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<KeyText, E> {
-                Ok(KeyText(v.to_string()))
+            fn visit_string<E: de::Error>(self, v: String) -> Result<KeyText<'de>, E> {
+                Ok(KeyText(Cow::Owned(v)))
             }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<KeyText, E> {
-                Ok(KeyText(v.to_string()))
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<KeyText<'de>, E> {
+                Ok(KeyText(Cow::Owned(v.to_string())))
             }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<KeyText, E> {
-                Ok(KeyText(v.to_string()))
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<KeyText<'de>, E> {
+                Ok(KeyText(Cow::Owned(v.to_string())))
             }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<KeyText, E> {
-                Ok(KeyText(v.to_string()))
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<KeyText<'de>, E> {
+                Ok(KeyText(Cow::Owned(v.to_string())))
             }
-            fn visit_unit<E: de::Error>(self) -> Result<KeyText, E> {
-                Ok(KeyText("null".to_string()))
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<KeyText<'de>, E> {
+                Ok(KeyText(Cow::Owned(v.to_string())))
             }
-            fn visit_none<E: de::Error>(self) -> Result<KeyText, E> {
-                Ok(KeyText("null".to_string()))
+            fn visit_unit<E: de::Error>(self) -> Result<KeyText<'de>, E> {
+                Ok(KeyText(Cow::Owned("null".to_string())))
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<KeyText, A::Error> {
+            fn visit_none<E: de::Error>(self) -> Result<KeyText<'de>, E> {
+                Ok(KeyText(Cow::Owned("null".to_string())))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<KeyText<'de>, A::Error> {
                 Err(de::Error::custom(
                     "a sequence used as a mapping key; Kubernetes manifests only use text keys",
                 ))
             }
-            fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<KeyText, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<KeyText<'de>, A::Error> {
                 Err(de::Error::custom(
                     "a mapping used as a mapping key; Kubernetes manifests only use text keys",
                 ))
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+/// `T` with the line and column where the YAML parser found it (its use
+/// site). serde-saphyr's `Spanned<T>` protocol, read lean: the public
+/// `Spanned` also builds the definition site and byte spans and allocates
+/// its marker key, for every key of every document.
+struct At<T> {
+    value: T,
+    line: u32,
+    column: u32,
+}
+
+/// The newtype name serde-saphyr answers with a span (`Spanned<T>`'s).
+const SPANNED_NEWTYPE: &str = "__yaml_spanned";
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for At<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_newtype_struct(SPANNED_NEWTYPE, AtVisitor(std::marker::PhantomData))
+    }
+}
+
+struct AtVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for AtVisitor<T> {
+    type Value = At<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a YAML node with its position")
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<At<T>, D::Error> {
+        d.deserialize_struct(
+            "Spanned",
+            &[
+                "__serde_saphyr_private_spanned",
+                "value",
+                "referenced",
+                "defined",
+            ],
+            self,
+        )
+    }
+
+    /// The entries come in a fixed order: the marker, `value`,
+    /// `referenced`, `defined` (left unread).
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<At<T>, A::Error> {
+        let missing = || de::Error::custom("a YAML node without its position");
+        map.next_key::<de::IgnoredAny>()?.ok_or_else(missing)?;
+        map.next_value::<de::IgnoredAny>()?;
+        map.next_key::<de::IgnoredAny>()?.ok_or_else(missing)?;
+        let value = map.next_value::<T>()?;
+        map.next_key::<de::IgnoredAny>()?.ok_or_else(missing)?;
+        let LineColumn(line, column) = map.next_value()?;
+        Ok(At {
+            value,
+            line,
+            column,
+        })
+    }
+}
+
+/// A serde-saphyr `Location`'s line and column (its first two fields).
+struct LineColumn(u32, u32);
+
+impl<'de> Deserialize<'de> for LineColumn {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = LineColumn;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a location")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LineColumn, A::Error> {
+                let missing = || de::Error::custom("a location without line and column");
+                map.next_key::<de::IgnoredAny>()?.ok_or_else(missing)?;
+                let line = map.next_value::<u32>()?;
+                map.next_key::<de::IgnoredAny>()?.ok_or_else(missing)?;
+                let column = map.next_value::<u32>()?;
+                Ok(LineColumn(line, column))
+            }
+        }
+        d.deserialize_struct("Location", &["line", "column", "span", "source_id"], V)
     }
 }

@@ -78,6 +78,12 @@ pub type SetAside = Vec<(Path, String)>;
 const MAX_SET_ASIDE: usize = 64;
 
 fn typed_with_set_aside<T: DeserializeOwned>(node: &Node) -> Result<(T, SetAside), (Path, String)> {
+    // Straight from the tree when it matches the schema (the common case);
+    // otherwise through a JSON copy, whose sorted keys decide which error
+    // is reported first and in which order placeholders are set aside.
+    if let Ok(t) = T::deserialize(super::de::NodeDeserializer(node)) {
+        return Ok((t, Vec::new()));
+    }
     let mut json = node.to_json();
     let mut set_aside = Vec::new();
     loop {
@@ -200,7 +206,7 @@ pub fn node_is_placeholder(n: &Node) -> bool {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Node {
+    fn parse(text: &str) -> Node<'_> {
         serde_saphyr::from_str(text).unwrap()
     }
 
@@ -251,5 +257,52 @@ mod tests {
         assert!(matches!(convert(&idep), ConvertOutcome::Invalid { .. }));
         let other = parse("apiVersion: v1\nkind: ConfigMap\n");
         assert!(matches!(convert(&other), ConvertOutcome::Other));
+    }
+}
+
+#[cfg(test)]
+mod straight_from_the_tree {
+    use super::*;
+    use crate::manifest::{objects, parse_document, split_documents};
+
+    fn both<T: DeserializeOwned + serde::Serialize>(
+        node: &Node,
+    ) -> (serde_json::Value, serde_json::Value) {
+        let direct: T = T::deserialize(crate::manifest::de::NodeDeserializer(node)).unwrap();
+        let via_json: T = serde_json::from_value(node.to_json()).unwrap();
+        (
+            serde_json::to_value(direct).unwrap(),
+            serde_json::to_value(via_json).unwrap(),
+        )
+    }
+
+    /// Every analysed object of the real manifests reads the same straight
+    /// from the tree as through a JSON copy of it.
+    #[test]
+    fn typed_views_equal_the_json_route() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "yaml") {
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            for raw in split_documents(&bytes) {
+                let Ok(Some(doc)) = parse_document("f", &raw) else {
+                    continue;
+                };
+                for (_, node) in objects(&doc.root) {
+                    let (a, b) = match node.get("kind").and_then(Node::as_str) {
+                        Some("InferaDeployment") => both::<InferaDeployment>(node),
+                        Some("Deployment") => both::<Deployment>(node),
+                        _ => continue,
+                    };
+                    assert_eq!(a, b, "{}", path.display());
+                    seen += 1;
+                }
+            }
+        }
+        assert!(seen >= 15, "{seen} objects compared");
     }
 }
