@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::report::{
-    Outcome, Outputs, Report, ReportError, RoleReport, StepRecord, format_seconds,
+    Outcome, Outputs, ROLE_COLUMNS, Report, ReportError, RoleReport, StepRecord, new_table,
 };
 use super::timeline::Timeline;
 use crate::exit::Exit;
@@ -106,41 +106,13 @@ impl ManyReport {
 
     /// One table: a row per target and role.
     pub fn table(&self) -> String {
-        let mut table = comfy_table::Table::new();
-        table
-            .load_preset(comfy_table::presets::UTF8_FULL_CONDENSED)
-            .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
-            .set_header(vec![
-                "target",
-                "outcome",
-                "role",
-                "services",
-                "samples",
-                "min Ready sampled",
-                "min Ready exact",
-                "min routable exact",
-                "time below min (Ready / routable)",
-                "longest gap",
-            ]);
-        let opt = |v: Option<u32>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+        let header = ["target", "outcome"].into_iter().chain(ROLE_COLUMNS);
+        let mut table = new_table(header.collect());
         for (i, report) in self.reports.iter().enumerate() {
             for r in &report.roles {
-                table.add_row(vec![
-                    self.label(i),
-                    report.outcome.as_str().to_string(),
-                    r.role.clone(),
-                    r.services.join(","),
-                    report.samples.to_string(),
-                    opt(r.min_ready_sampled),
-                    opt(r.min_ready_exact),
-                    opt(r.min_routable_exact),
-                    format!(
-                        "{} / {}",
-                        format_seconds(r.seconds_below_min_ready),
-                        format_seconds(r.seconds_below_min_routable)
-                    ),
-                    format_seconds(r.longest_gap_s),
-                ]);
+                let mut row = vec![self.label(i), report.outcome.as_str().to_string()];
+                row.extend(report.role_cells(r));
+                table.add_row(row);
             }
         }
         table.to_string()

@@ -217,6 +217,28 @@ pub fn format_seconds(seconds: f64) -> String {
     out
 }
 
+/// The per-role columns of the audit table (one target's and several's).
+pub(crate) const ROLE_COLUMNS: [&str; 8] = [
+    "role",
+    "services",
+    "samples",
+    "min Ready sampled",
+    "min Ready exact",
+    "min routable exact",
+    "time below min (Ready / routable)",
+    "longest gap",
+];
+
+/// An empty table in the audit's style with `header`.
+pub(crate) fn new_table(header: Vec<&str>) -> comfy_table::Table {
+    let mut table = comfy_table::Table::new();
+    table
+        .load_preset(comfy_table::presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
+        .set_header(header);
+    table
+}
+
 fn opt(v: Option<u32>) -> String {
     v.map_or_else(|| "-".to_string(), |v| v.to_string())
 }
@@ -243,37 +265,29 @@ impl Report {
 
     /// The table per role, as text (comfy-table).
     pub fn table(&self) -> String {
-        let mut table = comfy_table::Table::new();
-        table
-            .load_preset(comfy_table::presets::UTF8_FULL_CONDENSED)
-            .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
-            .set_header(vec![
-                "role",
-                "services",
-                "samples",
-                "min Ready sampled",
-                "min Ready exact",
-                "min routable exact",
-                "time below min (Ready / routable)",
-                "longest gap",
-            ]);
+        let mut table = new_table(ROLE_COLUMNS.to_vec());
         for r in &self.roles {
-            table.add_row(vec![
-                r.role.clone(),
-                r.services.join(","),
-                self.samples.to_string(),
-                opt(r.min_ready_sampled),
-                opt(r.min_ready_exact),
-                opt(r.min_routable_exact),
-                format!(
-                    "{} / {}",
-                    format_seconds(r.seconds_below_min_ready),
-                    format_seconds(r.seconds_below_min_routable)
-                ),
-                format_seconds(r.longest_gap_s),
-            ]);
+            table.add_row(self.role_cells(r));
         }
         table.to_string()
+    }
+
+    /// One role's cells, in [`ROLE_COLUMNS`] order.
+    pub(crate) fn role_cells(&self, r: &RoleReport) -> Vec<String> {
+        vec![
+            r.role.clone(),
+            r.services.join(","),
+            self.samples.to_string(),
+            opt(r.min_ready_sampled),
+            opt(r.min_ready_exact),
+            opt(r.min_routable_exact),
+            format!(
+                "{} / {}",
+                format_seconds(r.seconds_below_min_ready),
+                format_seconds(r.seconds_below_min_routable)
+            ),
+            format_seconds(r.longest_gap_s),
+        ]
     }
 
     /// One sentence: what the evidence says.
