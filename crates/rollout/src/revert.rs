@@ -120,6 +120,18 @@ impl RevertWatch {
         };
     }
 
+    /// The first watched field `obj` no longer carries as set: the field,
+    /// its value now, and its value before the trigger.
+    fn first_changed(
+        &self,
+        obj: &Value,
+    ) -> Option<(&TriggerField, Option<String>, &Option<String>)> {
+        self.fields
+            .iter()
+            .zip(&self.before)
+            .find_map(|(f, b)| f.changed_on(obj).map(|v| (f, v, b)))
+    }
+
     /// Stop watching (the leg is done, or infera itself undoes it).
     pub fn disarm(&mut self) {
         *self = RevertWatch::default();
@@ -133,11 +145,7 @@ impl RevertWatch {
         if self.found.is_some() || rv(obj) <= self.since_rv {
             return;
         }
-        let changed = self
-            .fields
-            .iter()
-            .zip(&self.before)
-            .find_map(|(f, b)| f.changed_on(obj).map(|v| (f, v, b)));
+        let changed = self.first_changed(obj);
         if let Some((field, value, before)) = changed {
             self.found = Some(Revert {
                 leg: self.leg.clone(),
@@ -155,11 +163,7 @@ impl RevertWatch {
     /// the trigger (reverted while nothing watched). Named by the field's
     /// owner only: which entry moved since is unknown.
     pub fn check_resumed(&mut self, obj: &Value) {
-        let changed = self
-            .fields
-            .iter()
-            .zip(&self.before)
-            .find_map(|(f, b)| f.changed_on(obj).map(|v| (f, v, b)));
+        let changed = self.first_changed(obj);
         if let Some((field, value, before)) = changed {
             let mut owners = gitops::owners(obj, &field.path);
             owners.retain(|m| m != gitops::FIELD_MANAGER);
