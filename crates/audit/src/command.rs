@@ -221,15 +221,7 @@ pub async fn audit_target_with(
         r = session.wait_synced() => r?,
         _ = &mut interrupt => return Ok(session.finish(Outcome::Interrupted).await?),
     }
-    let window = opts
-        .duration
-        .map(|d| Duration::from_secs_f64(d.as_secs_f64() / time_scale));
-    let deadline = async {
-        match window {
-            Some(w) => tokio::time::sleep(w).await,
-            None => std::future::pending().await,
-        }
-    };
+    let deadline = deadline(opts, time_scale);
     let outcome = if opts.until_complete {
         let watches = Watches::single(&conn.namespace, &target);
         let owned = [Owned {
@@ -278,6 +270,14 @@ fn describe(target: &Target, namespace: &str, roles: &[RoleSpec], opts: &Options
         humantime::format_duration(opts.sample_interval),
         opts.min_ready,
     )
+}
+
+/// Ends when `--for` has passed (on the scaled clock); never without it.
+pub(crate) async fn deadline(opts: &Options, time_scale: f64) {
+    match opts.duration {
+        Some(d) => tokio::time::sleep(Duration::from_secs_f64(d.as_secs_f64() / time_scale)).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// `for 5m`, `until the rollout completes[, at most 1h]`.

@@ -10,7 +10,6 @@
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
@@ -307,15 +306,7 @@ pub async fn audit_many_with(
     let fallback = match fallback {
         Some(o) => o,
         None => {
-            let window = opts
-                .duration
-                .map(|d| Duration::from_secs_f64(d.as_secs_f64() / time_scale));
-            let deadline = async {
-                match window {
-                    Some(w) => tokio::time::sleep(w).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let deadline = super::command::deadline(opts, time_scale);
             if opts.until_complete {
                 let owned: Vec<Owned> = selected
                     .iter()
