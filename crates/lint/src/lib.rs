@@ -12,25 +12,15 @@ pub mod finding;
 pub mod report;
 pub mod rules;
 
-use std::io::{self, Write};
-use std::path::Path;
+use std::io;
 
 use config::Effective;
 use engine::{InputError, LintOptions, LintOutcome, RuleMeta};
 use finding::Severity;
 use report::Format;
 
-/// Render `outcome` with the printer for `format`.
-pub fn write_report(
-    out: &mut dyn Write,
-    format: Format,
-    outcome: &LintOutcome,
-    rules: &[RuleMeta],
-    base: Option<&Path>,
-    color: bool,
-) -> io::Result<()> {
-    report::write_outcome(out, format, outcome, rules, base, color)
-}
+/// Render a whole `outcome` with the printer for `format`.
+pub use report::write_outcome as write_report;
 
 /// Everything `infera lint` does to one file, in memory: parse, every rule,
 /// [`apply`] with the default configuration, and every printer (into a
