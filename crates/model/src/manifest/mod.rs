@@ -9,6 +9,7 @@
 //! depth, nodes, scalar bytes).
 
 pub mod de;
+pub mod events;
 pub mod node;
 pub mod typed;
 
@@ -377,27 +378,40 @@ pub fn parse_document<'a>(
             ));
         }
     };
-    match serde_saphyr::from_str_with_options::<Node>(text, parse_options()) {
-        Ok(root) if root.value == Value::Null => Ok(None),
-        Ok(root) => Ok(Some(Document {
-            index: raw.index,
-            line_offset: raw.line_offset,
-            root,
-        })),
-        Err(e) => {
-            let loc = e.location().filter(|l| l.line() > 0);
-            let message = e.without_snippet().to_string();
-            Err(ManifestError::new(
-                file,
-                Some(loc.map_or(first_line, |l| l.line() as usize + raw.line_offset)),
-                loc.map(|l| l.column() as usize),
-                format!(
-                    "invalid YAML: {}; fix this document (the others are still linted)",
-                    message.trim()
-                ),
-            ))
-        }
+    let root = match events::tree(text) {
+        Some(root) => root,
+        None => parse_full(file, raw, text)?,
+    };
+    if root.value == Value::Null {
+        return Ok(None);
     }
+    Ok(Some(Document {
+        index: raw.index,
+        line_offset: raw.line_offset,
+        root,
+    }))
+}
+
+/// A document through serde-saphyr: every YAML feature, its budgets and
+/// its error messages (the fast loader's fallback, see [`events`]).
+fn parse_full<'a>(
+    file: &str,
+    raw: &RawDocument<'a>,
+    text: &'a str,
+) -> Result<Node<'a>, ManifestError> {
+    serde_saphyr::from_str_with_options::<Node>(text, parse_options()).map_err(|e| {
+        let loc = e.location().filter(|l| l.line() > 0);
+        let message = e.without_snippet().to_string();
+        ManifestError::new(
+            file,
+            Some(loc.map_or(raw.line_offset + 1, |l| l.line() as usize + raw.line_offset)),
+            loc.map(|l| l.column() as usize),
+            format!(
+                "invalid YAML: {}; fix this document (the others are still linted)",
+                message.trim()
+            ),
+        )
+    })
 }
 
 /// The objects of a document: the root, or each item of a `kind: List`.
