@@ -56,16 +56,19 @@ count() {
     echo "$total $main"
 }
 read -r none_total none_main < <(count none 1)
+read -r generic_total _ < <(count generic-parse 1)
 read -r parse_total _ < <(count parse-only 1)
 read -r lint_total lint_main < <(count lint-json 1)
-python3 - "$none_total" "$none_main" "$parse_total" "$lint_total" "$lint_main" "$INFERA_BENCH_MB" <<'PY'
+python3 - "$none_total" "$none_main" "$generic_total" "$parse_total" "$lint_total" "$lint_main" "$INFERA_BENCH_MB" <<'PY'
 import sys
-none_t, none_m, parse_t, lint_t, lint_m, mb = map(float, sys.argv[1:])
-parse, lint = parse_t - none_t, lint_t - none_t
+none_t, none_m, generic_t, parse_t, lint_t, lint_m, mb = map(float, sys.argv[1:])
+generic, parse, lint = generic_t - none_t, parse_t - none_t, lint_t - none_t
 serial = (lint_m - none_m) / lint
 print(f"callgrind over a {mb:.0f} MiB corpus, 1 thread (instructions; corpus generation subtracted)")
+print(f"  serde-saphyr -> Value      {generic/1e6:12.1f} M")
 print(f"  parse-only                 {parse/1e6:12.1f} M")
 print(f"  lint + JSON to a sink      {lint/1e6:12.1f} M")
+print(f"  lint / generic parse throughput (= generic / lint instructions)  {generic/lint:.2f}   target >= 1.00")
 print(f"  lint / parse-only throughput (= parse / lint instructions)  {parse/lint:.2f}   target >= 0.70")
 print(f"  outside the per-file parallel loop (walk, merge, sort, JSON)  {serial*100:.1f} % of lint")
 print(f"  best 2-thread speedup that allows (Amdahl)  {1/(serial + (1-serial)/2):.2f}x   target >= 1.70")

@@ -4,9 +4,14 @@
 //! One broken document never hides the others: a stream is split at its
 //! column-0 document markers (`---`, `...`) here, before parsing, and each
 //! document is decoded (UTF-8) and parsed on its own, with its line offset
-//! kept so positions are those of the file. Parsing is bounded: a file size
-//! cap, a per-document byte cap and serde-saphyr budgets (aliases, anchors,
-//! depth, nodes, scalar bytes).
+//! kept so positions are those of the file. A document is read by the fast
+//! loader ([`events`]: the tree straight from the YAML parser's events) when
+//! it uses only what manifests are made of, and by serde-saphyr otherwise
+//! (tags, anchors, merge keys, rare number spellings, errors), so values and
+//! error messages are serde-saphyr's either way. Parsing is bounded: a file
+//! size cap, a per-document byte cap and serde-saphyr budgets (aliases,
+//! anchors, depth, nodes, scalar bytes), which the fast loader leaves to
+//! serde-saphyr well before they are reached.
 
 pub mod de;
 pub mod events;
