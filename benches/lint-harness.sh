@@ -36,8 +36,10 @@ if [[ "${1:-}" != "--callgrind" ]]; then
 fi
 
 command -v valgrind >/dev/null || { echo "--callgrind needs valgrind (apt-get install -y valgrind)" >&2; exit 2; }
+# The bench's own executable (cargo also lists the `infera` binary it builds).
 bench=$(cargo bench --locked --bench lint --no-run --message-format=json 2>/dev/null |
-    grep -o '"executable":"[^"]*"' | tail -1 | cut -d'"' -f4)
+    grep '"kind":\["bench"\]' | grep -o '"executable":"[^"]*"' | tail -1 | cut -d'"' -f4)
+[[ -x "$bench" ]] || { echo "cannot find the lint bench executable" >&2; exit 2; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export INFERA_BENCH_MB="${INFERA_BENCH_MB:-2}"

@@ -321,10 +321,12 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             break
         }
         'infera;rbac' {
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Namespace of the Role')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'Namespace of the Role')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Namespace of the Role (and of the ServiceAccount the bindings name)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'Namespace of the Role (and of the ServiceAccount the bindings name)')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('-A', '-A ', [CompletionResultType]::ParameterName, 'Grant the Role''s rules in every namespace (a ClusterRole and ClusterRoleBinding instead), for `audit -A` and `lint --cluster -A`')
+            [CompletionResult]::new('--all-namespaces', '--all-namespaces', [CompletionResultType]::ParameterName, 'Grant the Role''s rules in every namespace (a ClusterRole and ClusterRoleBinding instead), for `audit -A` and `lint --cluster -A`')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')

@@ -631,7 +631,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rbac)
-            opts="-n -o -v -h -V --namespace --output --verbose --help --version"
+            opts="-n -A -o -v -h -V --namespace --all-namespaces --output --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

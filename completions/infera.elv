@@ -294,10 +294,12 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --version 'Print version'
         }
         &'infera;rbac'= {
-            cand -n 'Namespace of the Role'
-            cand --namespace 'Namespace of the Role'
+            cand -n 'Namespace of the Role (and of the ServiceAccount the bindings name)'
+            cand --namespace 'Namespace of the Role (and of the ServiceAccount the bindings name)'
             cand -o 'Output format'
             cand --output 'Output format'
+            cand -A 'Grant the Role''s rules in every namespace (a ClusterRole and ClusterRoleBinding instead), for `audit -A` and `lint --cluster -A`'
+            cand --all-namespaces 'Grant the Role''s rules in every namespace (a ClusterRole and ClusterRoleBinding instead), for `audit -A` and `lint --cluster -A`'
             cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'

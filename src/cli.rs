@@ -369,9 +369,13 @@ pub struct DemoArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct RbacArgs {
-    /// Namespace of the Role.
+    /// Namespace of the Role (and of the ServiceAccount the bindings name).
     #[arg(short = 'n', long, value_name = "NS", default_value = "default")]
     pub namespace: String,
+    /// Grant the Role's rules in every namespace (a ClusterRole and
+    /// ClusterRoleBinding instead), for `audit -A` and `lint --cluster -A`.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Yaml)]
     pub output: OutputFormat,

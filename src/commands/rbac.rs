@@ -1,6 +1,7 @@
-//! `infera rbac`: the minimal Role `rollout` and `audit` need, printed.
+//! `infera rbac`: the minimal Role `rollout` and `audit` need, printed
+//! (`-A`: the same rules in every namespace).
 
-use infera_cluster::rbac_objects;
+use infera_cluster::{RbacScope, rbac_objects};
 use serde_json::json;
 
 use crate::cli::{OutputFormat, RbacArgs};
@@ -11,8 +12,18 @@ const NAME: &str = infera_cluster::RBAC_NAME;
 
 /// Render the objects as YAML (multi-document, with a header comment) or as
 /// a JSON `v1 List`.
-pub fn render_rbac(namespace: &str, format: OutputFormat) -> anyhow::Result<String> {
-    let objects = rbac_objects(namespace);
+pub fn render_rbac(
+    namespace: &str,
+    scope: RbacScope,
+    format: OutputFormat,
+) -> anyhow::Result<String> {
+    let objects = rbac_objects(namespace, scope);
+    let reach = match scope {
+        RbacScope::Namespace => format!("in namespace {namespace}"),
+        RbacScope::AllNamespaces => {
+            "in every namespace (also `audit -A`, `lint --cluster -A`)".to_string()
+        }
+    };
     match format {
         OutputFormat::Json => {
             let list = json!({ "apiVersion": "v1", "kind": "List", "items": objects });
@@ -23,8 +34,8 @@ pub fn render_rbac(namespace: &str, format: OutputFormat) -> anyhow::Result<Stri
                 .map_err(|e| anyhow::anyhow!("cannot render the RBAC objects as YAML: {e}"))?;
             Ok(format!(
                 "# Minimal RBAC for `infera rollout`, `infera audit` and `infera lint --cluster`\n\
-                 # in namespace {namespace}. Bind both: the ClusterRole grants the pods list\n\
-                 # the Role relies on, and the rollout preflight's node capacity check.\n\
+                 # {reach}. Bind both: the `{NAME}-capacity` ClusterRole grants\n\
+                 # the pods list the rules rely on, and the rollout preflight's node capacity check.\n\
                  # The bindings name the ServiceAccount `{NAME}`: edit `subjects` for a user\n\
                  # or group, then `kubectl apply -f` this file.\n---\n{body}"
             ))
@@ -34,7 +45,12 @@ pub fn render_rbac(namespace: &str, format: OutputFormat) -> anyhow::Result<Stri
 
 /// `infera rbac`.
 pub fn rbac_command(args: &RbacArgs) -> anyhow::Result<Exit> {
-    print!("{}", render_rbac(&args.namespace, args.output)?);
+    let scope = if args.all_namespaces {
+        RbacScope::AllNamespaces
+    } else {
+        RbacScope::Namespace
+    };
+    print!("{}", render_rbac(&args.namespace, scope, args.output)?);
     Ok(Exit::Ok)
 }
 
@@ -45,11 +61,18 @@ mod tests {
 
     #[test]
     fn yaml_and_json_render() {
-        let yaml = render_rbac("ns1", OutputFormat::Yaml).unwrap();
+        let yaml = render_rbac("ns1", RbacScope::Namespace, OutputFormat::Yaml).unwrap();
         assert!(yaml.contains("kind: Role\n"), "{yaml}");
         assert!(yaml.contains("kind: ClusterRoleBinding"));
-        let json: Value =
-            serde_json::from_str(&render_rbac("ns1", OutputFormat::Json).unwrap()).unwrap();
+        assert!(yaml.contains("# in namespace ns1."), "{yaml}");
+        let json: Value = serde_json::from_str(
+            &render_rbac("ns1", RbacScope::Namespace, OutputFormat::Json).unwrap(),
+        )
+        .unwrap();
         assert_eq!(json["items"].as_array().map(Vec::len), Some(4));
+        let all = render_rbac("ns1", RbacScope::AllNamespaces, OutputFormat::Yaml).unwrap();
+        assert!(!all.contains("kind: Role\n"), "{all}");
+        assert!(all.contains("name: infera-ns1\n"), "{all}");
+        assert!(all.contains("# in every namespace"), "{all}");
     }
 }

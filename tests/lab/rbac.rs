@@ -216,5 +216,71 @@ fn printed_role_is_sufficient_and_minimal() {
         eprintln!("without {verb} {resource}: {args:?} -> {}", lines[0].trim());
     }
     assert!(unused.is_empty(), "granted but never needed: {unused:?}");
+    every_namespace_needs_rbac_all_namespaces(&lab, &kubeconfig, &token);
     drop(attached);
+}
+
+/// `audit -A` and `lint --cluster -A` list and watch in every namespace:
+/// refused under the namespaced Role, each refusal one line naming the
+/// cluster-wide verb and `infera rbac -A`, and allowed once what `infera
+/// rbac -A` prints is applied.
+fn every_namespace_needs_rbac_all_namespaces(lab: &Lab, kubeconfig: &Path, token: &str) {
+    kubectl_ok(
+        lab,
+        &[
+            "label",
+            "inferadeployments.infera.amd.com",
+            "llama",
+            "rbac-scope=all",
+            "-n",
+            NS,
+        ],
+    );
+    let commands: [&[&str]; 2] = [
+        &["audit", "-A", "-l", "rbac-scope=all", "--for", "5s"],
+        &["lint", "--cluster", "-A"],
+    ];
+    for args in commands {
+        let ran = run(lab, kubeconfig, token, args);
+        assert_eq!(
+            ran.code,
+            Some(2),
+            "{args:?} under the namespaced Role:\n{}",
+            ran.text
+        );
+        // One line per refused request (`lint` reports each kind it
+        // could not list), each naming the cluster-wide grant.
+        let refusals: Vec<&str> = ran
+            .text
+            .lines()
+            .filter(|l| l.contains("forbidden"))
+            .collect();
+        assert!(!refusals.is_empty(), "{args:?}: no refusal:\n{}", ran.text);
+        for line in refusals {
+            assert!(
+                line.contains("forbidden: cannot ")
+                    && line.contains(" cluster-wide; `infera rbac -A -n NAMESPACE`"),
+                "{args:?}: {line}"
+            );
+        }
+    }
+    let printed = lab
+        .infera(&["rbac", "-A", "-n", NS, "-o", "json"])
+        .output()
+        .expect("infera rbac -A");
+    let objects = json(&printed)["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(objects[0]["kind"], "ClusterRole");
+    objects.iter().for_each(|o| apply(lab, o));
+    for args in commands {
+        let ran = run(lab, kubeconfig, token, args);
+        assert_eq!(
+            ran.code,
+            Some(0),
+            "{args:?} with `infera rbac -A`:\n{}",
+            ran.text
+        );
+    }
 }

@@ -27,7 +27,7 @@ use kube::{Client, Config};
 pub use capacity::{
     NodeCapacity, NodeInventory, ResourceList, SurgeRoom, parse_quantity, pod_requests,
 };
-pub use rbac::{NAME as RBAC_NAME, rbac_objects};
+pub use rbac::{NAME as RBAC_NAME, Scope as RbacScope, rbac_objects};
 pub use status::{DeploymentProgress, deployment_progress};
 
 /// Errors reaching or using a cluster. `Display` is one line that says what
@@ -68,7 +68,7 @@ pub enum ClusterError {
         "the API server at {url} rejected the credentials (401 Unauthorized); log in again or fix the user in the kubeconfig"
     )]
     Unauthorized { url: String },
-    #[error("forbidden: cannot {verb} {resource}{}; `infera rbac{}` prints the Role to grant", in_namespace(.namespace), rbac_ns(.namespace))]
+    #[error("forbidden: cannot {verb} {resource}{}; {}", in_namespace(.namespace), rbac_hint(.namespace))]
     Forbidden {
         verb: String,
         resource: String,
@@ -112,8 +112,14 @@ fn in_namespace(ns: &Option<String>) -> String {
     }
 }
 
-fn rbac_ns(ns: &Option<String>) -> String {
-    ns.as_ref().map(|n| format!(" -n {n}")).unwrap_or_default()
+/// Which `infera rbac` grants what was forbidden.
+fn rbac_hint(ns: &Option<String>) -> String {
+    match ns {
+        Some(ns) => format!("`infera rbac -n {ns}` prints the Role to grant"),
+        None => "`infera rbac -A -n NAMESPACE` (the account's namespace) prints the ClusterRole \
+                 to grant"
+            .to_string(),
+    }
 }
 
 /// Collapse a message to one line (server and library messages may wrap)
@@ -661,6 +667,20 @@ mod tests {
             "forbidden: cannot list pods in namespace \"prod\"; `infera rbac -n prod` prints the Role to grant"
         );
         assert!(err.is_fatal());
+        let cluster_wide = ClusterError::from_kube(
+            &kube::Error::Api(Box::new(
+                kube::core::Status::failure("no", "Forbidden").with_code(403),
+            )),
+            "https://k:6443",
+            "watch",
+            "pods",
+            None,
+        );
+        assert_eq!(
+            cluster_wide.to_string(),
+            "forbidden: cannot watch pods cluster-wide; `infera rbac -A -n NAMESPACE` (the \
+             account's namespace) prints the ClusterRole to grant"
+        );
     }
 
     #[test]

@@ -3,9 +3,20 @@
 
 use serde_json::{Value, json};
 
-/// Name of the Role, ClusterRole and their bindings.
 /// The name of the ServiceAccount, Role and bindings.
 pub const NAME: &str = "infera";
+
+/// Where the namespaced rules apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// A Role and RoleBinding in the namespace: `rollout`, `audit` and
+    /// `lint --cluster` on that namespace.
+    Namespace,
+    /// The same rules as a ClusterRole with a ClusterRoleBinding: also
+    /// `audit -A` and `lint --cluster -A`, which list and watch in every
+    /// namespace.
+    AllNamespaces,
+}
 
 fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
     json!({ "apiGroups": [group], "resources": resources, "verbs": verbs })
@@ -14,6 +25,8 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
 /// The objects, in apply order: Role, RoleBinding (namespace `namespace`),
 /// ClusterRole, ClusterRoleBinding. The bindings are templates: their subject
 /// is a ServiceAccount `infera` in `namespace`; edit it for a user or group.
+/// With [`Scope::AllNamespaces`] the Role and RoleBinding are a ClusterRole
+/// `infera` and a ClusterRoleBinding `infera-NAMESPACE` with the same rules.
 ///
 /// Why each rule (each verb is needed by some command: `tests/lab/rbac.rs`
 /// removes them one at a time on the upstream lab and checks that a command
@@ -40,13 +53,26 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
 /// * nodes list, pods list — the rollout preflight's "is there room for
 ///   the surge pod right now" (without them the plan says the capacity is
 ///   unknown), and the pods of the namespace.
-pub fn rbac_objects(namespace: &str) -> Vec<Value> {
+pub fn rbac_objects(namespace: &str, scope: Scope) -> Vec<Value> {
     let subject = json!([{ "kind": "ServiceAccount", "name": NAME, "namespace": namespace }]);
+    let (role, binding) = match scope {
+        Scope::Namespace => (
+            json!({ "kind": "Role", "metadata": { "name": NAME, "namespace": namespace } }),
+            json!({ "kind": "RoleBinding", "metadata": { "name": NAME, "namespace": namespace } }),
+        ),
+        Scope::AllNamespaces => (
+            json!({ "kind": "ClusterRole", "metadata": { "name": NAME } }),
+            json!({
+                "kind": "ClusterRoleBinding",
+                "metadata": { "name": format!("{NAME}-{namespace}") },
+            }),
+        ),
+    };
     vec![
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": { "name": NAME, "namespace": namespace },
+            "kind": role["kind"],
+            "metadata": role["metadata"],
             "rules": [
                 rule("", &["pods"], &["watch"]),
                 rule("", &["pods/proxy"], &["get"]),
@@ -58,9 +84,9 @@ pub fn rbac_objects(namespace: &str) -> Vec<Value> {
         }),
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": { "name": NAME, "namespace": namespace },
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME },
+            "kind": binding["kind"],
+            "metadata": binding["metadata"],
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": role["kind"], "name": NAME },
             "subjects": subject,
         }),
         json!({
@@ -105,7 +131,7 @@ mod tests {
 
     #[test]
     fn role_grants_what_the_commands_use_and_no_more() {
-        let objects = rbac_objects("prod");
+        let objects = rbac_objects("prod", Scope::Namespace);
         for (res, verb) in [
             ("pods", "watch"),
             ("pods/proxy", "get"),
@@ -125,5 +151,20 @@ mod tests {
         assert!(!has(&objects, "Role", "pods", "delete"));
         assert!(!has(&objects, "Role", "pods", "create"));
         assert_eq!(objects[0]["metadata"]["namespace"], "prod");
+    }
+
+    #[test]
+    fn all_namespaces_grants_the_same_rules_cluster_wide() {
+        let namespaced = rbac_objects("prod", Scope::Namespace);
+        let cluster = rbac_objects("prod", Scope::AllNamespaces);
+        assert_eq!(cluster[0]["kind"], "ClusterRole");
+        assert!(cluster[0]["metadata"].get("namespace").is_none());
+        assert_eq!(cluster[0]["rules"], namespaced[0]["rules"]);
+        assert_eq!(cluster[1]["kind"], "ClusterRoleBinding");
+        assert_eq!(cluster[1]["metadata"]["name"], "infera-prod");
+        assert_eq!(cluster[1]["roleRef"]["kind"], "ClusterRole");
+        assert_eq!(cluster[1]["subjects"][0]["namespace"], "prod");
+        assert_eq!(cluster[2..], namespaced[2..]);
+        assert_eq!(namespaced[1]["roleRef"]["kind"], "Role");
     }
 }
