@@ -90,6 +90,20 @@ fn run(lab: &Lab, kubeconfig: &Path, token: &str, args: &[&str]) -> Ran {
     }
 }
 
+/// [`run`], which must exit with `code` (`context` says under what grant).
+fn run_expecting(
+    lab: &Lab,
+    kubeconfig: &Path,
+    token: &str,
+    args: &[&str],
+    code: i32,
+    context: &str,
+) -> Ran {
+    let ran = run(lab, kubeconfig, token, args);
+    assert_eq!(ran.code, Some(code), "{args:?} {context}:\n{}", ran.text);
+    ran
+}
+
 /// `object` with `verb` removed from rule `rule` (the rule dropped when it
 /// was its only verb).
 fn without(object: &Value, rule: usize, verb: &str) -> Value {
@@ -158,13 +172,7 @@ fn printed_role_is_sufficient_and_minimal() {
 
     // Sufficient: everything works with exactly the printed objects.
     for args in COMMANDS {
-        let ran = run(&lab, &kubeconfig, &token, args);
-        assert_eq!(
-            ran.code,
-            Some(0),
-            "{args:?} with the printed Role:\n{}",
-            ran.text
-        );
+        run_expecting(&lab, &kubeconfig, &token, args, 0, "with the printed Role");
     }
 
     let full_plan = run(&lab, &kubeconfig, &token, &DRY_RUN).text;
@@ -241,13 +249,7 @@ fn every_namespace_needs_rbac_all_namespaces(lab: &Lab, kubeconfig: &Path, token
         &["lint", "--cluster", "-A"],
     ];
     for args in commands {
-        let ran = run(lab, kubeconfig, token, args);
-        assert_eq!(
-            ran.code,
-            Some(2),
-            "{args:?} under the namespaced Role:\n{}",
-            ran.text
-        );
+        let ran = run_expecting(lab, kubeconfig, token, args, 2, "under the namespaced Role");
         // One line per refused request (`lint` reports each kind it
         // could not list), each naming the cluster-wide grant.
         let refusals: Vec<&str> = ran
@@ -275,12 +277,6 @@ fn every_namespace_needs_rbac_all_namespaces(lab: &Lab, kubeconfig: &Path, token
     assert_eq!(objects[0]["kind"], "ClusterRole");
     objects.iter().for_each(|o| apply(lab, o));
     for args in commands {
-        let ran = run(lab, kubeconfig, token, args);
-        assert_eq!(
-            ran.code,
-            Some(0),
-            "{args:?} with `infera rbac -A`:\n{}",
-            ran.text
-        );
+        run_expecting(lab, kubeconfig, token, args, 0, "with `infera rbac -A`");
     }
 }
