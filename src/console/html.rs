@@ -76,7 +76,7 @@ li.verdict.bad{border-color:#d62728;background:#fff4f4}";
 /// The page.
 pub fn render(report: &Report, ctx: &PageContext) -> Result<String, String> {
     let held = report.all_held() && report.outcome == crate::audit::Outcome::Complete;
-    page(report, ctx, &Verdicts::one(report.sentence(), held))
+    page(report, ctx, &Verdicts::one(report.verdict(), held))
 }
 
 /// The page of a several-target audit: the overall verdict, one per

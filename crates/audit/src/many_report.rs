@@ -124,10 +124,7 @@ impl ManyReport {
         self.reports
             .iter()
             .enumerate()
-            .map(|(i, r)| match r.outcome {
-                Outcome::Complete => format!("{}: {}", self.label(i), r.sentence()),
-                other => format!("{}: {}; {}", self.label(i), other.as_str(), r.sentence()),
-            })
+            .map(|(i, r)| format!("{}: {}", self.label(i), r.verdict()))
             .collect()
     }
 

@@ -290,6 +290,17 @@ impl Report {
         ]
     }
 
+    /// The verdict line: [`Self::sentence`], led by how the run ended when
+    /// it did not complete (`reverted; 12 samples over 1:02: …`), so a
+    /// reverted or aborted rollout whose pods all held is not read as a
+    /// success.
+    pub fn verdict(&self) -> String {
+        match self.outcome {
+            Outcome::Complete => self.sentence(),
+            other => format!("{}; {}", other.as_str(), self.sentence()),
+        }
+    }
+
     /// One sentence: what the evidence says.
     pub fn sentence(&self) -> String {
         let plural = if self.samples == 1 { "" } else { "s" };

@@ -423,3 +423,18 @@ fn timeline_files_are_written() {
     assert!(r.write_timeline(&dir.path().join("t.png")).is_err());
     assert!(r.table().contains("min Ready exact"));
 }
+
+#[test]
+fn verdict_leads_with_the_outcome_when_the_run_did_not_complete() {
+    let t0 = Instant::now();
+    let mut a = decode_auditor();
+    list(&mut a, &[pod("w-1", "decode", true, true, false)], t0);
+    a.sample(secs(t0, 1.0));
+    let held = "1 sample over 5s: never fewer than 1 Ready and 1 routable pod per role";
+    let r = a.finish(Outcome::Reverted, secs(t0, 5.0));
+    assert_eq!(r.sentence(), held);
+    assert_eq!(r.verdict(), format!("reverted; {held}"));
+    let mut complete = r.clone();
+    complete.outcome = Outcome::Complete;
+    assert_eq!(complete.verdict(), held);
+}
