@@ -31,7 +31,12 @@ pub fn is_html(path: &Path) -> bool {
 
 /// Write the page to `path`.
 pub fn write(path: &Path, report: &Report, ctx: &PageContext) -> Result<(), ReportError> {
-    let page = render(report, ctx).map_err(|message| ReportError::Draw {
+    write_page(path, render(report, ctx))
+}
+
+/// Write a rendered page to `path`, or say which step failed for it.
+fn write_page(path: &Path, page: Result<String, String>) -> Result<(), ReportError> {
+    let page = page.map_err(|message| ReportError::Draw {
         path: path.display().to_string(),
         message,
     })?;
@@ -98,14 +103,7 @@ pub fn render_many(many: &ManyReport, ctx: &PageContext) -> Result<String, Strin
 
 /// Write the page of a several-target audit to `path`.
 pub fn write_many(path: &Path, many: &ManyReport, ctx: &PageContext) -> Result<(), ReportError> {
-    let page = render_many(many, ctx).map_err(|message| ReportError::Draw {
-        path: path.display().to_string(),
-        message,
-    })?;
-    std::fs::write(path, page).map_err(|source| ReportError::Io {
-        path: path.display().to_string(),
-        source,
-    })
+    write_page(path, render_many(many, ctx))
 }
 
 /// The verdict section: one sentence, and one per target when several.
