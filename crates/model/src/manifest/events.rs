@@ -11,7 +11,8 @@
 //! budget — answers `None`, and [`super::parse_document`] reads the
 //! document through serde-saphyr, which gives the exact value or error.
 //! So this loader only ever has to agree with serde-saphyr on the subset
-//! it accepts; `tests::agrees_with_serde_saphyr` holds the two together.
+//! it accepts; the tests here (every fixture, a table of spellings, seeded
+//! random documents) hold the two together.
 //!
 //! Why it exists: serde-saphyr's generic path (events → its deserializer →
 //! serde visitors) costs more than the events themselves; building the tree
@@ -25,12 +26,11 @@ use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle, StrInput};
 use super::MAX_DEPTH;
 use super::node::{Key, Node, Value};
 
-/// Budgets of the fast path: half of serde-saphyr's (nodes, events) and
-/// just under the depth cap, so a document anywhere near a limit is left
-/// to serde-saphyr, which decides and words the error.
+/// The fast path's depth cap: just under [`MAX_DEPTH`]. With its node and
+/// event caps (half of serde-saphyr's budget, see [`tree`]) a document
+/// anywhere near a limit is left to serde-saphyr, which decides and words
+/// the error.
 const FAST_MAX_DEPTH: usize = MAX_DEPTH - 2;
-const FAST_MAX_NODES: usize = 125_000;
-const FAST_MAX_EVENTS: usize = 500_000;
 
 /// A collection being filled.
 enum Frame<'a> {
@@ -50,14 +50,16 @@ enum Frame<'a> {
 /// The tree of one document, or `None` when serde-saphyr must read it.
 /// An empty document is `Some` null.
 pub fn tree(text: &str) -> Option<Node<'_>> {
-    let mut parser = Parser::with_options(StrInput::new(text), parser_options());
-    let mut builder = Builder::default();
+    let budget = serde_saphyr::Budget::default();
+    let mut parser = Parser::with_options(StrInput::new(text), parser_options(&budget));
+    let mut builder = Builder::new(budget.max_nodes / 2);
+    let max_events = budget.max_events / 2;
     let mut documents = 0usize;
     let mut events = 0usize;
     while let Some(next) = parser.next_event() {
         let (event, span) = next.ok()?;
         events += 1;
-        if events > FAST_MAX_EVENTS {
+        if events > max_events {
             return None;
         }
         let line = u32::try_from(span.start.line()).ok()?;
@@ -94,8 +96,7 @@ pub fn tree(text: &str) -> Option<Node<'_>> {
 
 /// The parser's options as serde-saphyr sets them for our budget, so the
 /// two accept the same syntax.
-fn parser_options() -> serde_saphyr::granit_parser::Options {
-    let budget = serde_saphyr::Budget::default();
+fn parser_options(budget: &serde_saphyr::Budget) -> serde_saphyr::granit_parser::Options {
     let mut options = serde_saphyr::granit_parser::Options::default();
     options.simple_key_max_lookahead = budget.simple_key_max_lookahead;
     options.flow_nesting_limit = budget.flow_nesting_limit;
@@ -105,17 +106,26 @@ fn parser_options() -> serde_saphyr::granit_parser::Options {
     options
 }
 
-#[derive(Default)]
 struct Builder<'a> {
     stack: Vec<Frame<'a>>,
     root: Option<Node<'a>>,
     nodes: usize,
+    max_nodes: usize,
 }
 
 impl<'a> Builder<'a> {
+    fn new(max_nodes: usize) -> Self {
+        Builder {
+            stack: Vec::new(),
+            root: None,
+            nodes: 0,
+            max_nodes,
+        }
+    }
+
     fn count(&mut self) -> Option<()> {
         self.nodes += 1;
-        (self.nodes <= FAST_MAX_NODES).then_some(())
+        (self.nodes <= self.max_nodes).then_some(())
     }
 
     fn scalar(
@@ -319,7 +329,7 @@ mod tests_support {
     use super::*;
 
     /// serde-saphyr's reading of one document, the reference.
-    pub fn full(text: &str) -> Option<Node<'_>> {
+    fn full(text: &str) -> Option<Node<'_>> {
         serde_saphyr::from_str_with_options::<Node>(text, parse_options()).ok()
     }
 
