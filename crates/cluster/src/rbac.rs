@@ -55,24 +55,25 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
 ///   unknown), and the pods of the namespace.
 pub fn rbac_objects(namespace: &str, scope: Scope) -> Vec<Value> {
     let subject = json!([{ "kind": "ServiceAccount", "name": NAME, "namespace": namespace }]);
-    let (role, binding) = match scope {
-        Scope::Namespace => (
-            json!({ "kind": "Role", "metadata": { "name": NAME, "namespace": namespace } }),
-            json!({ "kind": "RoleBinding", "metadata": { "name": NAME, "namespace": namespace } }),
-        ),
+    // (Role kind, binding kind, binding name, namespace of both).
+    let (role_kind, binding_kind, binding_name, ns) = match scope {
+        Scope::Namespace => ("Role", "RoleBinding", NAME.to_string(), Some(namespace)),
         Scope::AllNamespaces => (
-            json!({ "kind": "ClusterRole", "metadata": { "name": NAME } }),
-            json!({
-                "kind": "ClusterRoleBinding",
-                "metadata": { "name": format!("{NAME}-{namespace}") },
-            }),
+            "ClusterRole",
+            "ClusterRoleBinding",
+            format!("{NAME}-{namespace}"),
+            None,
         ),
+    };
+    let metadata = |name: &str| match ns {
+        Some(ns) => json!({ "name": name, "namespace": ns }),
+        None => json!({ "name": name }),
     };
     vec![
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": role["kind"],
-            "metadata": role["metadata"],
+            "kind": role_kind,
+            "metadata": metadata(NAME),
             "rules": [
                 rule("", &["pods"], &["watch"]),
                 rule("", &["pods/proxy"], &["get"]),
@@ -84,9 +85,9 @@ pub fn rbac_objects(namespace: &str, scope: Scope) -> Vec<Value> {
         }),
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": binding["kind"],
-            "metadata": binding["metadata"],
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": role["kind"], "name": NAME },
+            "kind": binding_kind,
+            "metadata": metadata(&binding_name),
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": NAME },
             "subjects": subject,
         }),
         json!({
