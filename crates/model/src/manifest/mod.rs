@@ -336,6 +336,10 @@ fn parse_options() -> serde_saphyr::Options {
     opts.duplicate_keys = serde_saphyr::options::DuplicateKeyPolicy::Error;
     opts.emit_comments = false;
     opts.with_snippet = false;
+    // YAML 1.1 integers, as Kubernetes reads them (go-yaml v2): `0700` is
+    // octal 448, not the float 700 YAML 1.2 makes of it (see the
+    // `yaml11_integers` table).
+    opts.legacy_octal_numbers = true;
     opts
 }
 
@@ -572,5 +576,64 @@ mod tests {
         let objs = objects(&doc.root);
         assert_eq!(objs.len(), 2);
         assert_eq!(doc.locate(&objs[1].0), (4, 3));
+    }
+}
+
+/// Integers spelled as YAML 1.1 writes them, read as Kubernetes reads them:
+/// `kubectl` and the API server decode YAML with sigs.k8s.io/yaml over
+/// go-yaml v2 (YAML 1.1), whose resolver drops `_` and parses with Go's
+/// `strconv.ParseInt(s, 0, 64)`: a leading `0` is octal, `0x`/`0o`/`0b`
+/// pick the radix (serde-saphyr's `legacy_octal_numbers`). Known gaps: the
+/// upper-case prefixes `0X`/`0O`/`0B`, which Go also accepts, stay text
+/// here; and an integral float (`08`, `1e3`), which Kubernetes stores as an
+/// integer, is refused in an integer field.
+#[cfg(test)]
+mod yaml11_integers {
+    use super::*;
+    use crate::manifest::typed::{ConvertOutcome, TypedObject, convert};
+
+    fn default_mode(spelling: &str) -> Result<Option<i32>, String> {
+        let text = format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d}}\nspec:\n  selector: {{}}\n  template:\n    spec:\n      containers: [{{name: c}}]\n      volumes:\n      - name: v\n        configMap: {{name: m, defaultMode: {spelling}}}\n"
+        );
+        let docs = split_documents(text.as_bytes());
+        let doc = parse_document("t.yaml", &docs[0])
+            .map_err(|e| e.message)?
+            .ok_or("empty")?;
+        let (_, node) = objects(&doc.root).into_iter().next().ok_or("no object")?;
+        match convert(node) {
+            ConvertOutcome::Typed {
+                object: TypedObject::Deployment(d),
+                ..
+            } => Ok(d
+                .spec
+                .and_then(|s| s.template.spec)
+                .and_then(|p| p.volumes)
+                .and_then(|v| v.into_iter().next())
+                .and_then(|v| v.config_map)
+                .and_then(|c| c.default_mode)),
+            other => Err(format!("{other:?}")),
+        }
+    }
+
+    #[test]
+    fn spellings_read_as_kubernetes_reads_them() {
+        // (spelling, what kubectl apply stores)
+        let table = [
+            ("420", 420),
+            ("0644", 420),
+            ("0700", 448),
+            ("0o700", 448),
+            ("0x1C0", 448),
+            ("0b111000000", 448),
+            ("+0700", 448),
+            ("0_700", 448),
+            ("4_4_8", 448),
+            ("0", 0),
+            ("00", 0),
+        ];
+        for (spelling, want) in table {
+            assert_eq!(default_mode(spelling), Ok(Some(want)), "{spelling}");
+        }
     }
 }
