@@ -58,6 +58,95 @@ pub struct LintSummary {
     pub skipped: usize,
     pub errors: usize,
     pub warnings: usize,
+    /// Skipped kinds that carry pods (and so may hide a rollout hazard),
+    /// with why infera cannot lint them: reports say "skipped: KIND
+    /// (reason)", never silently.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped_kinds: Vec<SkippedKind>,
+}
+
+/// A kind that carries pods but whose rollout infera does not model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedKind {
+    pub kind: String,
+    /// Objects of that kind skipped.
+    pub count: usize,
+    pub reason: String,
+}
+
+/// Add `more` to `into`, one entry a kind (in kind order).
+pub fn merge_skipped_kinds(into: &mut Vec<SkippedKind>, more: &[SkippedKind]) {
+    for k in more {
+        match into.iter_mut().find(|e| e.kind == k.kind) {
+            Some(e) => e.count += k.count,
+            None => into.push(k.clone()),
+        }
+    }
+    into.sort_by(|a, b| a.kind.cmp(&b.kind));
+}
+
+impl LintSummary {
+    /// Count one file's outcome (files, documents, objects, skipped kinds;
+    /// not findings, which the caller counts after its configuration).
+    pub fn add_file(&mut self, f: &FileOutcome) {
+        self.files += f.files;
+        self.documents += f.documents;
+        self.objects += f.objects;
+        self.skipped += f.skipped;
+        merge_skipped_kinds(&mut self.skipped_kinds, &f.skipped_kinds);
+    }
+}
+
+/// Why a kind that carries pods is skipped, for the kinds real fleets use;
+/// any other kind with containers gets a generic reason.
+fn skip_reason(kind: &str, group: &str) -> String {
+    let known = match (kind, group) {
+        ("InferenceService" | "LLMInferenceService", "serving.kserve.io") => {
+            "KServe renders the pods (Knative revisions or Deployments it manages); infera does not model that rollout"
+        }
+        ("ServingRuntime" | "ClusterServingRuntime", "serving.kserve.io") => {
+            "a KServe runtime template: it runs no pods itself"
+        }
+        ("StormService" | "RoleSet" | "PodSet", "orchestration.aibrix.ai") => {
+            "AIBrix rolls roles by its own controller; infera does not model that rollout"
+        }
+        ("NIMService" | "NIMCache", "apps.nvidia.com") => {
+            "the NIM operator renders the Deployment; lint the rendered Deployment instead"
+        }
+        ("RayService" | "RayCluster" | "RayJob", "ray.io") => {
+            "KubeRay replaces Ray clusters whole; infera does not model that rollout"
+        }
+        ("ModelService", "llm-d.ai") => {
+            "llm-d renders the Deployments; lint the rendered Deployments instead"
+        }
+        ("DynamoComponentDeployment", "nvidia.com") => {
+            "rendered by the Dynamo operator from a DynamoGraphDeployment; lint that instead"
+        }
+        ("DaemonSet", "apps") => "one pod per node: no surge or replica count to check",
+        ("Job" | "CronJob", "batch") => "runs to completion: no rollout",
+        ("Pod", "") | ("Pod", "v1") => "a bare pod is never rolled",
+        _ => "",
+    };
+    if known.is_empty() {
+        "it carries pods, but infera does not know how its controller rolls them out".to_string()
+    } else {
+        known.to_string()
+    }
+}
+
+/// True when an object's tree holds a container list (a pod template).
+fn carries_pods(node: &Node, depth: usize) -> bool {
+    use infera_model::manifest::Value;
+    if depth > 12 {
+        return false;
+    }
+    match &node.value {
+        Value::Map(entries) => entries.iter().any(|(k, v)| {
+            matches!(k.name.as_ref(), "containers" | "mainContainer") || carries_pods(v, depth + 1)
+        }),
+        Value::Seq(items) => items.iter().any(|v| carries_pods(v, depth + 1)),
+        _ => false,
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -93,13 +182,11 @@ fn finding_lines(bytes: &[u8], findings: &[Finding]) -> SourceLines {
 
 use std::path::Path as FsPath;
 
-use super::finding::ObjectRef;
 pub use super::finding::RuleMeta;
 pub use super::rules::InventoryNode;
-use super::rules::{Capacity, Hit, REGISTRY, RollKind, Workload, deployment_roll};
+use super::rules::{Capacity, Hit, REGISTRY, Workload};
 pub use super::rules::{rule, rules};
-use infera_model::manifest::{self, ConvertOutcome, Node, Seg, TypedObject};
-use infera_model::operator::{self, Role, Strategy};
+use infera_model::manifest::{self, ConvertOutcome, Node, Seg};
 use infera_model::worker;
 
 /// Object annotation listing rule codes/names to ignore (`IR001/prefill` per service).
@@ -112,6 +199,7 @@ struct FileResult {
     documents: usize,
     objects: usize,
     skipped: usize,
+    skipped_kinds: Vec<SkippedKind>,
     source: Option<(String, SourceLines)>,
 }
 
@@ -245,6 +333,8 @@ pub struct FileOutcome {
     pub documents: usize,
     pub objects: usize,
     pub skipped: usize,
+    /// Skipped kinds that carry pods, with the reason.
+    pub skipped_kinds: Vec<SkippedKind>,
     /// The lines findings point at (with [`LintOptions::keep_sources`]).
     pub sources: SourceLines,
 }
@@ -297,6 +387,7 @@ fn lint_unit(u: &Unit, opts: &LintOptions, stage: Stage<'_>) -> FileOutcome {
         out.documents += r.documents;
         out.objects += r.objects;
         out.skipped += r.skipped;
+        merge_skipped_kinds(&mut out.skipped_kinds, &r.skipped_kinds);
         out.findings.extend(r.findings);
         out.input_errors.extend(r.errors);
         if let Some((_, lines)) = r.source {
@@ -328,10 +419,7 @@ fn collect_paths(
     let units = units(paths, pre);
     let work = |u: &Unit| lint_unit(u, opts, stage);
     let mut each = |f: FileOutcome| {
-        outcome.summary.files += f.files;
-        outcome.summary.documents += f.documents;
-        outcome.summary.objects += f.objects;
-        outcome.summary.skipped += f.skipped;
+        outcome.summary.add_file(&f);
         if !f.findings.is_empty() && opts.keep_sources {
             outcome.sources.insert(f.file.clone(), f.sources);
         }
@@ -491,6 +579,7 @@ fn merge(outcome: &mut LintOutcome, r: FileResult) {
     outcome.summary.documents += r.documents;
     outcome.summary.objects += r.objects;
     outcome.summary.skipped += r.skipped;
+    merge_skipped_kinds(&mut outcome.summary.skipped_kinds, &r.skipped_kinds);
     outcome.findings.extend(r.findings);
     outcome.input_errors.extend(r.errors);
     if let Some((k, v)) = r.source {
@@ -568,7 +657,24 @@ fn lint_node(
     r: &mut FileResult,
 ) {
     match manifest::convert(node) {
-        ConvertOutcome::Other => r.skipped += 1,
+        ConvertOutcome::Other => {
+            r.skipped += 1;
+            if carries_pods(node, 0) {
+                let kind = node.get("kind").and_then(Node::as_str).unwrap_or("object");
+                let api = node.get("apiVersion").and_then(Node::as_str).unwrap_or("");
+                let group = if api.contains('/') {
+                    api.split('/').next().unwrap_or("")
+                } else {
+                    ""
+                };
+                let skipped = SkippedKind {
+                    kind: kind.to_string(),
+                    count: 1,
+                    reason: skip_reason(kind, group),
+                };
+                merge_skipped_kinds(&mut r.skipped_kinds, &[skipped]);
+            }
+        }
         ConvertOutcome::Invalid { path, message } => {
             let (line, column) = locate(&path);
             let kind = node.get("kind").and_then(Node::as_str).unwrap_or("object");
@@ -587,7 +693,7 @@ fn lint_node(
             let Stage::Lint(capacity) = stage else { return };
             let mut placeholders = set_aside;
             collect_placeholders(node, &mut placeholders);
-            for (hit, object_ref) in lint_typed(&object, placeholders, opts, capacity) {
+            for (hit, object_ref) in super::kinds::lint_typed(&object, placeholders, opts, capacity) {
                 let (line, column) = locate(&hit.path);
                 let Some(meta) = rule(hit.code) else { continue };
                 r.findings.push(Finding {
@@ -721,13 +827,14 @@ pub fn lint_live(
     outcome.summary.documents = r.documents;
     outcome.summary.objects = r.objects;
     outcome.summary.skipped = r.skipped;
+    outcome.summary.skipped_kinds = r.skipped_kinds;
     outcome.findings = r.findings;
     outcome.input_errors = r.errors;
     finish(&mut outcome);
     outcome
 }
 
-fn ignored(
+pub(crate) fn ignored(
     annotations: Option<&std::collections::BTreeMap<String, String>>,
     code: &str,
     service: Option<&str>,
@@ -746,7 +853,7 @@ fn ignored(
     })
 }
 
-fn run_rules(w: &Workload<'_>, opts: &LintOptions) -> Vec<Hit> {
+pub(crate) fn run_rules(w: &Workload<'_>, opts: &LintOptions) -> Vec<Hit> {
     let mut hits = Vec::new();
     let enabled = |code: &str| opts.enabled.is_empty() || opts.enabled.contains(&code);
     // IR011 last: it reports which verdicts its placeholders blocked.
@@ -773,303 +880,4 @@ fn run_rules(w: &Workload<'_>, opts: &LintOptions) -> Vec<Hit> {
         hits.retain(|h| h.code != "IR002");
     }
     hits
-}
-
-fn idep_path(service: &str) -> manifest::Path {
-    vec![
-        Seg::Key("spec".into()),
-        Seg::Key("services".into()),
-        Seg::Key(service.to_string()),
-    ]
-}
-
-fn lint_typed(
-    object: &TypedObject,
-    placeholders: Vec<(manifest::Path, String)>,
-    opts: &LintOptions,
-    capacity: &Capacity,
-) -> Vec<(Hit, ObjectRef)> {
-    match object {
-        TypedObject::InferaDeployment(idep) => lint_idep(idep, &placeholders, opts, capacity),
-        TypedObject::Deployment(d) => lint_deployment(d, placeholders, opts, capacity),
-        TypedObject::LeaderWorkerSet(lws) => lint_lws(lws, placeholders, opts, capacity),
-    }
-}
-
-/// Each worker service of an InferaDeployment, as the operator renders it.
-fn lint_idep(
-    idep: &operator::InferaDeployment,
-    placeholders: &[(manifest::Path, String)],
-    opts: &LintOptions,
-    capacity: &Capacity,
-) -> Vec<(Hit, ObjectRef)> {
-    let mut out = Vec::new();
-    let name = idep.metadata.name.clone().unwrap_or_default();
-    let annotations = idep.metadata.annotations.as_ref();
-    for rw in operator::render_pods(idep) {
-        let Some(svc) = idep.spec.services.get(&rw.service) else {
-            continue;
-        };
-        let base = idep_path(&rw.service);
-        let worker = rw.component == operator::Component::Worker;
-        let roll = match rw.strategy {
-            Strategy::SurgeFirst => RollKind::SurgeFirst,
-            Strategy::OldPodFirst => RollKind::OldPodFirst,
-            Strategy::Lws => RollKind::Lws,
-            Strategy::ServerDefault => RollKind::SurgeOrRetire,
-        };
-        let mine: Vec<_> = placeholders
-            .iter()
-            .filter(|(p, _)| p.starts_with(&base))
-            .cloned()
-            .collect();
-        let w = Workload {
-            kind: "InferaDeployment",
-            name: name.clone(),
-            service: Some(rw.service.clone()),
-            role: rw.role,
-            worker,
-            serving: worker && operator::is_serving_worker(svc),
-            replicas: rw.replicas,
-            number_of_nodes: rw.number_of_nodes,
-            roll,
-            max_surge: 1,
-            strategy: Some(rw.strategy),
-            pod: &rw.pod,
-            pod_labels: rw.pod_labels.clone(),
-            main: operator::main_container_index(&rw.pod),
-            readiness_port: rw.readiness_port.clone(),
-            skip_readiness_probe: svc.skip_readiness_probe == Some(true),
-            pod_path: (!rw.flat).then(|| {
-                let mut p = base.clone();
-                p.push(Seg::Key("extraPodSpec".into()));
-                p
-            }),
-            base,
-            placeholders: mine,
-            capacity,
-            blocked: Default::default(),
-        };
-        if !worker {
-            continue;
-        }
-        let object_ref = ObjectRef {
-            kind: "InferaDeployment".into(),
-            name: name.clone(),
-            namespace: idep.metadata.namespace.clone(),
-            service: Some(rw.service.clone()),
-        };
-        for hit in run_rules(&w, opts) {
-            if !ignored(annotations, hit.code, Some(&rw.service)) {
-                out.push((hit, object_ref.clone()));
-            }
-        }
-    }
-    out
-}
-
-/// A plain apps/v1 Deployment.
-fn lint_deployment(
-    d: &k8s_openapi::api::apps::v1::Deployment,
-    placeholders: Vec<(manifest::Path, String)>,
-    opts: &LintOptions,
-    capacity: &Capacity,
-) -> Vec<(Hit, ObjectRef)> {
-    let Some(spec) = &d.spec else {
-        return Vec::new();
-    };
-    let Some(pod) = &spec.template.spec else {
-        return Vec::new();
-    };
-    let replicas = if placeholders
-        .iter()
-        .any(|(p, _)| p.ends_with(&[Seg::Key("replicas".into())]))
-    {
-        None
-    } else {
-        Some(spec.replicas.unwrap_or(1))
-    };
-    let ru = spec
-        .strategy
-        .as_ref()
-        .and_then(|s| s.rolling_update.as_ref());
-    let strategy_type = spec.strategy.as_ref().and_then(|s| s.type_.as_deref());
-    let (max_surge, max_unavailable) = (
-        ru.and_then(|r| r.max_surge.as_ref()),
-        ru.and_then(|r| r.max_unavailable.as_ref()),
-    );
-    let roll = deployment_roll(
-        strategy_type,
-        max_surge,
-        max_unavailable,
-        replicas.unwrap_or(1),
-    );
-    let max_surge = deployment_max_surge(max_surge, max_unavailable, replicas.unwrap_or(1));
-    let main = operator::main_container_index(pod);
-    let labels = spec
-        .template
-        .metadata
-        .as_ref()
-        .and_then(|m| m.labels.clone())
-        .unwrap_or_default();
-    let plain = Plain {
-        kind: "Deployment",
-        meta: &d.metadata,
-        pod,
-        pod_labels: labels,
-        main,
-        replicas,
-        number_of_nodes: None,
-        roll,
-        max_surge,
-    };
-    plain_workload(plain, placeholders, opts, capacity)
-}
-
-/// A LeaderWorkerSet not rendered from an InferaDeployment.
-fn lint_lws(
-    lws: &operator::LeaderWorkerSet,
-    placeholders: Vec<(manifest::Path, String)>,
-    opts: &LintOptions,
-    capacity: &Capacity,
-) -> Vec<(Hit, ObjectRef)> {
-    let tpl = &lws.spec.leader_worker_template;
-    let Some(pod) = tpl.worker_template.as_ref().and_then(|t| t.spec.as_ref()) else {
-        return Vec::new();
-    };
-    let replicas = lws
-        .spec
-        .replicas
-        .as_ref()
-        .map_or(Some(1), |r| r.as_i64().map(|n| n as i32));
-    let size = tpl
-        .size
-        .as_ref()
-        .map_or(Some(1), |s| s.as_i64().map(|n| n as i32));
-    let main = operator::main_container_index(pod);
-    let labels = tpl
-        .worker_template
-        .as_ref()
-        .and_then(|t| t.metadata.as_ref())
-        .and_then(|m| m.labels.clone())
-        .unwrap_or_default();
-    let plain = Plain {
-        kind: "LeaderWorkerSet",
-        meta: &lws.metadata,
-        pod,
-        pod_labels: labels,
-        main,
-        replicas,
-        number_of_nodes: size,
-        roll: RollKind::Lws,
-        max_surge: 0,
-    };
-    plain_workload(plain, placeholders, opts, capacity)
-}
-
-/// A Deployment or LeaderWorkerSet, as the rules see it.
-struct Plain<'a> {
-    kind: &'static str,
-    meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-    pod: &'a k8s_openapi::api::core::v1::PodSpec,
-    pod_labels: std::collections::BTreeMap<String, String>,
-    main: usize,
-    replicas: Option<i32>,
-    number_of_nodes: Option<i32>,
-    roll: RollKind,
-    max_surge: i64,
-}
-
-/// maxSurge of an apps/v1 Deployment after upstream rounding.
-fn deployment_max_surge(
-    max_surge: Option<&k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>,
-    max_unavailable: Option<&k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>,
-    replicas: i32,
-) -> i64 {
-    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-    let as_json = |v: Option<&IntOrString>| match v {
-        Some(IntOrString::Int(n)) => Some(serde_json::Value::from(*n)),
-        Some(IntOrString::String(s)) => Some(serde_json::Value::from(s.as_str())),
-        None => None,
-    };
-    infera_model::rolling::resolve_fenceposts(
-        as_json(max_surge).as_ref(),
-        as_json(max_unavailable).as_ref(),
-        i64::from(replicas),
-    )
-    .0
-}
-
-fn plain_workload(
-    plain: Plain<'_>,
-    placeholders: Vec<(manifest::Path, String)>,
-    opts: &LintOptions,
-    capacity: &Capacity,
-) -> Vec<(Hit, ObjectRef)> {
-    let Plain {
-        kind,
-        meta,
-        pod,
-        pod_labels,
-        main,
-        replicas,
-        number_of_nodes,
-        roll,
-        max_surge,
-    } = plain;
-    let worker = pod
-        .containers
-        .get(main)
-        .is_some_and(operator::container_runs_engine);
-    let pod_path = if kind == "Deployment" {
-        vec![
-            Seg::Key("spec".into()),
-            Seg::Key("template".into()),
-            Seg::Key("spec".into()),
-        ]
-    } else {
-        ["spec", "leaderWorkerTemplate", "workerTemplate", "spec"]
-            .iter()
-            .map(|s| Seg::Key((*s).into()))
-            .collect()
-    };
-    let w = Workload {
-        kind,
-        name: meta.name.clone().unwrap_or_default(),
-        service: None,
-        role: Role::Mixed,
-        worker,
-        serving: worker,
-        replicas,
-        number_of_nodes,
-        roll,
-        max_surge,
-        strategy: None,
-        pod,
-        pod_labels,
-        main,
-        readiness_port: pod.containers.get(main).map_or(
-            operator::ReadinessPort::Default {
-                port: operator::DEFAULT_READINESS_PORT,
-            },
-            operator::container_readiness_port,
-        ),
-        skip_readiness_probe: false,
-        base: vec![Seg::Key("spec".into())],
-        pod_path: Some(pod_path),
-        placeholders,
-        capacity,
-        blocked: Default::default(),
-    };
-    let object_ref = ObjectRef {
-        kind: kind.into(),
-        name: w.name.clone(),
-        namespace: meta.namespace.clone(),
-        service: None,
-    };
-    run_rules(&w, opts)
-        .into_iter()
-        .filter(|h| !ignored(meta.annotations.as_ref(), h.code, None))
-        .map(|h| (h, object_ref.clone()))
-        .collect()
 }

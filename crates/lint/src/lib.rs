@@ -9,6 +9,7 @@
 pub mod config;
 pub mod engine;
 pub mod finding;
+mod kinds;
 pub mod report;
 pub mod rules;
 
@@ -126,10 +127,7 @@ pub fn lint_and_print(
         f.findings
             .sort_by(|a, b| (a.line, a.column, a.code).cmp(&(b.line, b.column, b.code)));
         f.input_errors.sort_by_key(|e| (e.line, e.column));
-        summary.files += f.files;
-        summary.documents += f.documents;
-        summary.objects += f.objects;
-        summary.skipped += f.skipped;
+        summary.add_file(&f);
         let errors = f
             .findings
             .iter()

@@ -297,30 +297,16 @@ pub fn main_container_index(pod: &PodSpec) -> usize {
         .unwrap_or(0)
 }
 
-/// Command and args of a container as one token list; shell strings
-/// (`sh -c "exec python3 -m ..."`) are split on whitespace and quotes
-/// stripped, so flags inside them are seen too.
+/// Command and args of a container as one token list (the engine
+/// catalogue's reading, [`crate::engine::command_tokens`]).
 pub fn command_tokens(c: &Container) -> Vec<String> {
-    let mut out = Vec::new();
-    for part in c.command.iter().flatten().chain(c.args.iter().flatten()) {
-        if part.contains(char::is_whitespace) {
-            out.extend(
-                part.split_whitespace()
-                    .map(|t| t.trim_matches(|ch| ch == '"' || ch == '\'').to_string()),
-            );
-        } else {
-            out.push(part.clone());
-        }
-    }
-    out
+    crate::engine::command_tokens(c)
 }
 
 /// True when the container's entrypoint launches an infera engine
-/// (`python3 -m infera.engine.<backend>`).
+/// (`python3 -m infera.engine.<backend>`), as the engine catalogue reads it.
 pub fn container_runs_engine(c: &Container) -> bool {
-    command_tokens(c)
-        .iter()
-        .any(|t| t.starts_with("infera.engine.") || t.contains("/infera/engine/"))
+    crate::engine::runs_infera(c)
 }
 
 /// True when the container is idle-deployed: its entrypoint is `sleep`,

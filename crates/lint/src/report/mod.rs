@@ -184,6 +184,7 @@ spec:
                 skipped: 1,
                 errors,
                 warnings,
+                skipped_kinds: Vec::new(),
             },
             sources,
         }

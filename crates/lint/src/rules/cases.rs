@@ -29,6 +29,42 @@ fn deployment(replicas: u32, strategy: &str, container: &str) -> String {
     )
 }
 
+/// An apps/v1 StatefulSet of `replicas` pods with `strategy` and `container`.
+fn statefulset(replicas: u32, strategy: &str, container: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {{name: s}}\nspec:\n  replicas: {replicas}\n  updateStrategy: {strategy}\n  serviceName: s\n  selector: {{matchLabels: {{app: s}}}}\n  template:\n    metadata: {{labels: {{app: s}}}}\n    spec: {{containers: [{container}]}}\n"
+    )
+}
+
+/// A LeaderWorkerSet of `replicas` groups of `size` pods, rolled by
+/// `rollout`, whose leader runs `leader`.
+fn lws(replicas: u32, size: u32, rollout: &str, leader: &str) -> String {
+    format!(
+        "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {{name: l}}\nspec:\n  replicas: {replicas}\n  rolloutStrategy: {rollout}\n  leaderWorkerTemplate:\n    size: {size}\n    leaderTemplate: {{spec: {{containers: [{leader}]}}}}\n    workerTemplate: {{spec: {{containers: [{{name: w, image: x, command: [ray, start]}}]}}}}\n"
+    )
+}
+
+/// A DynamoGraphDeployment with one worker service `s` (flow style).
+fn dynamo(service: &str) -> String {
+    format!(
+        "apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata: {{name: g}}\nspec:\n  services:\n    Frontend: {{componentType: frontend, replicas: 1}}\n    w: {service}\n"
+    )
+}
+
+/// A Dynamo vLLM worker with `args`, `gpu` GPUs and `extra` service fields.
+fn dynamo_vllm(args: &str, gpu: u32, extra: &str) -> String {
+    dynamo(&format!(
+        "{{componentType: worker, {extra}resources: {{limits: {{gpu: \"{gpu}\"}}}}, extraPodSpec: {{mainContainer: {{image: x, command: [python3, -m, dynamo.vllm], args: [{args}]}}}}}}"
+    ))
+}
+
+const VLLM: &str = "{name: vllm, image: vllm/vllm-openai:v0.9.0, command: [vllm, serve, m]}";
+const VLLM_TP4_1GPU: &str = "{name: vllm, image: vllm/vllm-openai:v0.9.0, args: [--model, m, --tensor-parallel-size, \"4\"], resources: {limits: {nvidia.com/gpu: 1}}}";
+const VLLM_PROBED: &str = "{name: vllm, image: x, command: [python3, -m, vllm.entrypoints.openai.api_server], readinessProbe: {httpGet: {path: /health, port: 8000}}}";
+const SIDECAR_READY: &str = "{name: aibrix-runtime, image: aibrix/runtime, command: [aibrix_runtime], readinessProbe: {httpGet: {path: /ready, port: 8080}, timeoutSeconds: 1}}";
+const LEADER_TCP: &str = "{name: leader, image: vllm/vllm-openai, command: [sh, -c, \"vllm serve m --tensor-parallel-size 8 --pipeline-parallel-size 2\"], resources: {limits: {nvidia.com/gpu: 8}}, readinessProbe: {tcpSocket: {port: 8080}}}";
+const LEADER_BARE: &str = "{name: leader, image: x, command: [python3, -m, sglang.launch_server, --tp, \"16\"], resources: {limits: {nvidia.com/gpu: 8}}}";
+
 const PIN: &str = "nodeSelector: {kubernetes.io/hostname: gpu-1}";
 const READY: &str = "readinessProbe: {httpGet: {path: /ready, port: 30090}, timeoutSeconds: 10}";
 
@@ -69,19 +105,47 @@ fn cases() -> Vec<(&'static str, &'static str, String, bool)> {
         ("IR007", "engine, default strategy, no probe", deployment(1, "{}", &engine("")), true),
         ("IR007", "engine with a /ready probe", deployment(1, "{}", &engine(READY)), false),
         ("IR007", "not the engine", deployment(1, "{}", "{name: web, image: nginx}"), false),
+        ("IR007", "vllm serve, no probe", deployment(1, "{}", VLLM), true),
+        ("IR007", "vllm api_server with a probe", deployment(1, "{}", VLLM_PROBED), false),
+        ("IR007", "four vllm replicas (surge 1, unavailable 1), no probe", deployment(4, "{}", VLLM), true),
+        ("IR007", "sglang.launch_server, no probe", deployment(1, "{}", "{name: s, image: x, command: [python3, -m, sglang.launch_server]}"), true),
+        ("IR007", "TGI image keeps its entrypoint, no probe", deployment(1, "{}", "{name: tgi, image: ghcr.io/huggingface/text-generation-inference:2.0}"), true),
+        ("IR007", "NIM image, no probe", deployment(1, "{}", "{name: nim, image: nvcr.io/nim/meta/llama3-8b-instruct:1.0.0}"), true),
+        ("IR007", "Triton with /v2/health/ready", deployment(1, "{}", "{name: t, image: nvcr.io/nvidia/tritonserver:24.05-trtllm-python-py3, readinessProbe: {httpGet: {path: /v2/health/ready, port: 8000}}}"), false),
+        ("IR007", "engine image running a shell, no probe", deployment(1, "{}", "{name: v, image: vllm/vllm-openai, command: [sleep, infinity]}"), false),
+        ("IR007", "engine after a sidecar, no probe", deployment(1, "{}", &format!("{SIDECAR_READY}, {VLLM}")), true),
+        ("IR007", "old pod first (IR008's)", deployment(1, "{rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}", VLLM), false),
+        ("IR007", "a LeaderWorkerSet (IR012's)", lws(1, 2, "{}", LEADER_BARE), false),
         // IR008 single-replica-gap
         ("IR008", "one replica, Recreate", deployment(1, "{type: Recreate}", "{name: web, image: nginx}"), true),
         ("IR008", "one replica, maxSurge 0", deployment(1, "{rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}", "{name: web, image: nginx}"), true),
-        ("IR008", "two replicas, Recreate", deployment(2, "{type: Recreate}", "{name: web, image: nginx}"), false),
+        ("IR008", "two replicas, Recreate (every pod goes first)", deployment(2, "{type: Recreate}", "{name: web, image: nginx}"), true),
         ("IR008", "one replica, surge first", deployment(1, "{rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}", "{name: web, image: nginx}"), false),
+        ("IR008", "one replica, maxSurge 1 and maxUnavailable 1", deployment(1, "{rollingUpdate: {maxSurge: 1, maxUnavailable: 1}}", VLLM_PROBED), true),
+        ("IR008", "two replicas, maxSurge 1 and maxUnavailable 1", deployment(2, "{rollingUpdate: {maxSurge: 1, maxUnavailable: 1}}", VLLM_PROBED), false),
+        ("IR008", "two replicas, maxUnavailable 100%", deployment(2, "{rollingUpdate: {maxSurge: 1, maxUnavailable: \"100%\"}}", VLLM_PROBED), true),
+        ("IR008", "one replica, maxUnavailable 50% rounds down to 0", deployment(1, "{rollingUpdate: {maxUnavailable: \"50%\"}}", VLLM_PROBED), false),
+        ("IR008", "one infera engine, maxSurge 1 and maxUnavailable 1", deployment(1, "{rollingUpdate: {maxSurge: 1, maxUnavailable: 1}}", &engine(READY)), true),
+        ("IR008", "StatefulSet of one model server", statefulset(1, "{}", VLLM_PROBED), true),
+        ("IR008", "StatefulSet of two model servers", statefulset(2, "{}", VLLM_PROBED), false),
+        ("IR008", "StatefulSet of one model server, OnDelete", statefulset(1, "{type: OnDelete}", VLLM_PROBED), false),
+        ("IR008", "StatefulSet of one web server", statefulset(1, "{}", "{name: web, image: nginx}"), false),
         // IR009 gpu-request-below-parallelism
         ("IR009", "tp 8 on 1 GPU", idep("{componentType: worker, args: [--tp-size, \"8\"], resources: {gpu: 1}}"), true),
         ("IR009", "tp 8 on 8 GPUs", idep("{componentType: worker, args: [--tp-size, \"8\"], resources: {gpu: 8}}"), false),
         ("IR009", "tp from a variable", idep("{componentType: worker, args: [--tp-size, $TP], resources: {gpu: 1}}"), false),
+        ("IR009", "vLLM image, tp 4 on 1 GPU", deployment(1, "{}", VLLM_TP4_1GPU), true),
+        ("IR009", "TGI --num-shard 2 on 2 GPUs", deployment(1, "{}", "{name: tgi, image: ghcr.io/huggingface/text-generation-inference:2, args: [--num-shard, \"2\"], resources: {limits: {nvidia.com/gpu: 2}}}"), false),
+        ("IR009", "TGI NUM_SHARD 4 on 2 GPUs", deployment(1, "{}", "{name: tgi, image: ghcr.io/huggingface/text-generation-inference:2, env: [{name: NUM_SHARD, value: \"4\"}], resources: {limits: {nvidia.com/gpu: 2}}}"), true),
+        ("IR009", "LWS leader tp 8 x pp 2 over 2 nodes of 8", lws(1, 2, "{}", LEADER_TCP), false),
+        ("IR009", "Dynamo vLLM tp 2 over 2 nodes of 1", dynamo_vllm("--tensor-parallel-size, \"2\"", 1, "replicas: 1, multinode: {nodeCount: 2}, "), false),
+        ("IR009", "Dynamo vLLM tp 4 on 1 GPU", dynamo_vllm("--tensor-parallel-size, \"4\"", 1, "replicas: 2, "), true),
         // IR010 ready-probe-timeout-short
         ("IR010", "/ready with timeoutSeconds 5", idep_pod(&format!("{{containers: [{}]}}", engine("readinessProbe: {httpGet: {path: /ready, port: 30090}, timeoutSeconds: 5}"))), true),
         ("IR010", "/ready with timeoutSeconds 10", idep_pod(&format!("{{containers: [{}]}}", engine(READY))), false),
         ("IR010", "the operator's injected probe", idep("{componentType: worker}"), false),
+        ("IR010", "a sidecar's own /ready", deployment(1, "{}", &format!("{VLLM_PROBED}, {SIDECAR_READY}")), false),
+        ("IR010", "plain Deployment of the infera engine, /ready 5 s", deployment(1, "{}", &engine("readinessProbe: {httpGet: {path: /ready, port: 30090}, timeoutSeconds: 5}")), true),
         // IR011 unresolved-placeholder
         ("IR011", "replicas placeholder", idep("{componentType: worker, replicas: \"${N}\"}"), true),
         ("IR011", "hostname placeholder", idep_pod(&format!("{{nodeSelector: {{kubernetes.io/hostname: <NODE>}}, containers: [{}]}}", engine(""))), true),
@@ -90,6 +154,15 @@ fn cases() -> Vec<(&'static str, &'static str, String, bool)> {
         ("IR012", "two nodes, one group", idep("{componentType: worker, numberOfNodes: 2, replicas: 1}"), true),
         ("IR012", "two nodes, two groups", idep("{componentType: worker, numberOfNodes: 2, replicas: 2}"), false),
         ("IR012", "one node", idep("{componentType: worker, replicas: 1}"), false),
+        ("IR012", "LWS, one group with a tcpSocket probe", lws(1, 2, "{}", LEADER_TCP), true),
+        ("IR012", "LWS, two groups", lws(2, 2, "{}", LEADER_TCP), false),
+        ("IR012", "LWS, two groups, maxUnavailable 2", lws(2, 2, "{rollingUpdateConfiguration: {maxUnavailable: 2}}", LEADER_TCP), true),
+        ("IR012", "LWS, one group, surge group with a probe", lws(1, 2, "{rollingUpdateConfiguration: {maxSurge: 1, maxUnavailable: 0}}", LEADER_TCP), false),
+        ("IR012", "LWS, one group, surge group without a probe", lws(1, 2, "{rollingUpdateConfiguration: {maxSurge: 1, maxUnavailable: 0}}", LEADER_BARE), true),
+        ("IR012", "LWS of size 1", lws(1, 1, "{}", LEADER_BARE), false),
+        ("IR012", "Dynamo multinode service, one replica", dynamo_vllm("--tensor-parallel-size, \"2\"", 1, "replicas: 1, multinode: {nodeCount: 2}, "), true),
+        ("IR012", "Dynamo multinode service, two replicas", dynamo_vllm("--tensor-parallel-size, \"2\"", 1, "replicas: 2, multinode: {nodeCount: 2}, "), false),
+        ("IR012", "Dynamo single-node service, one replica", dynamo_vllm("", 1, "replicas: 1, "), false),
     ]
 }
 
@@ -470,5 +543,34 @@ fn whole_node_worker_against_live_capacity() {
             .expect("IR004");
         assert_eq!(f.severity, severity, "{}", f.message);
         assert!(f.message.contains(needle), "{}", f.message);
+    }
+}
+
+/// What the message says matters as much as whether it fires: the numbers
+/// and facts it prints are the manifest's.
+#[test]
+fn messages_say_what_the_manifest_says() {
+    // (rule, manifest, must contain, must not contain)
+    let table: [(&str, String, &[&str], &[&str]); 5] = [
+        ("IR012", lws(2, 2, "{rollingUpdateConfiguration: {maxUnavailable: 2}}", LEADER_TCP), &["maxUnavailable 2", "readiness probe cannot help"], &["no readiness", "maxUnavailable 1"]),
+        ("IR012", lws(1, 2, "{}", LEADER_BARE), &["maxUnavailable 1", "no readiness probe"], &[]),
+        ("IR007", deployment(1, "{}", "{name: tgi, image: ghcr.io/huggingface/text-generation-inference:2, ports: [{containerPort: 8080}]}"), &["TGI", "httpGet /health on port 8080"], &[]),
+        ("IR007", deployment(4, "{}", VLLM), &["maxSurge 1 and maxUnavailable 1", "/v1/models on port 8000"], &[]),
+        ("IR008", deployment(1, "{rollingUpdate: {maxSurge: 1, maxUnavailable: 1}}", VLLM_PROBED), &["maxSurge 1 and maxUnavailable 1", "= 0"], &[]),
+    ];
+    for (code, manifest, want, never) in table {
+        let opts = LintOptions {
+            enabled: vec![code],
+            ..LintOptions::default()
+        };
+        let out = lint_source("case.yaml", manifest.as_bytes(), &opts);
+        let messages: Vec<&str> = out.findings.iter().map(|f| f.message.as_str()).collect();
+        assert_eq!(messages.len(), 1, "{code}: {messages:?}\n{manifest}");
+        for w in want {
+            assert!(messages[0].contains(w), "{code}: {w:?} not in {}", messages[0]);
+        }
+        for n in never {
+            assert!(!messages[0].contains(n), "{code}: {n:?} in {}", messages[0]);
+        }
     }
 }

@@ -159,6 +159,13 @@ pub struct Workload<'a> {
     pub worker: bool,
     /// Serves traffic (engine entrypoint or flat fields), not idle-deployed.
     pub serving: bool,
+    /// The model server the main container runs, from the engine catalogue
+    /// (`infera_model::engine`): vLLM, SGLang, TGI, NIM, Triton or infera.
+    pub engine: Option<infera_model::engine::Engine>,
+    /// Pods the controller may take down before a replacement is Ready
+    /// (maxUnavailable after upstream rounding; all of them for Recreate),
+    /// when the kind's rollout is known.
+    pub max_unavailable: Option<i64>,
     pub replicas: Option<i32>,
     pub number_of_nodes: Option<i32>,
     pub roll: RollKind,

@@ -4,8 +4,11 @@ use infera_model::operator::READY_PATH;
 
 declare_rule! {
     /// ## What it does
-    /// Flags a `/ready` readiness probe whose `timeoutSeconds` is 8 or less
-    /// (the Kubernetes default is 1).
+    /// Flags a `/ready` readiness probe of the infera engine whose
+    /// `timeoutSeconds` is 8 or less (the Kubernetes default is 1). Only the
+    /// container that runs the infera engine (the engine catalogue's
+    /// reading) counts: a sidecar's own `/ready` (AIBrix's `aibrix-runtime`
+    /// on 8080, say) has other semantics.
     ///
     /// ## Why is this bad?
     /// Each `/ready` request also asks the engine's `/health`, with an 8 s
@@ -27,6 +30,10 @@ declare_rule! {
 
 pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     for (i, c) in w.pod.containers.iter().enumerate() {
+        let infera = infera_model::engine::runs_infera(c) || i == w.main && w.worker;
+        if !infera {
+            continue;
+        }
         let Some(p) = &c.readiness_probe else {
             continue;
         };

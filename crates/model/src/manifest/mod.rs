@@ -14,6 +14,7 @@
 //! serde-saphyr well before they are reached.
 
 pub mod de;
+pub mod dynamo;
 pub mod events;
 pub mod node;
 pub mod typed;

@@ -6,7 +6,7 @@
 //! instead of failing the object; any other type error (`replicas: "three"`)
 //! fails the object with the path of the field.
 
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use serde::de::DeserializeOwned;
 
 use super::node::{Node, Path, Seg, Value};
@@ -17,6 +17,8 @@ pub enum TypedObject {
     InferaDeployment(Box<InferaDeployment>),
     Deployment(Box<Deployment>),
     LeaderWorkerSet(Box<LeaderWorkerSet>),
+    StatefulSet(Box<StatefulSet>),
+    DynamoGraphDeployment(Box<super::dynamo::DynamoGraphDeployment>),
 }
 
 impl TypedObject {
@@ -25,6 +27,8 @@ impl TypedObject {
             TypedObject::InferaDeployment(_) => "InferaDeployment",
             TypedObject::Deployment(_) => "Deployment",
             TypedObject::LeaderWorkerSet(_) => "LeaderWorkerSet",
+            TypedObject::StatefulSet(_) => "StatefulSet",
+            TypedObject::DynamoGraphDeployment(_) => super::dynamo::KIND,
         }
     }
 }
@@ -146,6 +150,12 @@ pub fn convert(node: &Node) -> ConvertOutcome {
         ("LeaderWorkerSet", "leaderworkerset.x-k8s.io") => {
             typed_with_set_aside::<LeaderWorkerSet>(node)
                 .map(|(t, s)| (TypedObject::LeaderWorkerSet(Box::new(t)), s))
+        }
+        ("StatefulSet", "apps") => typed_with_set_aside::<StatefulSet>(node)
+            .map(|(t, s)| (TypedObject::StatefulSet(Box::new(t)), s)),
+        (super::dynamo::KIND, super::dynamo::GROUP) => {
+            typed_with_set_aside::<super::dynamo::DynamoGraphDeployment>(node)
+                .map(|(t, s)| (TypedObject::DynamoGraphDeployment(Box::new(t)), s))
         }
         _ => return ConvertOutcome::Other,
     };

@@ -1,0 +1,483 @@
+//! Typed objects → the [`Workload`] views the rules read, one builder a
+//! kind, each with the rollout semantics of its controller:
+//!
+//! - InferaDeployment: each worker service as the operator renders it.
+//! - apps/v1 Deployment: RollingUpdate (maxSurge rounds up, maxUnavailable
+//!   down; both 0 → maxUnavailable 1) or Recreate (all pods first).
+//! - apps/v1 StatefulSet: RollingUpdate deletes before it creates
+//!   (maxUnavailable 1 unless set; a percentage rounds up, at least 1);
+//!   OnDelete, or a partition at or above the replicas, rolls nothing.
+//! - LeaderWorkerSet: whole groups roll, maxUnavailable 1 and maxSurge 0
+//!   unless `rolloutStrategy.rollingUpdateConfiguration` says otherwise;
+//!   the leader template (else the worker template) runs the server.
+//! - DynamoGraphDeployment: each worker service; a multi-node one
+//!   (`multinode.nodeCount > 1`) is replaced a group at a time.
+
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::core::v1::{Container, PodSpec, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use super::engine::{LintOptions, ignored, run_rules};
+use super::finding::ObjectRef;
+use super::rules::{Capacity, Hit, RollKind, Workload, deployment_roll};
+use infera_model::engine::{self as catalogue, EngineKind};
+use infera_model::manifest::dynamo::{DynamoGraphDeployment, DynamoService};
+use infera_model::manifest::{self, Seg, TypedObject};
+use infera_model::operator::{self, Role, Strategy};
+
+type Placeholders = Vec<(manifest::Path, String)>;
+
+fn keys(segs: &[&str]) -> manifest::Path {
+    segs.iter().map(|s| Seg::Key((*s).to_string())).collect()
+}
+
+fn service_path(service: &str) -> manifest::Path {
+    let mut p = keys(&["spec", "services"]);
+    p.push(Seg::Key(service.to_string()));
+    p
+}
+
+pub(crate) fn lint_typed(
+    object: &TypedObject,
+    placeholders: Placeholders,
+    opts: &LintOptions,
+    capacity: &Capacity,
+) -> Vec<(Hit, ObjectRef)> {
+    let cx = Cx { opts, capacity };
+    match object {
+        TypedObject::InferaDeployment(idep) => lint_idep(idep, &placeholders, cx),
+        TypedObject::Deployment(d) => lint_deployment(d, placeholders, cx),
+        TypedObject::StatefulSet(s) => lint_statefulset(s, placeholders, cx),
+        TypedObject::LeaderWorkerSet(lws) => lint_lws(lws, placeholders, cx),
+        TypedObject::DynamoGraphDeployment(g) => lint_dynamo(g, &placeholders, cx),
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Cx<'a> {
+    opts: &'a LintOptions,
+    capacity: &'a Capacity,
+}
+
+/// Each worker service of an InferaDeployment, as the operator renders it.
+fn lint_idep(
+    idep: &operator::InferaDeployment,
+    placeholders: &Placeholders,
+    cx: Cx<'_>,
+) -> Vec<(Hit, ObjectRef)> {
+    let mut out = Vec::new();
+    let name = idep.metadata.name.clone().unwrap_or_default();
+    let annotations = idep.metadata.annotations.as_ref();
+    for rw in operator::render_pods(idep) {
+        let Some(svc) = idep.spec.services.get(&rw.service) else {
+            continue;
+        };
+        if rw.component != operator::Component::Worker {
+            continue;
+        }
+        let base = service_path(&rw.service);
+        let (roll, max_surge, max_unavailable) = match rw.strategy {
+            Strategy::SurgeFirst => (RollKind::SurgeFirst, 1, Some(0)),
+            Strategy::OldPodFirst => (RollKind::OldPodFirst, 0, Some(1)),
+            Strategy::Lws => (RollKind::Lws, 0, Some(1)),
+            Strategy::ServerDefault => (RollKind::SurgeOrRetire, 1, None),
+        };
+        let main = operator::main_container_index(&rw.pod);
+        let w = Workload {
+            kind: "InferaDeployment",
+            name: name.clone(),
+            service: Some(rw.service.clone()),
+            role: rw.role,
+            worker: true,
+            serving: operator::is_serving_worker(svc),
+            engine: rw.pod.containers.get(main).and_then(catalogue::recognize),
+            max_unavailable,
+            replicas: rw.replicas,
+            number_of_nodes: rw.number_of_nodes,
+            roll,
+            max_surge,
+            strategy: Some(rw.strategy),
+            pod: &rw.pod,
+            pod_labels: rw.pod_labels.clone(),
+            main,
+            readiness_port: rw.readiness_port.clone(),
+            skip_readiness_probe: svc.skip_readiness_probe == Some(true),
+            pod_path: (!rw.flat).then(|| {
+                let mut p = base.clone();
+                p.push(Seg::Key("extraPodSpec".into()));
+                p
+            }),
+            placeholders: placeholders
+                .iter()
+                .filter(|(p, _)| p.starts_with(&base))
+                .cloned()
+                .collect(),
+            base,
+            capacity: cx.capacity,
+            blocked: Default::default(),
+        };
+        let object_ref = ObjectRef {
+            kind: "InferaDeployment".into(),
+            name: name.clone(),
+            namespace: idep.metadata.namespace.clone(),
+            service: Some(rw.service.clone()),
+        };
+        for hit in run_rules(&w, cx.opts) {
+            if !ignored(annotations, hit.code, Some(&rw.service)) {
+                out.push((hit, object_ref.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// `replicas`, or None when a placeholder holds it.
+fn replicas_of(placeholders: &Placeholders, replicas: Option<i32>) -> Option<i32> {
+    let templated = placeholders
+        .iter()
+        .any(|(p, _)| p.ends_with(&[Seg::Key("replicas".into())]));
+    (!templated).then(|| replicas.unwrap_or(1))
+}
+
+fn template_labels(
+    meta: Option<&ObjectMeta>,
+) -> std::collections::BTreeMap<String, String> {
+    meta.and_then(|m| m.labels.clone()).unwrap_or_default()
+}
+
+/// A plain apps/v1 Deployment.
+fn lint_deployment(
+    d: &Deployment,
+    placeholders: Placeholders,
+    cx: Cx<'_>,
+) -> Vec<(Hit, ObjectRef)> {
+    let Some(spec) = &d.spec else {
+        return Vec::new();
+    };
+    let Some(pod) = &spec.template.spec else {
+        return Vec::new();
+    };
+    let replicas = replicas_of(&placeholders, spec.replicas);
+    let n = replicas.unwrap_or(1);
+    let ru = spec
+        .strategy
+        .as_ref()
+        .and_then(|s| s.rolling_update.as_ref());
+    let strategy_type = spec.strategy.as_ref().and_then(|s| s.type_.as_deref());
+    let (surge, unavailable) = (
+        ru.and_then(|r| r.max_surge.as_ref()),
+        ru.and_then(|r| r.max_unavailable.as_ref()),
+    );
+    let roll = deployment_roll(strategy_type, surge, unavailable, n);
+    let (max_surge, max_unavailable) = if roll == RollKind::Recreate {
+        (0, i64::from(n))
+    } else {
+        fenceposts(surge, unavailable, n, ("25%", "25%"))
+    };
+    let plain = Plain {
+        kind: "Deployment",
+        meta: &d.metadata,
+        pod,
+        pod_path: keys(&["spec", "template", "spec"]),
+        pod_labels: template_labels(spec.template.metadata.as_ref()),
+        replicas,
+        number_of_nodes: None,
+        roll,
+        max_surge,
+        max_unavailable: Some(max_unavailable),
+    };
+    plain_workload(plain, placeholders, cx)
+}
+
+/// maxSurge and maxUnavailable after upstream rounding, with the kind's
+/// defaults for absent fields.
+fn fenceposts(
+    surge: Option<&IntOrString>,
+    unavailable: Option<&IntOrString>,
+    replicas: i32,
+    defaults: (&str, &str),
+) -> (i64, i64) {
+    let as_json = |v: Option<&IntOrString>, default: &str| match v {
+        Some(IntOrString::Int(n)) => serde_json::Value::from(*n),
+        Some(IntOrString::String(s)) => serde_json::Value::from(s.as_str()),
+        None => match default.parse::<i64>() {
+            Ok(n) => serde_json::Value::from(n),
+            Err(_) => serde_json::Value::from(default),
+        },
+    };
+    infera_model::rolling::resolve_fenceposts(
+        Some(&as_json(surge, defaults.0)),
+        Some(&as_json(unavailable, defaults.1)),
+        i64::from(replicas),
+    )
+}
+
+/// A plain apps/v1 StatefulSet: old pod first, `maxUnavailable` at a time.
+fn lint_statefulset(
+    s: &StatefulSet,
+    placeholders: Placeholders,
+    cx: Cx<'_>,
+) -> Vec<(Hit, ObjectRef)> {
+    let Some(spec) = &s.spec else {
+        return Vec::new();
+    };
+    let Some(pod) = &spec.template.spec else {
+        return Vec::new();
+    };
+    let replicas = replicas_of(&placeholders, spec.replicas);
+    let n = i64::from(replicas.unwrap_or(1));
+    let strategy = spec.update_strategy.as_ref();
+    let ru = strategy.and_then(|u| u.rolling_update.as_ref());
+    let on_delete = strategy.and_then(|u| u.type_.as_deref()) == Some("OnDelete");
+    let partitioned = ru.and_then(|r| r.partition).is_some_and(|p| i64::from(p) >= n);
+    let max_unavailable = match ru.and_then(|r| r.max_unavailable.as_ref()) {
+        None => 1,
+        Some(IntOrString::Int(k)) => i64::from(*k).max(1),
+        Some(IntOrString::String(pct)) => pct
+            .trim_end_matches('%')
+            .parse::<i64>()
+            .map_or(1, |p| (p * n + 99) / 100)
+            .max(1),
+    };
+    let plain = Plain {
+        kind: "StatefulSet",
+        meta: &s.metadata,
+        pod,
+        pod_path: keys(&["spec", "template", "spec"]),
+        pod_labels: template_labels(spec.template.metadata.as_ref()),
+        replicas,
+        number_of_nodes: None,
+        roll: RollKind::OldPodFirst,
+        max_surge: 0,
+        max_unavailable: (!on_delete && !partitioned).then_some(max_unavailable),
+    };
+    plain_workload(plain, placeholders, cx)
+}
+
+/// A LeaderWorkerSet not rendered from an InferaDeployment.
+fn lint_lws(
+    lws: &operator::LeaderWorkerSet,
+    placeholders: Placeholders,
+    cx: Cx<'_>,
+) -> Vec<(Hit, ObjectRef)> {
+    let tpl = &lws.spec.leader_worker_template;
+    let leader = tpl.leader_template.as_ref().filter(|t| t.spec.is_some());
+    let (template, which) = match leader {
+        Some(t) => (Some(t), "leaderTemplate"),
+        None => (tpl.worker_template.as_ref(), "workerTemplate"),
+    };
+    let Some(pod) = template.and_then(|t| t.spec.as_ref()) else {
+        return Vec::new();
+    };
+    let replicas = lws
+        .spec
+        .replicas
+        .as_ref()
+        .map_or(Some(1), |r| r.as_i64().and_then(|n| i32::try_from(n).ok()));
+    let size = tpl
+        .size
+        .as_ref()
+        .map_or(Some(1), |s| s.as_i64().and_then(|n| i32::try_from(n).ok()));
+    let ru = lws
+        .spec
+        .rollout_strategy
+        .as_ref()
+        .and_then(|r| r.rolling_update_configuration.as_ref());
+    let (max_surge, max_unavailable) = fenceposts(
+        ru.and_then(|r| r.max_surge.as_ref()),
+        ru.and_then(|r| r.max_unavailable.as_ref()),
+        replicas.unwrap_or(1),
+        ("0", "1"),
+    );
+    let plain = Plain {
+        kind: "LeaderWorkerSet",
+        meta: &lws.metadata,
+        pod,
+        pod_path: keys(&["spec", "leaderWorkerTemplate", which, "spec"]),
+        pod_labels: template_labels(template.and_then(|t| t.metadata.as_ref())),
+        replicas,
+        number_of_nodes: size,
+        roll: RollKind::Lws,
+        max_surge,
+        max_unavailable: Some(max_unavailable),
+    };
+    plain_workload(plain, placeholders, cx)
+}
+
+/// A Deployment, StatefulSet or LeaderWorkerSet, as the rules see it.
+struct Plain<'a> {
+    kind: &'static str,
+    meta: &'a ObjectMeta,
+    pod: &'a PodSpec,
+    pod_path: manifest::Path,
+    pod_labels: std::collections::BTreeMap<String, String>,
+    replicas: Option<i32>,
+    number_of_nodes: Option<i32>,
+    roll: RollKind,
+    max_surge: i64,
+    max_unavailable: Option<i64>,
+}
+
+/// The main container: the one named `main`/`infera` (else the first)
+/// when it runs a catalogued engine, else the first that does.
+fn engine_container(pod: &PodSpec) -> usize {
+    let main = operator::main_container_index(pod);
+    if pod.containers.get(main).and_then(catalogue::recognize).is_some() {
+        return main;
+    }
+    pod.containers
+        .iter()
+        .position(|c| catalogue::recognize(c).is_some())
+        .unwrap_or(main)
+}
+
+fn plain_workload(
+    plain: Plain<'_>,
+    placeholders: Placeholders,
+    cx: Cx<'_>,
+) -> Vec<(Hit, ObjectRef)> {
+    let Plain {
+        kind,
+        meta,
+        pod,
+        pod_path,
+        pod_labels,
+        replicas,
+        number_of_nodes,
+        roll,
+        max_surge,
+        max_unavailable,
+    } = plain;
+    let main = engine_container(pod);
+    let engine = pod.containers.get(main).and_then(catalogue::recognize);
+    let worker = engine.is_some_and(|e| e.kind == EngineKind::Infera);
+    let w = Workload {
+        kind,
+        name: meta.name.clone().unwrap_or_default(),
+        service: None,
+        role: Role::Mixed,
+        worker,
+        serving: worker,
+        engine,
+        max_unavailable,
+        replicas,
+        number_of_nodes,
+        roll,
+        max_surge,
+        strategy: None,
+        pod,
+        pod_labels,
+        main,
+        readiness_port: pod.containers.get(main).map_or(
+            operator::ReadinessPort::Default {
+                port: operator::DEFAULT_READINESS_PORT,
+            },
+            operator::container_readiness_port,
+        ),
+        skip_readiness_probe: false,
+        base: keys(&["spec"]),
+        pod_path: Some(pod_path),
+        placeholders,
+        capacity: cx.capacity,
+        blocked: Default::default(),
+    };
+    let object_ref = ObjectRef {
+        kind: kind.into(),
+        name: w.name.clone(),
+        namespace: meta.namespace.clone(),
+        service: None,
+    };
+    run_rules(&w, cx.opts)
+        .into_iter()
+        .filter(|h| !ignored(meta.annotations.as_ref(), h.code, None))
+        .map(|h| (h, object_ref.clone()))
+        .collect()
+}
+
+/// The pod of a Dynamo service: its main container, with the service's
+/// GPUs as the `nvidia.com/gpu` request the operator gives it.
+fn dynamo_pod(svc: &DynamoService) -> Option<PodSpec> {
+    let mut main: Container = svc.extra_pod_spec.as_ref()?.main_container.clone()?;
+    if let Some(n) = svc.gpus() {
+        let gpu = ("nvidia.com/gpu".to_string(), Quantity(n.to_string()));
+        main.resources = Some(ResourceRequirements {
+            limits: Some([gpu].into_iter().collect()),
+            ..ResourceRequirements::default()
+        });
+    }
+    Some(PodSpec {
+        containers: vec![main],
+        ..PodSpec::default()
+    })
+}
+
+/// Each worker service of a DynamoGraphDeployment.
+fn lint_dynamo(
+    g: &DynamoGraphDeployment,
+    placeholders: &Placeholders,
+    cx: Cx<'_>,
+) -> Vec<(Hit, ObjectRef)> {
+    let name = g.metadata.name.clone().unwrap_or_default();
+    let mut out = Vec::new();
+    for (service, svc) in &g.spec.services {
+        if svc.component_type.as_deref() != Some("worker") {
+            continue;
+        }
+        let Some(pod) = dynamo_pod(svc) else { continue };
+        let base = service_path(service);
+        let count = |v: Option<&operator::IntOrText>| {
+            v.map_or(Some(1), |r| r.as_i64().and_then(|n| i32::try_from(n).ok()))
+        };
+        let nodes = count(svc.multinode.as_ref().and_then(|m| m.node_count.as_ref()));
+        let multinode = nodes.is_none_or(|n| n > 1);
+        let w = Workload {
+            kind: "DynamoGraphDeployment",
+            name: name.clone(),
+            service: Some(service.clone()),
+            role: Role::parse(svc.sub_component_type.as_deref()),
+            worker: false,
+            serving: false,
+            engine: pod.containers.first().and_then(catalogue::recognize),
+            max_unavailable: multinode.then_some(1),
+            replicas: count(svc.replicas.as_ref()),
+            number_of_nodes: nodes,
+            roll: if multinode {
+                RollKind::Lws
+            } else {
+                RollKind::SurgeOrRetire
+            },
+            max_surge: 0,
+            strategy: None,
+            pod: &pod,
+            pod_labels: Default::default(),
+            main: 0,
+            readiness_port: operator::ReadinessPort::Default {
+                port: operator::DEFAULT_READINESS_PORT,
+            },
+            skip_readiness_probe: false,
+            pod_path: None,
+            placeholders: placeholders
+                .iter()
+                .filter(|(p, _)| p.starts_with(&base))
+                .cloned()
+                .collect(),
+            base,
+            capacity: cx.capacity,
+            blocked: Default::default(),
+        };
+        let object_ref = ObjectRef {
+            kind: w.kind.into(),
+            name: name.clone(),
+            namespace: g.metadata.namespace.clone(),
+            service: Some(service.clone()),
+        };
+        for hit in run_rules(&w, cx.opts) {
+            if !ignored(g.metadata.annotations.as_ref(), hit.code, Some(service)) {
+                out.push((hit, object_ref.clone()));
+            }
+        }
+    }
+    out
+}
