@@ -97,10 +97,11 @@ impl LintSummary {
     }
 }
 
-/// Why a kind that carries pods is skipped, for the kinds real fleets use;
-/// any other kind with containers gets a generic reason.
-fn skip_reason(kind: &str, group: &str) -> String {
-    let known = match (kind, group) {
+/// Why a kind that runs pods is skipped, for the kinds real fleets use
+/// (listed even when their pods are described without a container list,
+/// like KServe's `predictor.model` or a NIMService's `image`).
+fn known_skip_reason(kind: &str, group: &str) -> Option<&'static str> {
+    Some(match (kind, group) {
         ("InferenceService" | "LLMInferenceService", "serving.kserve.io") => {
             "KServe renders the pods (Knative revisions or Deployments it manages); infera does not model that rollout"
         }
@@ -124,14 +125,29 @@ fn skip_reason(kind: &str, group: &str) -> String {
         }
         ("DaemonSet", "apps") => "one pod per node: no surge or replica count to check",
         ("Job" | "CronJob", "batch") => "runs to completion: no rollout",
-        ("Pod", "") | ("Pod", "v1") => "a bare pod is never rolled",
-        _ => "",
+        ("Pod", "") => "a bare pod is never rolled",
+        _ => return None,
+    })
+}
+
+/// The skipped-kind entry for an object infera does not analyse, when it
+/// runs pods (a known kind, or any kind with a container list).
+fn skipped_kind(node: &Node) -> Option<SkippedKind> {
+    let kind = node.get("kind").and_then(Node::as_str).unwrap_or("object");
+    let api = node.get("apiVersion").and_then(Node::as_str).unwrap_or("");
+    let group = api.rsplit_once('/').map_or("", |(g, _)| g);
+    let reason = match known_skip_reason(kind, group) {
+        Some(r) => r,
+        None if carries_pods(node, 0) => {
+            "it carries pods, but infera does not know how its controller rolls them out"
+        }
+        None => return None,
     };
-    if known.is_empty() {
-        "it carries pods, but infera does not know how its controller rolls them out".to_string()
-    } else {
-        known.to_string()
-    }
+    Some(SkippedKind {
+        kind: kind.to_string(),
+        count: 1,
+        reason: reason.to_string(),
+    })
 }
 
 /// True when an object's tree holds a container list (a pod template).
@@ -659,20 +675,8 @@ fn lint_node(
     match manifest::convert(node) {
         ConvertOutcome::Other => {
             r.skipped += 1;
-            if carries_pods(node, 0) {
-                let kind = node.get("kind").and_then(Node::as_str).unwrap_or("object");
-                let api = node.get("apiVersion").and_then(Node::as_str).unwrap_or("");
-                let group = if api.contains('/') {
-                    api.split('/').next().unwrap_or("")
-                } else {
-                    ""
-                };
-                let skipped = SkippedKind {
-                    kind: kind.to_string(),
-                    count: 1,
-                    reason: skip_reason(kind, group),
-                };
-                merge_skipped_kinds(&mut r.skipped_kinds, &[skipped]);
+            if let Some(k) = skipped_kind(node) {
+                merge_skipped_kinds(&mut r.skipped_kinds, &[k]);
             }
         }
         ConvertOutcome::Invalid { path, message } => {

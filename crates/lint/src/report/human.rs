@@ -182,6 +182,9 @@ pub(crate) fn write_summary(
         input_cell,
     ]);
     writeln!(out, "{totals}")?;
+    for k in &s.skipped_kinds {
+        writeln!(out, "{}", super::skipped_line(k))?;
+    }
 
     let sentence = if counts.is_empty() {
         format!(

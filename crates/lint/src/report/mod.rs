@@ -98,6 +98,12 @@ pub enum Format {
     Github,
 }
 
+/// How every report names a skipped kind that carries pods:
+/// `skipped: StormService ×2 (AIBrix rolls roles by its own controller; …)`.
+pub(crate) fn skipped_line(k: &crate::engine::SkippedKind) -> String {
+    format!("skipped: {} ×{} ({})", k.kind, k.count, k.reason)
+}
+
 /// Hand-built outcomes for the printers' unit tests (and the `infera lint`
 /// command's tests in the binary).
 #[doc(hidden)]

@@ -186,6 +186,15 @@ fn notification(error: &InputError, base: Option<&Path>) -> Notification {
         .build()
 }
 
+/// A kind that carries pods but was not linted: a `note` notification
+/// (`skipped: KIND (reason)`), so code scanning shows it was not checked.
+fn skipped_note(k: &crate::engine::SkippedKind) -> Notification {
+    Notification::builder()
+        .level(serde_json::Value::from("note"))
+        .message(Message::builder().text(super::skipped_line(k)).build())
+        .build()
+}
+
 /// The SARIF log for one run. `rules` is the registry (all rules, so
 /// code scanning can show every rule's help); `base` is the directory
 /// absolute paths are made relative to (the project root / cwd).
@@ -227,6 +236,7 @@ pub fn to_sarif(outcome: &LintOutcome, rules: &[RuleMeta], base: Option<&Path>) 
                 .input_errors
                 .iter()
                 .map(|e| notification(e, base))
+                .chain(outcome.summary.skipped_kinds.iter().map(skipped_note))
                 .collect::<Vec<_>>(),
         )
         .build();
@@ -277,13 +287,15 @@ pub(crate) fn write_document(
     rules: &[RuleMeta],
     extra: &[(&'static str, &'static str)],
     errors: &[InputError],
+    skipped: &[crate::engine::SkippedKind],
     results: &mut Spool,
     base: Option<&Path>,
 ) -> io::Result<()> {
-    let empty = LintOutcome {
+    let mut empty = LintOutcome {
         input_errors: errors.to_vec(),
         ..LintOutcome::default()
     };
+    empty.summary.skipped_kinds = skipped.to_vec();
     let mut skeleton = to_sarif(&empty, rules, base);
     let Some(mut run) = skeleton.runs.pop() else {
         return Err(io::Error::other("SARIF skeleton without a run"));

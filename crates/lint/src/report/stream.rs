@@ -291,6 +291,9 @@ impl<'a> Printer<'a> {
                 for e in &s.errors {
                     writeln!(out, "{}", super::github::input_error_line(e))?;
                 }
+                for k in &summary.skipped_kinds {
+                    writeln!(out, "::notice title=infera lint::{}", super::skipped_line(k))?;
+                }
                 Ok(())
             }
             Format::Json => {
@@ -301,6 +304,7 @@ impl<'a> Printer<'a> {
                 s.rules,
                 &s.codes,
                 &s.errors,
+                &summary.skipped_kinds,
                 &mut s.spool,
                 s.base.as_deref(),
             ),

@@ -137,6 +137,7 @@ fn cases() -> Vec<(&'static str, &'static str, String, bool)> {
         ("IR009", "vLLM image, tp 4 on 1 GPU", deployment(1, "{}", VLLM_TP4_1GPU), true),
         ("IR009", "TGI --num-shard 2 on 2 GPUs", deployment(1, "{}", "{name: tgi, image: ghcr.io/huggingface/text-generation-inference:2, args: [--num-shard, \"2\"], resources: {limits: {nvidia.com/gpu: 2}}}"), false),
         ("IR009", "TGI NUM_SHARD 4 on 2 GPUs", deployment(1, "{}", "{name: tgi, image: ghcr.io/huggingface/text-generation-inference:2, env: [{name: NUM_SHARD, value: \"4\"}], resources: {limits: {nvidia.com/gpu: 2}}}"), true),
+        ("IR009", "vLLM on TPU: tp 4, no GPU request", deployment(1, "{}", "{name: v, image: vllm/vllm-tpu, command: [vllm, serve, m, -tp, \"4\"], resources: {limits: {google.com/tpu: 4}}}"), false),
         ("IR009", "LWS leader tp 8 x pp 2 over 2 nodes of 8", lws(1, 2, "{}", LEADER_TCP), false),
         ("IR009", "Dynamo vLLM tp 2 over 2 nodes of 1", dynamo_vllm("--tensor-parallel-size, \"2\"", 1, "replicas: 1, multinode: {nodeCount: 2}, "), false),
         ("IR009", "Dynamo vLLM tp 4 on 1 GPU", dynamo_vllm("--tensor-parallel-size, \"4\"", 1, "replicas: 2, "), true),

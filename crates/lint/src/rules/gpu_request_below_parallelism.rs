@@ -13,7 +13,9 @@ declare_rule! {
     /// Short forms (`--tp`, `--dp`, `-tp`, `-dp`, `--flag=value`) count. A
     /// multi-node group divides the product by its nodes. An unknown value
     /// (placeholder, env expansion) means no finding; NIM and Triton take
-    /// parallelism from their profile or built engine, not from flags.
+    /// parallelism from their profile or built engine, not from flags; a
+    /// plain workload that requests no GPU resource (a TPU or CPU server)
+    /// is left alone.
     ///
     /// ## Why is this bad?
     /// The scheduler sees the GPUs the engine uses but did not request as
@@ -50,7 +52,13 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     }
     // Multi-node groups split parallelism across nodes.
     let per_node = needed / i64::from(w.number_of_nodes.unwrap_or(1).max(1));
-    let requested = w.gpu_request().map_or(0, |(_, n)| n);
+    // A plain model server that requests no GPU at all runs on another
+    // accelerator (TPU, CPU, a DRA claim): its flags say nothing about GPUs.
+    let requested = match w.gpu_request() {
+        Some((_, n)) => n,
+        None if w.worker => 0,
+        None => return,
+    };
     if per_node <= requested {
         return;
     }
