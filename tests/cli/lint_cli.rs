@@ -16,7 +16,7 @@ use crate::common::case::{infera, root};
 // SARIF against the 2.1.0 schema
 // ---------------------------------------------------------------------------
 
-fn sarif_validator() -> jsonschema::Validator {
+pub(crate) fn sarif_validator() -> jsonschema::Validator {
     let text = std::fs::read_to_string(root().join("tests/data/sarif-schema-2.1.0.json"))
         .expect("schema file");
     let schema: serde_json::Value = serde_json::from_str(&text).expect("schema JSON");
@@ -27,7 +27,7 @@ fn sarif_validator() -> jsonschema::Validator {
         .expect("compile SARIF schema offline")
 }
 
-fn assert_valid_sarif(doc: &serde_json::Value) {
+pub(crate) fn assert_valid_sarif(doc: &serde_json::Value) {
     let validator = sarif_validator();
     let errors: Vec<String> = validator
         .iter_errors(doc)

@@ -10,6 +10,8 @@ mod common;
 
 mod audit_usage;
 mod corpus;
+mod ecosystem;
+mod ecosystem_ci;
 mod generated;
 mod layout;
 mod lint_cli;

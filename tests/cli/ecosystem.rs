@@ -1,0 +1,147 @@
+//! Public LLM-serving manifests (`tests/data/ecosystem/`, sources in its
+//! `SOURCES.md`) against the hand-checked table in `docs/lint-corpus.md`:
+//! each file's findings (by rule code), input errors and skipped kinds must
+//! be what its row says, and every file must have a row and a source.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use infera::lint::engine::{LintOptions, lint_paths};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One row of the table: findings as written (`IR004, IR007`, `IR012×2`,
+/// `—`), whether the file has an input error, the skipped kinds.
+#[derive(Debug, PartialEq, Eq)]
+struct Row {
+    findings: String,
+    input_error: bool,
+    skipped: String,
+}
+
+fn table() -> BTreeMap<String, Row> {
+    let text = std::fs::read_to_string(root().join("docs/lint-corpus.md")).unwrap();
+    text.lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let file = cells[1].trim_matches('`').to_string();
+            let row = Row {
+                findings: cells[2].to_string(),
+                input_error: cells[3] == "yes",
+                skipped: cells[4].to_string(),
+            };
+            (file, row)
+        })
+        .collect()
+}
+
+fn files() -> Vec<String> {
+    let dir = root().join("tests/data/ecosystem");
+    let mut out = Vec::new();
+    for project in std::fs::read_dir(&dir).unwrap() {
+        let project = project.unwrap().path();
+        if !project.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&project).unwrap() {
+            let f = f.unwrap().path();
+            if f.extension().is_some_and(|e| e == "yaml") {
+                out.push(rel(&dir, &f));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn rel(dir: &Path, f: &Path) -> String {
+    f.strip_prefix(dir)
+        .unwrap()
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+/// What `infera lint FILE` reports, written as the table writes it.
+fn linted(file: &str) -> Row {
+    let out = lint_paths(
+        &[root().join("tests/data/ecosystem").join(file)],
+        &LintOptions {
+            node_gpus: 8,
+            ..LintOptions::default()
+        },
+    );
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for f in &out.findings {
+        *counts.entry(f.code).or_default() += 1;
+    }
+    let findings = counts
+        .iter()
+        .map(|(c, n)| if *n == 1 { c.to_string() } else { format!("{c}×{n}") })
+        .collect::<Vec<_>>()
+        .join(", ");
+    Row {
+        findings: if findings.is_empty() { "—".into() } else { findings },
+        input_error: !out.input_errors.is_empty(),
+        skipped: out
+            .summary
+            .skipped_kinds
+            .iter()
+            .map(|k| k.kind.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+#[test]
+fn findings_match_the_hand_checked_table() {
+    let table = table();
+    let files = files();
+    assert!(files.len() >= 30, "{} files", files.len());
+    let listed: Vec<&String> = table.keys().collect();
+    let on_disk: Vec<&String> = files.iter().collect();
+    assert_eq!(listed, on_disk, "docs/lint-corpus.md rows vs files");
+    let mut drift = Vec::new();
+    for file in &files {
+        let got = linted(file);
+        if got != table[file] {
+            drift.push(format!("{file}: table {:?}, lint {got:?}", table[file]));
+        }
+    }
+    assert!(drift.is_empty(), "findings drifted:\n{}", drift.join("\n"));
+}
+
+#[test]
+fn every_file_has_a_source_and_the_licence_is_there() {
+    let dir = root().join("tests/data/ecosystem");
+    let sources = std::fs::read_to_string(dir.join("SOURCES.md")).unwrap();
+    for file in files() {
+        let row = sources
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{file}` |")))
+            .unwrap_or_else(|| panic!("{file} has no row in SOURCES.md"));
+        // Repository, path, a 40-hex commit, the licence.
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let commit = cells[4].trim_matches('`');
+        assert!(
+            commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{file}: commit {commit:?}"
+        );
+        assert!(cells[5].starts_with("Apache-2.0"), "{file}: {}", cells[5]);
+    }
+    let licence = std::fs::read_to_string(dir.join("LICENSE-Apache-2.0.txt")).unwrap();
+    assert!(licence.contains("Apache License") && licence.contains("Version 2.0"));
+}
+
+/// Projects of the corpus: at least 6, so the rules are tried beyond one
+/// project's habits.
+#[test]
+fn the_corpus_spans_projects() {
+    let projects: std::collections::BTreeSet<String> = files()
+        .iter()
+        .filter_map(|f| f.split('/').next().map(str::to_string))
+        .collect();
+    assert!(projects.len() >= 6, "{projects:?}");
+}
