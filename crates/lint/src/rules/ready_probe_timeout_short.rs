@@ -1,14 +1,17 @@
 use super::{Hit, Workload, declare_rule};
 use crate::finding::Severity;
 use infera_model::operator::READY_PATH;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 declare_rule! {
     /// ## What it does
     /// Flags a `/ready` readiness probe of the infera engine whose
     /// `timeoutSeconds` is 8 or less (the Kubernetes default is 1). Only the
     /// container that runs the infera engine (the engine catalogue's
-    /// reading) counts: a sidecar's own `/ready` (AIBrix's `aibrix-runtime`
-    /// on 8080, say) has other semantics.
+    /// reading), or the main container probed on the readiness port (30090
+    /// unless `INFERA_READINESS_PORT` says otherwise), counts: a sidecar's
+    /// own `/ready` (AIBrix's `aibrix-runtime` on 8080, say) has other
+    /// semantics.
     ///
     /// ## Why is this bad?
     /// Each `/ready` request also asks the engine's `/health`, with an 8 s
@@ -30,14 +33,21 @@ declare_rule! {
 
 pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     for (i, c) in w.pod.containers.iter().enumerate() {
-        let infera = infera_model::engine::runs_infera(c) || i == w.main && w.worker;
-        if !infera {
-            continue;
-        }
         let Some(p) = &c.readiness_probe else {
             continue;
         };
         let Some(h) = &p.http_get else { continue };
+        // The infera engine's `/ready`: its container, or the main container
+        // probed on the readiness port — not a sidecar's own `/ready`.
+        let on_readiness_port = matches!(
+            (&h.port, w.readiness_port.known()),
+            (IntOrString::Int(p), Some(r)) if *p == i32::from(r)
+        );
+        let infera = infera_model::engine::runs_infera(c)
+            || i == w.main && (w.worker || on_readiness_port);
+        if !infera {
+            continue;
+        }
         if h.path.as_deref() != Some(READY_PATH) {
             continue;
         }
