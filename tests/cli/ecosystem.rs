@@ -79,11 +79,21 @@ fn linted(file: &str) -> Row {
     }
     let findings = counts
         .iter()
-        .map(|(c, n)| if *n == 1 { c.to_string() } else { format!("{c}×{n}") })
+        .map(|(c, n)| {
+            if *n == 1 {
+                c.to_string()
+            } else {
+                format!("{c}×{n}")
+            }
+        })
         .collect::<Vec<_>>()
         .join(", ");
     Row {
-        findings: if findings.is_empty() { "—".into() } else { findings },
+        findings: if findings.is_empty() {
+            "—".into()
+        } else {
+            findings
+        },
         input_error: !out.input_errors.is_empty(),
         skipped: out
             .summary

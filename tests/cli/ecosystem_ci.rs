@@ -55,7 +55,10 @@ fn pre_commit_hook_runs_its_entry_on_the_staged_files() {
     let bad = run(&["deploy/bad.yaml", "deploy/good.yaml"]);
     let text = String::from_utf8_lossy(&bad.stdout);
     assert_eq!(bad.status.code(), Some(1), "{text}");
-    assert!(text.contains("IR007") && text.contains("deploy/bad.yaml"), "{text}");
+    assert!(
+        text.contains("IR007") && text.contains("deploy/bad.yaml"),
+        "{text}"
+    );
     let good = run(&["deploy/good.yaml"]);
     assert_eq!(good.status.code(), Some(0));
 }
@@ -105,14 +108,26 @@ fn github_action_lints_to_sarif_and_uploads_it() {
     fixture(&work);
     // The install step puts the binary in runner.temp/infera/bin; the
     // test puts the one Cargo built there instead of building again.
-    let install = step(&|s| s["run"].as_str().is_some_and(|r| r.contains("cargo install")));
+    let install = step(&|s| {
+        s["run"]
+            .as_str()
+            .is_some_and(|r| r.contains("cargo install"))
+    });
     let install = install["run"].as_str().unwrap();
-    assert!(install.contains("--root \"${{ runner.temp }}/infera\""), "{install}");
+    assert!(
+        install.contains("--root \"${{ runner.temp }}/infera\""),
+        "{install}"
+    );
     let bin = runner_temp.join("infera/bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::copy(infera_bin(), bin.join("infera")).unwrap();
     let lint = step(&|s| s["id"] == "lint");
-    let defaults = |input: &str| action["inputs"][input]["default"].as_str().unwrap().to_string();
+    let defaults = |input: &str| {
+        action["inputs"][input]["default"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
     let output_file = tmp.path().join("github_output");
     let script = expand(
         lint["run"].as_str().unwrap(),
@@ -132,7 +147,11 @@ fn github_action_lints_to_sarif_and_uploads_it() {
         .unwrap();
     assert!(status.success(), "the lint step itself must not fail");
     let outputs = std::fs::read_to_string(&output_file).unwrap();
-    assert_eq!(outputs.trim(), "status=1", "error findings → the last step fails");
+    assert_eq!(
+        outputs.trim(),
+        "status=1",
+        "error findings → the last step fails"
+    );
     let upload = step(&|s| {
         s["uses"]
             .as_str()
@@ -147,6 +166,10 @@ fn github_action_lints_to_sarif_and_uploads_it() {
         results.iter().any(|r| r["ruleId"] == "IR007"),
         "{results:?}"
     );
-    let fail = step(&|s| s["run"].as_str().is_some_and(|r| r.contains("steps.lint.outputs.status")));
+    let fail = step(&|s| {
+        s["run"]
+            .as_str()
+            .is_some_and(|r| r.contains("steps.lint.outputs.status"))
+    });
     assert!(fail["run"].as_str().unwrap().starts_with("exit"));
 }

@@ -697,7 +697,8 @@ fn lint_node(
             let Stage::Lint(capacity) = stage else { return };
             let mut placeholders = set_aside;
             collect_placeholders(node, &mut placeholders);
-            for (hit, object_ref) in super::kinds::lint_typed(&object, placeholders, opts, capacity) {
+            for (hit, object_ref) in super::kinds::lint_typed(&object, placeholders, opts, capacity)
+            {
                 let (line, column) = locate(&hit.path);
                 let Some(meta) = rule(hit.code) else { continue };
                 r.findings.push(Finding {

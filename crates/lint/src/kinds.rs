@@ -141,9 +141,7 @@ fn replicas_of(placeholders: &Placeholders, replicas: Option<i32>) -> Option<i32
     (!templated).then(|| replicas.unwrap_or(1))
 }
 
-fn template_labels(
-    meta: Option<&ObjectMeta>,
-) -> std::collections::BTreeMap<String, String> {
+fn template_labels(meta: Option<&ObjectMeta>) -> std::collections::BTreeMap<String, String> {
     meta.and_then(|m| m.labels.clone()).unwrap_or_default()
 }
 
@@ -231,7 +229,9 @@ fn lint_statefulset(
     let strategy = spec.update_strategy.as_ref();
     let ru = strategy.and_then(|u| u.rolling_update.as_ref());
     let on_delete = strategy.and_then(|u| u.type_.as_deref()) == Some("OnDelete");
-    let partitioned = ru.and_then(|r| r.partition).is_some_and(|p| i64::from(p) >= n);
+    let partitioned = ru
+        .and_then(|r| r.partition)
+        .is_some_and(|p| i64::from(p) >= n);
     let max_unavailable = match ru.and_then(|r| r.max_unavailable.as_ref()) {
         None => 1,
         Some(IntOrString::Int(k)) => i64::from(*k).max(1),
@@ -324,7 +324,12 @@ struct Plain<'a> {
 /// when it runs a catalogued engine, else the first that does.
 fn engine_container(pod: &PodSpec) -> usize {
     let main = operator::main_container_index(pod);
-    if pod.containers.get(main).and_then(catalogue::recognize).is_some() {
+    if pod
+        .containers
+        .get(main)
+        .and_then(catalogue::recognize)
+        .is_some()
+    {
         return main;
     }
     pod.containers

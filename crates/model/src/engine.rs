@@ -308,9 +308,8 @@ mod tests {
     use super::*;
 
     fn container(image: &str, command: &[&str], args: &[&str]) -> Container {
-        let strings = |v: &[&str]| {
-            (!v.is_empty()).then(|| v.iter().map(|s| (*s).to_string()).collect())
-        };
+        let strings =
+            |v: &[&str]| (!v.is_empty()).then(|| v.iter().map(|s| (*s).to_string()).collect());
         Container {
             name: "c".into(),
             image: Some(image.into()),
@@ -320,21 +319,74 @@ mod tests {
         }
     }
 
+    /// (image, command, args, what the catalogue recognizes).
+    type Row<'a> = (&'a str, &'a [&'a str], &'a [&'a str], Option<EngineKind>);
+
     #[test]
     fn recognizes_each_engine_by_command_or_image() {
-        let table: [(&str, &[&str], &[&str], Option<EngineKind>); 14] = [
-            ("x", &["python3", "-m", "infera.engine.sglang"], &[], Some(EngineKind::Infera)),
+        let table: [Row<'_>; 14] = [
+            (
+                "x",
+                &["python3", "-m", "infera.engine.sglang"],
+                &[],
+                Some(EngineKind::Infera),
+            ),
             ("x", &["vllm", "serve"], &["m"], Some(EngineKind::Vllm)),
-            ("x", &["/bin/sh", "-c"], &["vllm serve m --port 8000"], Some(EngineKind::Vllm)),
-            ("x", &["python3", "-m", "vllm.entrypoints.openai.api_server"], &[], Some(EngineKind::Vllm)),
-            ("x", &["python3", "-m", "sglang.launch_server"], &[], Some(EngineKind::Sglang)),
+            (
+                "x",
+                &["/bin/sh", "-c"],
+                &["vllm serve m --port 8000"],
+                Some(EngineKind::Vllm),
+            ),
+            (
+                "x",
+                &["python3", "-m", "vllm.entrypoints.openai.api_server"],
+                &[],
+                Some(EngineKind::Vllm),
+            ),
+            (
+                "x",
+                &["python3", "-m", "sglang.launch_server"],
+                &[],
+                Some(EngineKind::Sglang),
+            ),
             ("x", &["sglang", "serve"], &[], Some(EngineKind::Sglang)),
-            ("x", &["text-generation-launcher"], &[], Some(EngineKind::Tgi)),
-            ("x", &["/opt/tritonserver/bin/tritonserver"], &[], Some(EngineKind::Triton)),
-            ("vllm/vllm-openai:v0.9.0", &[], &["--model", "m"], Some(EngineKind::Vllm)),
-            ("ghcr.io/huggingface/text-generation-inference:3.0", &[], &[], Some(EngineKind::Tgi)),
-            ("nvcr.io/nim/meta/llama-3.1-8b-instruct:1.1.0", &[], &[], Some(EngineKind::Nim)),
-            ("nvcr.io/nvidia/tritonserver:24.05-trtllm-python-py3", &[], &[], Some(EngineKind::Triton)),
+            (
+                "x",
+                &["text-generation-launcher"],
+                &[],
+                Some(EngineKind::Tgi),
+            ),
+            (
+                "x",
+                &["/opt/tritonserver/bin/tritonserver"],
+                &[],
+                Some(EngineKind::Triton),
+            ),
+            (
+                "vllm/vllm-openai:v0.9.0",
+                &[],
+                &["--model", "m"],
+                Some(EngineKind::Vllm),
+            ),
+            (
+                "ghcr.io/huggingface/text-generation-inference:3.0",
+                &[],
+                &[],
+                Some(EngineKind::Tgi),
+            ),
+            (
+                "nvcr.io/nim/meta/llama-3.1-8b-instruct:1.1.0",
+                &[],
+                &[],
+                Some(EngineKind::Nim),
+            ),
+            (
+                "nvcr.io/nvidia/tritonserver:24.05-trtllm-python-py3",
+                &[],
+                &[],
+                Some(EngineKind::Triton),
+            ),
             // An engine image running something else is not that engine.
             ("vllm/vllm-openai:latest", &["sleep", "infinity"], &[], None),
             ("nginx:1.27", &[], &[], None),
@@ -353,13 +405,33 @@ mod tests {
         };
         let py = ["python3", "-m"];
         let table: [(&[&str], &[&str], Option<i64>); 9] = [
-            (&["vllm", "serve"], &["m", "--tensor-parallel-size", "4"], Some(4)),
+            (
+                &["vllm", "serve"],
+                &["m", "--tensor-parallel-size", "4"],
+                Some(4),
+            ),
             (&["vllm", "serve"], &["m", "-tp=2", "-pp", "2"], Some(4)),
-            (&["vllm", "serve"], &["m", "-tp", "2", "--data-parallel-size", "4", "-dpl", "2"], Some(4)),
-            (&["vllm", "serve"], &["m", "--tensor-parallel-size", "$(TP)"], None),
+            (
+                &["vllm", "serve"],
+                &["m", "-tp", "2", "--data-parallel-size", "4", "-dpl", "2"],
+                Some(4),
+            ),
+            (
+                &["vllm", "serve"],
+                &["m", "--tensor-parallel-size", "$(TP)"],
+                None,
+            ),
             (&["sglang", "serve"], &["--tp", "4", "--dp", "2"], Some(8)),
-            (&["sglang", "serve"], &["--tp", "4", "--dp", "2", "--enable-dp-attention"], Some(4)),
-            (&["text-generation-launcher"], &["--num-shard", "2"], Some(2)),
+            (
+                &["sglang", "serve"],
+                &["--tp", "4", "--dp", "2", "--enable-dp-attention"],
+                Some(4),
+            ),
+            (
+                &["text-generation-launcher"],
+                &["--num-shard", "2"],
+                Some(2),
+            ),
             (&["text-generation-launcher"], &[], Some(1)),
             (&["tritonserver"], &["--model-repository=/m"], None),
         ];
@@ -373,7 +445,37 @@ mod tests {
             ..Default::default()
         }]);
         assert_eq!(TGI.gpus_needed(&tgi), Some(4));
-        let infera = [py[0], py[1], "infera.engine.sglang", "--tp-size", "8"];
-        assert_eq!(gpus("x", &infera, &[]), Some(8));
+        // The infera engine reads its backend's flags.
+        let infera: [(&[&str], Option<i64>); 4] = [
+            (&["infera.engine.sglang", "--tp-size", "8"], Some(8)),
+            (&["infera.engine.sglang", "--tp-size", "<TP>"], None),
+            (
+                &[
+                    "infera.engine.sglang",
+                    "--tp",
+                    "4",
+                    "--dp",
+                    "2",
+                    "--enable-dp-attention",
+                ],
+                Some(4),
+            ),
+            (
+                &[
+                    "infera.engine.vllm",
+                    "--tensor-parallel-size=2",
+                    "-pp",
+                    "2",
+                    "--data-parallel-size",
+                    "4",
+                    "--data-parallel-size-local",
+                    "2",
+                ],
+                Some(8),
+            ),
+        ];
+        for (args, want) in infera {
+            assert_eq!(gpus("x", &py, args), want, "{args:?}");
+        }
     }
 }

@@ -292,7 +292,11 @@ impl<'a> Printer<'a> {
                     writeln!(out, "{}", super::github::input_error_line(e))?;
                 }
                 for k in &summary.skipped_kinds {
-                    writeln!(out, "::notice title=infera lint::{}", super::skipped_line(k))?;
+                    writeln!(
+                        out,
+                        "::notice title=infera lint::{}",
+                        super::skipped_line(k)
+                    )?;
                 }
                 Ok(())
             }

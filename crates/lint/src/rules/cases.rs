@@ -553,11 +553,49 @@ fn whole_node_worker_against_live_capacity() {
 fn messages_say_what_the_manifest_says() {
     // (rule, manifest, must contain, must not contain)
     let table: [(&str, String, &[&str], &[&str]); 5] = [
-        ("IR012", lws(2, 2, "{rollingUpdateConfiguration: {maxUnavailable: 2}}", LEADER_TCP), &["maxUnavailable 2", "readiness probe cannot help"], &["no readiness", "maxUnavailable 1"]),
-        ("IR012", lws(1, 2, "{}", LEADER_BARE), &["maxUnavailable 1", "no readiness probe"], &[]),
-        ("IR007", deployment(1, "{}", "{name: tgi, image: ghcr.io/huggingface/text-generation-inference:2, ports: [{containerPort: 8080}]}"), &["TGI", "httpGet /health on port 8080"], &[]),
-        ("IR007", deployment(4, "{}", VLLM), &["maxSurge 1 and maxUnavailable 1", "/v1/models on port 8000"], &[]),
-        ("IR008", deployment(1, "{rollingUpdate: {maxSurge: 1, maxUnavailable: 1}}", VLLM_PROBED), &["maxSurge 1 and maxUnavailable 1", "= 0"], &[]),
+        (
+            "IR012",
+            lws(
+                2,
+                2,
+                "{rollingUpdateConfiguration: {maxUnavailable: 2}}",
+                LEADER_TCP,
+            ),
+            &["maxUnavailable 2", "readiness probe cannot help"],
+            &["no readiness", "maxUnavailable 1"],
+        ),
+        (
+            "IR012",
+            lws(1, 2, "{}", LEADER_BARE),
+            &["maxUnavailable 1", "no readiness probe"],
+            &[],
+        ),
+        (
+            "IR007",
+            deployment(
+                1,
+                "{}",
+                "{name: tgi, image: ghcr.io/huggingface/text-generation-inference:2, ports: [{containerPort: 8080}]}",
+            ),
+            &["TGI", "httpGet /health on port 8080"],
+            &[],
+        ),
+        (
+            "IR007",
+            deployment(4, "{}", VLLM),
+            &["maxSurge 1 and maxUnavailable 1", "/v1/models on port 8000"],
+            &[],
+        ),
+        (
+            "IR008",
+            deployment(
+                1,
+                "{rollingUpdate: {maxSurge: 1, maxUnavailable: 1}}",
+                VLLM_PROBED,
+            ),
+            &["maxSurge 1 and maxUnavailable 1", "= 0"],
+            &[],
+        ),
     ];
     for (code, manifest, want, never) in table {
         let opts = LintOptions {
@@ -568,7 +606,11 @@ fn messages_say_what_the_manifest_says() {
         let messages: Vec<&str> = out.findings.iter().map(|f| f.message.as_str()).collect();
         assert_eq!(messages.len(), 1, "{code}: {messages:?}\n{manifest}");
         for w in want {
-            assert!(messages[0].contains(w), "{code}: {w:?} not in {}", messages[0]);
+            assert!(
+                messages[0].contains(w),
+                "{code}: {w:?} not in {}",
+                messages[0]
+            );
         }
         for n in never {
             assert!(!messages[0].contains(n), "{code}: {n:?} in {}", messages[0]);

@@ -56,7 +56,9 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     }
     let how = match (w.kind, w.roll) {
         (_, RollKind::Recreate) => "uses Recreate (every pod first)".to_string(),
-        ("StatefulSet", _) => format!("deletes {unavailable} pod(s) before creating each replacement"),
+        ("StatefulSet", _) => {
+            format!("deletes {unavailable} pod(s) before creating each replacement")
+        }
         _ => format!(
             "rolls with maxSurge {} and maxUnavailable {unavailable}",
             w.max_surge
