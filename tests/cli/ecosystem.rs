@@ -155,3 +155,55 @@ fn the_corpus_spans_projects() {
         .collect();
     assert!(projects.len() >= 6, "{projects:?}");
 }
+
+/// Kinds that run pods but are not linted are named, with the reason, in
+/// every output format — never silently.
+#[test]
+fn skipped_kinds_are_said_in_every_format() {
+    use crate::common::process::infera;
+    let dirs = ["tests/data/ecosystem/aibrix", "tests/data/ecosystem/kserve"];
+    let run = |format: &str| {
+        let out = infera(&["lint", "--format", format, dirs[0], dirs[1]])
+            .current_dir(root())
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let human = run("human");
+    assert!(
+        human.contains("skipped: StormService ×2 (AIBrix rolls roles")
+            && human.contains("skipped: LLMInferenceService ×2 (KServe renders the pods"),
+        "{human}"
+    );
+    let github = run("github");
+    assert!(
+        github.contains("::notice title=infera lint::skipped: StormService ×2"),
+        "{github}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&run("json")).unwrap();
+    let kinds = json["summary"]["skipped_kinds"].as_array().unwrap();
+    let named: Vec<(&str, u64)> = kinds
+        .iter()
+        .map(|k| (k["kind"].as_str().unwrap(), k["count"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(named, [("LLMInferenceService", 2), ("StormService", 2)]);
+    assert!(
+        kinds
+            .iter()
+            .all(|k| !k["reason"].as_str().unwrap().is_empty())
+    );
+    let sarif: serde_json::Value = serde_json::from_str(&run("sarif")).unwrap();
+    crate::lint_cli::assert_valid_sarif(&sarif);
+    let notes: Vec<&str> = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["level"] == "note")
+        .map(|n| n["message"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(
+        notes[1].starts_with("skipped: StormService ×2 ("),
+        "{notes:?}"
+    );
+}
