@@ -14,7 +14,7 @@
 //!   (`multinode.nodeCount > 1`) is replaced a group at a time.
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::core::v1::{Container, PodSpec, ResourceRequirements};
+use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -61,6 +61,31 @@ struct Cx<'a> {
     capacity: &'a Capacity,
 }
 
+/// The placeholders under `base` (one service's fields).
+fn under(placeholders: &Placeholders, base: &manifest::Path) -> Placeholders {
+    placeholders
+        .iter()
+        .filter(|(p, _)| p.starts_with(base))
+        .cloned()
+        .collect()
+}
+
+/// Run the rules over one service of a multi-service object (`w.service`)
+/// and keep the hits the object's lint-ignore annotation does not name.
+fn service_hits(w: &Workload<'_>, meta: &ObjectMeta, cx: Cx<'_>, out: &mut Vec<(Hit, ObjectRef)>) {
+    let object_ref = ObjectRef {
+        kind: w.kind.into(),
+        name: w.name.clone(),
+        namespace: meta.namespace.clone(),
+        service: w.service.clone(),
+    };
+    for hit in run_rules(w, cx.opts) {
+        if !ignored(meta.annotations.as_ref(), hit.code, w.service.as_deref()) {
+            out.push((hit, object_ref.clone()));
+        }
+    }
+}
+
 /// Each worker service of an InferaDeployment, as the operator renders it.
 fn lint_idep(
     idep: &operator::InferaDeployment,
@@ -69,7 +94,6 @@ fn lint_idep(
 ) -> Vec<(Hit, ObjectRef)> {
     let mut out = Vec::new();
     let name = idep.metadata.name.clone().unwrap_or_default();
-    let annotations = idep.metadata.annotations.as_ref();
     for rw in operator::render_pods(idep) {
         let Some(svc) = idep.spec.services.get(&rw.service) else {
             continue;
@@ -109,26 +133,12 @@ fn lint_idep(
                 p.push(Seg::Key("extraPodSpec".into()));
                 p
             }),
-            placeholders: placeholders
-                .iter()
-                .filter(|(p, _)| p.starts_with(&base))
-                .cloned()
-                .collect(),
+            placeholders: under(placeholders, &base),
             base,
             capacity: cx.capacity,
             blocked: Default::default(),
         };
-        let object_ref = ObjectRef {
-            kind: "InferaDeployment".into(),
-            name: name.clone(),
-            namespace: idep.metadata.namespace.clone(),
-            service: Some(rw.service.clone()),
-        };
-        for hit in run_rules(&w, cx.opts) {
-            if !ignored(annotations, hit.code, Some(&rw.service)) {
-                out.push((hit, object_ref.clone()));
-            }
-        }
+        service_hits(&w, &idep.metadata, cx, &mut out);
     }
     out
 }
@@ -145,6 +155,26 @@ fn template_labels(meta: Option<&ObjectMeta>) -> std::collections::BTreeMap<Stri
     meta.and_then(|m| m.labels.clone()).unwrap_or_default()
 }
 
+/// What an apps/v1 object (Deployment, StatefulSet) rolls: its pod, its
+/// replicas (None when a placeholder holds them) and the pod's labels.
+struct Template<'a> {
+    pod: &'a PodSpec,
+    replicas: Option<i32>,
+    labels: std::collections::BTreeMap<String, String>,
+}
+
+fn template<'a>(
+    tpl: &'a PodTemplateSpec,
+    replicas: Option<i32>,
+    placeholders: &Placeholders,
+) -> Option<Template<'a>> {
+    Some(Template {
+        pod: tpl.spec.as_ref()?,
+        replicas: replicas_of(placeholders, replicas),
+        labels: template_labels(tpl.metadata.as_ref()),
+    })
+}
+
 /// A plain apps/v1 Deployment.
 fn lint_deployment(
     d: &Deployment,
@@ -154,11 +184,10 @@ fn lint_deployment(
     let Some(spec) = &d.spec else {
         return Vec::new();
     };
-    let Some(pod) = &spec.template.spec else {
+    let Some(t) = template(&spec.template, spec.replicas, &placeholders) else {
         return Vec::new();
     };
-    let replicas = replicas_of(&placeholders, spec.replicas);
-    let n = replicas.unwrap_or(1);
+    let n = t.replicas.unwrap_or(1);
     let ru = spec
         .strategy
         .as_ref()
@@ -177,10 +206,10 @@ fn lint_deployment(
     let plain = Plain {
         kind: "Deployment",
         meta: &d.metadata,
-        pod,
+        pod: t.pod,
         pod_path: keys(&["spec", "template", "spec"]),
-        pod_labels: template_labels(spec.template.metadata.as_ref()),
-        replicas,
+        pod_labels: t.labels,
+        replicas: t.replicas,
         number_of_nodes: None,
         roll,
         max_surge,
@@ -221,11 +250,10 @@ fn lint_statefulset(
     let Some(spec) = &s.spec else {
         return Vec::new();
     };
-    let Some(pod) = &spec.template.spec else {
+    let Some(t) = template(&spec.template, spec.replicas, &placeholders) else {
         return Vec::new();
     };
-    let replicas = replicas_of(&placeholders, spec.replicas);
-    let n = i64::from(replicas.unwrap_or(1));
+    let n = i64::from(t.replicas.unwrap_or(1));
     let strategy = spec.update_strategy.as_ref();
     let ru = strategy.and_then(|u| u.rolling_update.as_ref());
     let on_delete = strategy.and_then(|u| u.type_.as_deref()) == Some("OnDelete");
@@ -244,10 +272,10 @@ fn lint_statefulset(
     let plain = Plain {
         kind: "StatefulSet",
         meta: &s.metadata,
-        pod,
+        pod: t.pod,
         pod_path: keys(&["spec", "template", "spec"]),
-        pod_labels: template_labels(spec.template.metadata.as_ref()),
-        replicas,
+        pod_labels: t.labels,
+        replicas: t.replicas,
         number_of_nodes: None,
         roll: RollKind::OldPodFirst,
         max_surge: 0,
@@ -463,26 +491,12 @@ fn lint_dynamo(
             },
             skip_readiness_probe: false,
             pod_path: None,
-            placeholders: placeholders
-                .iter()
-                .filter(|(p, _)| p.starts_with(&base))
-                .cloned()
-                .collect(),
+            placeholders: under(placeholders, &base),
             base,
             capacity: cx.capacity,
             blocked: Default::default(),
         };
-        let object_ref = ObjectRef {
-            kind: w.kind.into(),
-            name: name.clone(),
-            namespace: g.metadata.namespace.clone(),
-            service: Some(service.clone()),
-        };
-        for hit in run_rules(&w, cx.opts) {
-            if !ignored(g.metadata.annotations.as_ref(), hit.code, Some(service)) {
-                out.push((hit, object_ref.clone()));
-            }
-        }
+        service_hits(&w, &g.metadata, cx, &mut out);
     }
     out
 }
