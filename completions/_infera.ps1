@@ -36,7 +36,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Roll a worker on the built-in simulated cluster and show the evidence')
             [CompletionResult]::new('rbac', 'rbac', [CompletionResultType]::ParameterValue, 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
-            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate `completions/` and `man/` from these flag definitions')
+            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate `completions/` and `man/` from these flag definitions, and the rules table of `docs/lint.md` from the rule registry')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -345,7 +345,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             break
         }
         'infera;generate' {
-            [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'Directory holding `completions/` and `man/`')
+            [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'Directory holding `completions/`, `man/` and `docs/lint.md`')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -364,7 +364,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Roll a worker on the built-in simulated cluster and show the evidence')
             [CompletionResult]::new('rbac', 'rbac', [CompletionResultType]::ParameterValue, 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
-            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate `completions/` and `man/` from these flag definitions')
+            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate `completions/` and `man/` from these flag definitions, and the rules table of `docs/lint.md` from the rule registry')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }

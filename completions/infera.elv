@@ -33,7 +33,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand demo 'Roll a worker on the built-in simulated cluster and show the evidence'
             cand rbac 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need'
             cand completions 'Print a shell completion script to stdout'
-            cand generate 'Regenerate `completions/` and `man/` from these flag definitions'
+            cand generate 'Regenerate `completions/` and `man/` from these flag definitions, and the rules table of `docs/lint.md` from the rule registry'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'infera;lint'= {
@@ -316,7 +316,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --version 'Print version'
         }
         &'infera;generate'= {
-            cand --dir 'Directory holding `completions/` and `man/`'
+            cand --dir 'Directory holding `completions/`, `man/` and `docs/lint.md`'
             cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
@@ -334,7 +334,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand demo 'Roll a worker on the built-in simulated cluster and show the evidence'
             cand rbac 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need'
             cand completions 'Print a shell completion script to stdout'
-            cand generate 'Regenerate `completions/` and `man/` from these flag definitions'
+            cand generate 'Regenerate `completions/` and `man/` from these flag definitions, and the rules table of `docs/lint.md` from the rule registry'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'infera;help;lint'= {

@@ -50,7 +50,8 @@ pub enum Command {
     Rbac(RbacArgs),
     /// Print a shell completion script to stdout.
     Completions(CompletionsArgs),
-    /// Regenerate `completions/` and `man/` from these flag definitions.
+    /// Regenerate `completions/` and `man/` from these flag definitions, and
+    /// the rules table of `docs/lint.md` from the rule registry.
     #[command(hide = true)]
     Generate(GenerateArgs),
 }
@@ -514,7 +515,7 @@ pub struct CompletionsArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct GenerateArgs {
-    /// Directory holding `completions/` and `man/`.
+    /// Directory holding `completions/`, `man/` and `docs/lint.md`.
     #[arg(long, default_value = ".")]
     pub dir: PathBuf,
 }

@@ -165,7 +165,8 @@ fn to_json_text<T: serde::Serialize + ?Sized>(value: &T) -> String {
     s
 }
 
-/// All rules: a Markdown table (pastes into the README as is), or JSON.
+/// All rules: a Markdown table (also the table of `docs/lint.md`, spliced in
+/// by `infera generate`), or JSON.
 pub fn rules_listing(rules: &[RuleMeta], json: bool) -> String {
     if json {
         return to_json_text(rules);
