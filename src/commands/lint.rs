@@ -226,22 +226,15 @@ async fn live_inventory(
     )
 }
 
-/// The kinds `infera lint --cluster` reads: (group, version, kind, plural).
-const LIVE_KINDS: &[(&str, &str, &str, &str)] = &[
-    (
-        "infera.amd.com",
-        "v1alpha1",
-        "InferaDeployment",
-        "inferadeployments",
-    ),
-    ("apps", "v1", "Deployment", "deployments"),
-    (
-        "leaderworkerset.x-k8s.io",
-        "v1",
-        "LeaderWorkerSet",
-        "leaderworkersets",
-    ),
-];
+/// The kinds `infera lint --cluster` reads.
+fn live_kinds() -> [kube::api::ApiResource; 3] {
+    use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
+    [
+        infera_cluster::api_resource(&INFERA_DEPLOYMENT),
+        kube::api::ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&()),
+        infera_cluster::api_resource(&LEADER_WORKER_SET),
+    ]
+}
 
 /// Objects of one list page at most; the rest is fetched with continue tokens.
 const LIST_PAGE: u32 = 500;
@@ -259,13 +252,12 @@ pub async fn list_live_objects(
     namespace: Option<&str>,
 ) -> Result<(Vec<serde_json::Value>, Vec<InputError>), infera_cluster::ClusterError> {
     use infera_cluster::ClusterError;
-    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+    use kube::api::{Api, DynamicObject, ListParams};
 
     let mut objects = Vec::new();
     let mut errors = Vec::new();
-    for (group, version, kind, plural) in LIVE_KINDS {
-        let resource =
-            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+    for resource in live_kinds() {
+        let plural = resource.plural.as_str();
         let api: Api<DynamicObject> = match namespace {
             Some(ns) => Api::namespaced_with(connection.client.clone(), ns, &resource),
             None => Api::all_with(connection.client.clone(), &resource),
@@ -299,7 +291,7 @@ pub async fn list_live_objects(
                     .as_deref()
                     .unwrap_or_default()
                     .iter()
-                    .any(|o| o.kind == "InferaDeployment");
+                    .any(|o| o.kind == infera_model::api::INFERA_DEPLOYMENT.kind);
                 if owned_by_infera {
                     continue;
                 }
@@ -308,7 +300,7 @@ pub async fn list_live_objects(
                 };
                 if let Some(map) = value.as_object_mut() {
                     map.insert("apiVersion".into(), resource.api_version.clone().into());
-                    map.insert("kind".into(), (*kind).into());
+                    map.insert("kind".into(), resource.kind.clone().into());
                     if let Some(meta) = map.get_mut("metadata").and_then(|m| m.as_object_mut()) {
                         meta.remove("managedFields");
                     }

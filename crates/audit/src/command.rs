@@ -33,7 +33,8 @@ use super::roles::{
 };
 use super::session::{AuditError, AuditSession};
 use super::tracker::{Auditor, DEPLOYMENT_LABEL, RoleSpec};
-use infera_cluster::{ClusterError, Connection};
+use infera_cluster::{ClusterError, Connection, inferadeployment_resource};
+use infera_model::api::INFERA_DEPLOYMENT;
 
 /// How long (reported time) every Deployment must stay complete before
 /// `--until-complete` ends.
@@ -92,8 +93,6 @@ pub enum AuditCommandError {
     },
 }
 
-pub use infera_cluster::inferadeployment_resource;
-
 /// Resolve the roles and the pod watch selector of `target`.
 pub(crate) async fn resolve_roles(
     conn: &Connection,
@@ -110,7 +109,7 @@ pub(crate) async fn resolve_roles(
             let api: Api<DynamicObject> =
                 Api::namespaced_with(conn.client.clone(), namespace, &inferadeployment_resource());
             let idep = api.get(name).await.map_err(|e| {
-                not_found_named(get_error(conn, namespace, &e, "inferadeployments"), name)
+                not_found_named(get_error(conn, namespace, &e, INFERA_DEPLOYMENT.plural), name)
             })?;
             let selector = format!("{DEPLOYMENT_LABEL}={name}");
             if !flagged.is_empty() {

@@ -29,9 +29,7 @@ mod session;
 mod timeline;
 mod tracker;
 
-pub use command::{
-    AuditCommandError, Options, SETTLE, audit_target, audit_target_with, inferadeployment_resource,
-};
+pub use command::{AuditCommandError, Options, SETTLE, audit_target, audit_target_with};
 pub use many::{Selected, Selection, audit_many_with, target_label};
 pub use many_report::ManyReport;
 pub use report::{Outcome, Outputs, Report, ReportError, RoleReport, StepRecord, format_seconds};

@@ -1,13 +1,27 @@
 //! The lint engine: paths → documents → typed views → rules → findings.
-//! (Owned by the `core` work; `lint::run` and the printers call only this.)
 //!
-//! Interface contract (keep these names; add fields freely):
+//! The entry points: [`lint_paths`] (files, directories, `-`; everything
+//! collected), [`lint_paths_each`] (the same, streamed file by file in report
+//! order), [`lint_objects`]/[`lint_live`] (live objects from `--cluster`),
+//! [`lint_source`] (one in-memory source: the fuzz target) and [`load_paths`]
+//! (the loader without rules: the benchmark's baseline). Their results are
+//! [`LintOutcome`]/[`FileOutcome`]; the printers in `report/` read only those.
 
+use std::path::Path as FsPath;
 use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::finding::ObjectRef;
+pub use super::finding::RuleMeta;
 use super::finding::{Finding, Severity};
+pub use super::rules::InventoryNode;
+use super::rules::{Capacity, Hit, REGISTRY, RollKind, Workload, deployment_roll};
+pub use super::rules::{rule, rules};
+use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
+use infera_model::manifest::{self, ConvertOutcome, Node, Seg, TypedObject};
+use infera_model::operator::{self, Role, Strategy};
+use infera_model::worker;
 
 /// What the rules need to know that is not in the manifests.
 #[derive(Debug, Clone, Default)]
@@ -91,16 +105,6 @@ fn finding_lines(bytes: &[u8], findings: &[Finding]) -> SourceLines {
     lines
 }
 
-use std::path::Path as FsPath;
-
-use super::finding::ObjectRef;
-pub use super::finding::RuleMeta;
-pub use super::rules::InventoryNode;
-use super::rules::{Capacity, Hit, REGISTRY, RollKind, Workload, deployment_roll};
-pub use super::rules::{rule, rules};
-use infera_model::manifest::{self, ConvertOutcome, Node, Seg, TypedObject};
-use infera_model::operator::{self, Role, Strategy};
-use infera_model::worker;
 
 /// Object annotation listing rule codes/names to ignore (`IR001/prefill` per service).
 pub const LINT_IGNORE_ANNOTATION: &str = "infera.amd.com/lint-ignore";
@@ -632,7 +636,7 @@ fn collect_placeholders(node: &Node, out: &mut Vec<(manifest::Path, String)>) {
 fn live_inferadeployments(objects: &[serde_json::Value]) -> Vec<(String, String)> {
     objects
         .iter()
-        .filter(|v| v.get("kind").and_then(|k| k.as_str()) == Some("InferaDeployment"))
+        .filter(|v| v.get("kind").and_then(|k| k.as_str()) == Some(INFERA_DEPLOYMENT.kind))
         .map(|v| {
             let at = |p: &str| {
                 v.pointer(p)
@@ -824,7 +828,7 @@ fn lint_idep(
             .cloned()
             .collect();
         let w = Workload {
-            kind: "InferaDeployment",
+            kind: INFERA_DEPLOYMENT.kind,
             name: name.clone(),
             service: Some(rw.service.clone()),
             role: rw.role,
@@ -854,7 +858,7 @@ fn lint_idep(
             continue;
         }
         let object_ref = ObjectRef {
-            kind: "InferaDeployment".into(),
+            kind: INFERA_DEPLOYMENT.kind.into(),
             name: name.clone(),
             namespace: idep.metadata.namespace.clone(),
             service: Some(rw.service.clone()),
@@ -954,7 +958,7 @@ fn lint_lws(
         .and_then(|m| m.labels.clone())
         .unwrap_or_default();
     let plain = Plain {
-        kind: "LeaderWorkerSet",
+        kind: LEADER_WORKER_SET.kind,
         meta: &lws.metadata,
         pod,
         pod_labels: labels,

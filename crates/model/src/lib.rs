@@ -3,6 +3,7 @@
 //! worker facts. No `kube`, `tokio` or `clap`: everything above builds on it.
 #![warn(clippy::too_many_lines)] // threshold in clippy.toml
 
+pub mod api;
 pub mod duration;
 pub mod manifest;
 pub mod operator;

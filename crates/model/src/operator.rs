@@ -21,6 +21,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
+
 pub use crate::worker::{
     DEFAULT_GPU_TYPE, DEFAULT_READINESS_PORT, LABEL_DEPLOYMENT, LABEL_MANAGED_BY, LABEL_SERVICE,
     MANAGED_BY_VALUE, READINESS_PORT_ENV, ReadinessPort, WORKER_INFO_ANNOTATION, go_atoi,
@@ -30,11 +32,6 @@ pub use crate::worker::{
 /// the operator creates).
 pub const PREDICTED_STRATEGY_ANNOTATION: &str = "infera.amd.com/predicted-strategy";
 pub const PREDICTED_STRATEGY_REASON_ANNOTATION: &str = "infera.amd.com/predicted-strategy-reason";
-
-pub const API_VERSION: &str = "infera.amd.com/v1alpha1";
-pub const KIND: &str = "InferaDeployment";
-pub const LWS_API_VERSION: &str = "leaderworkerset.x-k8s.io/v1";
-pub const LWS_KIND: &str = "LeaderWorkerSet";
 
 pub const DRAIN_TIMEOUT_ENV: &str = "INFERA_DRAIN_TIMEOUT";
 pub const DRAIN_TIMEOUT_FLAG: &str = "--drain-timeout";
@@ -58,7 +55,7 @@ pub const MIN_GRACE_SECONDS: i64 = 120;
 // manifests in the wild carry placeholders such as `replicas: ${N}`).
 // ---------------------------------------------------------------------------
 
-/// An InferaDeployment (`infera.amd.com/v1alpha1`).
+/// An InferaDeployment ([`INFERA_DEPLOYMENT`]).
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InferaDeployment {
@@ -249,7 +246,7 @@ impl WorkloadKind {
     pub fn as_str(self) -> &'static str {
         match self {
             WorkloadKind::Deployment => "Deployment",
-            WorkloadKind::LeaderWorkerSet => "LeaderWorkerSet",
+            WorkloadKind::LeaderWorkerSet => LEADER_WORKER_SET.kind,
         }
     }
 }
@@ -460,7 +457,7 @@ pub struct RenderedWorkload {
 /// Render every service of an InferaDeployment (wire form).
 pub fn render(idep: &serde_json::Value) -> Result<Vec<RenderedWorkload>, OperatorError> {
     let kind = idep.get("kind").and_then(|k| k.as_str()).unwrap_or("");
-    if kind != KIND {
+    if kind != INFERA_DEPLOYMENT.kind {
         return Err(OperatorError::NotAnInferaDeployment(format!(
             "kind is {kind:?}"
         )));
@@ -700,8 +697,8 @@ fn object_metadata(
 ) -> ObjectMeta {
     let owner = idep.metadata.uid.as_ref().map(|uid| {
         vec![OwnerReference {
-            api_version: API_VERSION.to_string(),
-            kind: KIND.to_string(),
+            api_version: INFERA_DEPLOYMENT.api_version.to_string(),
+            kind: INFERA_DEPLOYMENT.kind.to_string(),
             name: idep_name.to_string(),
             uid: uid.clone(),
             controller: Some(true),
@@ -769,8 +766,8 @@ fn lws_object(
     number_of_nodes: i32,
 ) -> serde_json::Value {
     let lws = LeaderWorkerSet {
-        api_version: Some(LWS_API_VERSION.to_string()),
-        kind: Some(LWS_KIND.to_string()),
+        api_version: Some(LEADER_WORKER_SET.api_version.to_string()),
+        kind: Some(LEADER_WORKER_SET.kind.to_string()),
         metadata,
         spec: LeaderWorkerSetSpec {
             replicas: Some(IntOrText::Int(i64::from(replicas))),
@@ -1015,7 +1012,7 @@ fn predict_strategy(
 }
 
 // ---------------------------------------------------------------------------
-// A minimal LeaderWorkerSet (leaderworkerset.x-k8s.io/v1)
+// A minimal LeaderWorkerSet ([`LEADER_WORKER_SET`])
 // ---------------------------------------------------------------------------
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -1143,7 +1140,7 @@ mod tests {
     }
 
     fn idep(services: serde_json::Value) -> serde_json::Value {
-        json!({"apiVersion": API_VERSION, "kind": KIND,
+        json!({"apiVersion": INFERA_DEPLOYMENT.api_version, "kind": INFERA_DEPLOYMENT.kind,
                "metadata": {"name": "demo", "namespace": "ns"},
                "spec": {"backendFramework": "sglang", "image": "img:1", "services": services}})
     }

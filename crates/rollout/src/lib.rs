@@ -38,7 +38,6 @@ pub mod tracker;
 pub mod trigger;
 mod watch;
 
-pub use api::inferadeployment_resource;
 pub use drive::{Driver, execute, execute_with};
 pub use options::{OnStall, Options, PauseBetween, Request, RolloutError, RolloutOutcome};
 pub use reporter::{Clock, Question, Recorder, Reported, Reporter, Silent, Stall, human_duration};

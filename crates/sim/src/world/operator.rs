@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use super::{Shared, status_code, toleration};
 use crate::store::Kind;
+use infera_model::api::INFERA_DEPLOYMENT;
 
 type Key = (String, String);
 
@@ -157,7 +158,7 @@ impl Operator {
         }
         crate::api::defaults::apply(Kind::Deployment, &mut obj);
         obj["metadata"]["namespace"] = Value::from(str_at(idep, "/metadata/namespace"));
-        obj["metadata"]["ownerReferences"] = json!([{"apiVersion": "infera.amd.com/v1alpha1", "kind": "InferaDeployment",
+        obj["metadata"]["ownerReferences"] = json!([{"apiVersion": INFERA_DEPLOYMENT.api_version, "kind": INFERA_DEPLOYMENT.kind,
             "name": str_at(idep, "/metadata/name"), "uid": str_at(idep, "/metadata/uid"),
             "controller": true, "blockOwnerDeletion": true}]);
         obj
