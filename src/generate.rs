@@ -124,7 +124,11 @@ mod tests {
         assert!(doc.ends_with("|\n<!-- rules:end -->\n\nAfter.\n"), "{doc}");
         assert!(!doc.contains("| gone |"));
         for rule in infera_lint::rules::rules() {
-            assert!(doc.contains(&format!("| {} ", rule.code)), "{} missing", rule.code);
+            assert!(
+                doc.contains(&format!("| {} ", rule.code)),
+                "{} missing",
+                rule.code
+            );
             assert!(doc.contains(rule.summary), "{} summary missing", rule.code);
         }
         assert_eq!(with_rules_table(&doc).expect("idempotent"), doc);
@@ -133,8 +137,13 @@ mod tests {
     #[test]
     fn a_document_without_markers_is_an_error_naming_them() {
         for doc in ["no table here\n", "<!-- rules:begin -->\n| x |\n"] {
-            let err = with_rules_table(doc).expect_err("markers missing").to_string();
-            assert!(err.contains("docs/lint.md") && err.contains(RULES_END), "{err}");
+            let err = with_rules_table(doc)
+                .expect_err("markers missing")
+                .to_string();
+            assert!(
+                err.contains("docs/lint.md") && err.contains(RULES_END),
+                "{err}"
+            );
         }
     }
 }

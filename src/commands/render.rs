@@ -20,7 +20,9 @@ pub fn render_command(args: &RenderArgs) -> anyhow::Result<Exit> {
                 exit = Exit::Usage;
             }
             Ok((line, value)) => {
-                if value.get("kind").and_then(|k| k.as_str()) != Some(infera_model::api::INFERA_DEPLOYMENT.kind) {
+                if value.get("kind").and_then(|k| k.as_str())
+                    != Some(infera_model::api::INFERA_DEPLOYMENT.kind)
+                {
                     continue;
                 }
                 count += 1;

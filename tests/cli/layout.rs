@@ -51,8 +51,8 @@ fn from_cargo() -> Graph {
 /// The paragraph of `docs/architecture.md` after "(workspace crates only):",
 /// e.g. "`infera-lint` → model; `infera` → all six."
 fn from_docs() -> Graph {
-    let doc = std::fs::read_to_string(root().join("docs/architecture.md"))
-        .expect("docs/architecture.md");
+    let doc =
+        std::fs::read_to_string(root().join("docs/architecture.md")).expect("docs/architecture.md");
     let start = doc
         .find("(workspace crates only):")
         .expect("the crate-graph paragraph of docs/architecture.md");

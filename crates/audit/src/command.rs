@@ -109,7 +109,10 @@ pub(crate) async fn resolve_roles(
             let api: Api<DynamicObject> =
                 Api::namespaced_with(conn.client.clone(), namespace, &inferadeployment_resource());
             let idep = api.get(name).await.map_err(|e| {
-                not_found_named(get_error(conn, namespace, &e, INFERA_DEPLOYMENT.plural), name)
+                not_found_named(
+                    get_error(conn, namespace, &e, INFERA_DEPLOYMENT.plural),
+                    name,
+                )
             })?;
             let selector = format!("{DEPLOYMENT_LABEL}={name}");
             if !flagged.is_empty() {

@@ -105,7 +105,6 @@ fn finding_lines(bytes: &[u8], findings: &[Finding]) -> SourceLines {
     lines
 }
 
-
 /// Object annotation listing rule codes/names to ignore (`IR001/prefill` per service).
 pub const LINT_IGNORE_ANNOTATION: &str = "infera.amd.com/lint-ignore";
 
