@@ -16,7 +16,6 @@
 //!   to audit and how its pods are grouped into roles.
 //! * [`Selection`], [`audit_many_with`], [`ManyReport`] — several targets
 //!   (`idep/a deploy/b`, `-l SELECTOR`, `-A`) in one run, one pod watch.
-#![warn(clippy::too_many_lines)] // threshold in clippy.toml
 
 mod command;
 mod complete;

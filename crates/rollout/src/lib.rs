@@ -19,7 +19,6 @@
 //! writer, or stopped by the preflight (a predicted stall/gap, or a GitOps
 //! tool that would revert the change, without `--force`); 2 usage, connection
 //! or permission; 130 interrupted.
-#![warn(clippy::too_many_lines)] // threshold in clippy.toml
 
 mod api;
 mod controller;
