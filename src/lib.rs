@@ -12,6 +12,7 @@ pub mod commands;
 pub mod console;
 pub mod demo;
 pub mod generate;
+pub mod logging;
 
 pub use infera_audit as audit;
 pub use infera_audit::exit;
