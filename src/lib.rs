@@ -3,7 +3,7 @@
 //! The binary's library: the command line (`cli`), the commands that turn
 //! `*Args` into library options, print, prompt and map outcomes to exit
 //! codes (`commands`, `console`, `demo`), and `generate`. The work is done
-//! by the workspace's library crates (see the README's "Layout"), re-exported
+//! by the workspace's library crates (see `docs/architecture.md`), re-exported
 //! here under their module names so `infera::sim::…` paths keep working.
 
 pub mod app;

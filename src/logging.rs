@@ -49,4 +49,3 @@ impl Write for ScrubbingStderr {
         std::io::stderr().flush()
     }
 }
-

@@ -10,7 +10,7 @@
 //! * [`AuditSession`] — an `Auditor` fed by a background pod watcher and
 //!   sampling tick (one watch, no request per sample); [`run_auditor`] is
 //!   its one-call form.
-//! * [`Report`] — JSON in issue 4's shape, a table, one sentence, timeline
+//! * [`Report`] — JSON (the machine-readable report), a table, one sentence, timeline
 //!   SVG/CSV, and the exit code.
 //! * [`Target`], [`roles_from_inferadeployment`], [`parse_role_flag`] — what
 //!   to audit and how its pods are grouped into roles.

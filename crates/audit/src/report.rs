@@ -1,4 +1,4 @@
-//! The audit report: JSON (issue 4's exact shape), a table per role, one
+//! The audit report: JSON (the machine-readable form), a table per role, one
 //! sentence, and the timeline files.
 
 use std::fmt::Write as _;
