@@ -16,6 +16,7 @@ pub mod clock;
 pub mod controllers;
 pub mod events;
 pub mod faults;
+pub mod json;
 pub mod kind;
 pub mod scenario;
 pub mod store;

@@ -17,8 +17,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Manager;
-use super::cache::{Key, controller_uid, i64_at, key_of, str_at};
+use super::cache::{Key, controller_uid, key_of};
 use crate::events;
+use crate::json::{i64_at, str_at};
 use crate::store::Kind;
 
 pub const REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";

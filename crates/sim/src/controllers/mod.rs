@@ -22,9 +22,10 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
-use cache::{Cache, Key, key_of, str_at};
+use cache::{Cache, Key, key_of};
 
 use crate::clock::SimClock;
+use crate::json::str_at;
 use crate::scenario::Scenario;
 use crate::store::{EventType, Kind, Store};
 

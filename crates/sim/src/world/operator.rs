@@ -19,19 +19,12 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::{Value, json};
 
 use super::{Shared, status_code, toleration};
+use crate::json::{i64_at, str_at};
 use crate::store::Kind;
 
 type Key = (String, String);
 
 const RESYNC: Duration = Duration::from_secs(15);
-
-fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or("")
-}
-
-fn i64_at(v: &Value, p: &str) -> Option<i64> {
-    v.pointer(p).and_then(Value::as_i64)
-}
 
 fn key_of(v: &Value) -> Key {
     (
