@@ -14,6 +14,7 @@
 pub mod api;
 pub mod clock;
 pub mod controllers;
+pub mod defaults;
 pub mod events;
 pub mod faults;
 pub mod json;

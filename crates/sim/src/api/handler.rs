@@ -702,7 +702,7 @@ fn create(
     validate(kind, &name, &obj, None)?;
     if dry_run(query) {
         let mut preview = obj;
-        crate::api::defaults::apply(kind, &mut preview);
+        crate::defaults::apply(kind, &mut preview);
         return Ok(with_warnings(created_json(&preview), &warnings));
     }
     managed::record(None, &mut obj, write(query, rp, Operation::Update, None));

@@ -34,7 +34,6 @@
 //!   current state; continue pages are read from the current state too.
 
 pub mod authz;
-pub mod defaults;
 pub mod discovery;
 pub mod eviction;
 pub(crate) mod handler;

@@ -148,7 +148,7 @@ impl Operator {
                 None => spec["tolerations"] = json!([toleration()]),
             }
         }
-        crate::api::defaults::apply(Kind::Deployment, &mut obj);
+        crate::defaults::apply(Kind::Deployment, &mut obj);
         obj["metadata"]["namespace"] = Value::from(str_at(idep, "/metadata/namespace"));
         obj["metadata"]["ownerReferences"] = json!([{"apiVersion": "infera.amd.com/v1alpha1", "kind": "InferaDeployment",
             "name": str_at(idep, "/metadata/name"), "uid": str_at(idep, "/metadata/uid"),
