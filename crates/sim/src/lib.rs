@@ -19,6 +19,7 @@ pub mod events;
 pub mod faults;
 pub mod json;
 pub mod kind;
+pub mod net;
 pub mod scenario;
 pub mod store;
 pub mod world;

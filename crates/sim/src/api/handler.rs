@@ -1326,7 +1326,7 @@ async fn proxy(shared: &Arc<Shared>, rp: &ResourcePath) -> Result<Response<Body>
     } else {
         rp.proxy_path.as_str()
     };
-    match crate::world::listener::http_get(target, path, PROXY_TIMEOUT).await {
+    match crate::net::http_get(target, path, PROXY_TIMEOUT).await {
         Ok(answer) => {
             let mut resp = Response::new(Body::from(answer.body));
             *resp.status_mut() =

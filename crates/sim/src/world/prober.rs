@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::listener::http_get;
 use crate::json::str_at;
+use crate::net::http_get;
 
 use infera_model::worker::{READINESS_PORT_ENV, main_container_position};
 
