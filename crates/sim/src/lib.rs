@@ -189,7 +189,7 @@ impl RunningSim {
             .await
             .map_err(|e| SimError::Client(e.to_string()))?;
         config.headers.push((
-            http::HeaderName::from_static(api::handler::WORLD_HEADER),
+            http::HeaderName::from_static(api::WORLD_HEADER),
             http::HeaderValue::from_static("embedded"),
         ));
         let client = kube::Client::try_from(config).map_err(|e| SimError::Client(e.to_string()))?;
