@@ -11,6 +11,7 @@
 
 mod cache;
 pub mod deployment;
+mod replicaset;
 mod scheduler;
 
 use std::cmp::Reverse;
@@ -75,7 +76,7 @@ pub(crate) struct Manager {
     events: HashMap<(String, String), String>,
     event_seq: u64,
     /// ReplicaSet uid -> (template, template without the hash label), see
-    /// `deployment::normalized_template`.
+    /// `deployment::util::normalized_template`.
     rs_templates: HashMap<String, (Value, Value)>,
     /// Passes `process` ran since the manager last waited.
     passes: u32,
