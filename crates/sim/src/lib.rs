@@ -19,6 +19,8 @@ pub mod events;
 pub mod faults;
 pub mod json;
 pub mod kind;
+#[cfg(test)]
+mod layering;
 pub mod net;
 pub mod scenario;
 pub mod store;
