@@ -117,7 +117,7 @@ async fn resource(
         table,
         watch,
     };
-    dispatch(shared, call, req.into_body()).await
+    dispatch(shared, &call, req.into_body()).await
 }
 
 /// A header's value, `""` when absent or not text.
@@ -150,51 +150,43 @@ fn check_subresource(rp: &ResourcePath) -> Result<(), ApiStatus> {
 /// The handler for the verb (and subresource) of `call`.
 async fn dispatch(
     shared: &Arc<Shared>,
-    call: Call,
+    call: &Call,
     body: Body,
 ) -> Result<Response<Body>, ApiStatus> {
-    let Call {
-        rp,
-        query,
-        method,
-        content_type,
-        table,
-        watch,
-    } = call;
-    let ct = content_type.as_str();
+    let (rp, query, ct) = (&call.rp, &call.query, call.content_type.as_str());
     let sub = rp.subresource.as_deref();
-    match (method, rp.name.as_deref()) {
+    match (call.method.clone(), rp.name.as_deref()) {
         (Method::POST, Some(name)) if sub == Some("eviction") => {
             let body = read_json_body(body, ct).await?;
-            eviction::evict(shared, rp.namespace.as_deref(), name, &query, &body)
+            eviction::evict(shared, rp.namespace.as_deref(), name, query, &body)
         }
-        (Method::GET, None) if watch => watch::watch_stream(shared, &rp, &query, table),
-        (Method::GET, None) => get::list(shared, &rp, &query, table),
-        (Method::GET, Some(name)) if sub == Some("scale") => scale::get(shared, &rp, name),
-        (Method::GET, Some(name)) => get::get(shared, &rp, name, &query, table),
+        (Method::GET, None) if call.watch => watch::watch_stream(shared, rp, query, call.table),
+        (Method::GET, None) => get::list(shared, rp, query, call.table),
+        (Method::GET, Some(name)) if sub == Some("scale") => scale::get(shared, rp, name),
+        (Method::GET, Some(name)) => get::get(shared, rp, name, query, call.table),
         (Method::POST, None) => {
             let body = read_json_body(body, ct).await?;
-            create::create(shared, &rp, &query, &body)
+            create::create(shared, rp, query, &body)
         }
         (Method::PUT, Some(name)) if sub == Some("scale") => {
             let body = read_json_body(body, ct).await?;
-            scale::update(shared, &rp, name, &query, &body)
+            scale::update(shared, rp, name, query, &body)
         }
         (Method::PUT, Some(name)) => {
             let body = read_json_body(body, ct).await?;
-            update::update(shared, &rp, name, &query, &body)
+            update::update(shared, rp, name, query, &body)
         }
         (Method::PATCH, Some(name)) => {
             let body = read_body(body).await?;
-            patch::patch_object(shared, &rp, name, ct, &query, &body)
+            patch::patch_object(shared, rp, name, ct, query, &body)
         }
         (Method::DELETE, Some(name)) => {
             let body = read_json_body(body, ct).await?;
-            delete::delete(shared, &rp, name, &query, &body)
+            delete::delete(shared, rp, name, query, &body)
         }
         (Method::DELETE, None) => {
             let body = read_json_body(body, ct).await?;
-            delete::delete_collection(shared, &rp, &query, &body)
+            delete::delete_collection(shared, rp, query, &body)
         }
         (m, _) => Err(ApiStatus::method_not_allowed(m.as_str(), rp.kind.plural())),
     }

@@ -10,7 +10,7 @@ use axum::http::Response;
 use serde_json::{Value, json};
 
 use super::Shared;
-use super::handlers::parse_json;
+use super::handlers::{get, parse_json};
 use super::patch::{self, PatchType};
 use super::request::{Query, ResourcePath, dry_run};
 use super::responses::ok_json;
@@ -31,12 +31,8 @@ pub(crate) fn get(
     rp: &ResourcePath,
     name: &str,
 ) -> Result<Response<Body>, ApiStatus> {
-    let kind = rp.kind;
-    let stored = shared
-        .store
-        .get_stored(kind, rp.namespace.as_deref(), name)
-        .ok_or_else(|| ApiStatus::not_found(kind, name))?;
-    Ok(ok_json(&scale_of(kind, stored.value())))
+    let stored = get::stored(shared, rp, name)?;
+    Ok(ok_json(&scale_of(rp.kind, stored.value())))
 }
 
 /// `PUT .../scale`.

@@ -16,6 +16,7 @@ use crate::api::Shared;
 use crate::api::request::{Query, ResourcePath, dry_run};
 use crate::api::responses::ok_json;
 use crate::api::status::ApiStatus;
+use crate::json::str_at;
 use crate::kind::Kind;
 
 #[derive(Debug, Default)]
@@ -166,15 +167,7 @@ fn orphan_dependents(shared: &Shared, owner_uid: &str) {
             if !owned {
                 continue;
             }
-            let ns = o
-                .value()
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str);
-            let name = o
-                .value()
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
+            let (ns, name) = namespace_and_name(o.value());
             let _ = shared.store.mutate(kind, ns, name, |obj| {
                 if let Some(refs) = obj
                     .pointer_mut("/metadata/ownerReferences")
@@ -199,15 +192,7 @@ pub(crate) fn delete_collection(
     let (items, rv) = shared.store.list_stored(kind, rp.namespace.as_deref());
     let mut deleted = Vec::new();
     for o in items.into_iter().filter(|o| sel.matches(o.value())) {
-        let ns = o
-            .value()
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str);
-        let name = o
-            .value()
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let (ns, name) = namespace_and_name(o.value());
         if let Ok(v) = delete_one(shared, kind, ns, name, &opts) {
             if v.get("kind").and_then(Value::as_str) == Some("Status") {
                 deleted.push(o.value().clone());
@@ -222,4 +207,10 @@ pub(crate) fn delete_collection(
         "metadata": {"resourceVersion": rv.to_string()},
         "items": deleted,
     })))
+}
+
+/// An object's namespace (`None` when it has none) and name.
+fn namespace_and_name(v: &Value) -> (Option<&str>, &str) {
+    let ns = v.pointer("/metadata/namespace").and_then(Value::as_str);
+    (ns, str_at(v, "/metadata/name"))
 }

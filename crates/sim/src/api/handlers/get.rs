@@ -16,6 +16,19 @@ use crate::api::request::{Query, ResourcePath};
 use crate::api::responses::{json_response, ok_json};
 use crate::api::status::ApiStatus;
 use crate::api::tables::{self, IncludeObject};
+use crate::store::StoredObject;
+
+/// The stored object the URL names, or `404`.
+pub(crate) fn stored(
+    shared: &Shared,
+    rp: &ResourcePath,
+    name: &str,
+) -> Result<Arc<StoredObject>, ApiStatus> {
+    shared
+        .store
+        .get_stored(rp.kind, rp.namespace.as_deref(), name)
+        .ok_or_else(|| ApiStatus::not_found(rp.kind, name))
+}
 
 /// `GET` of one object.
 pub(crate) fn get(
@@ -26,10 +39,7 @@ pub(crate) fn get(
     table: bool,
 ) -> Result<Response<Body>, ApiStatus> {
     let kind = rp.kind;
-    let stored = shared
-        .store
-        .get_stored(kind, rp.namespace.as_deref(), name)
-        .ok_or_else(|| ApiStatus::not_found(kind, name))?;
+    let stored = stored(shared, rp, name)?;
     if table {
         let include = IncludeObject::parse(query.get("includeObject").map(String::as_str));
         return Ok(ok_json(&tables::table(

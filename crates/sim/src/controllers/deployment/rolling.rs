@@ -14,7 +14,6 @@ use super::util::{
     max_surge, max_unavailable, new_rs_new_replicas, replicas, rs_available, rs_replicas,
 };
 use crate::controllers::Manager;
-use crate::controllers::cache::key_of;
 
 impl Manager {
     pub(super) fn rollout_rolling(&mut self, d: &Value, all: Vec<Arc<Value>>) {
@@ -41,16 +40,7 @@ impl Manager {
         if !scaled {
             scaled = self.reconcile_old(&d, &new_rs, old.clone());
         }
-        let old = old
-            .iter()
-            .map(|rs| {
-                self.cache
-                    .replicasets
-                    .get(&key_of(rs))
-                    .cloned()
-                    .unwrap_or_else(|| rs.clone())
-            })
-            .collect::<Vec<_>>();
+        let old = self.cached(&old);
         let _ = scaled;
         self.sync_rollout_status(&d, Some(&new_rs), &old);
     }

@@ -390,7 +390,15 @@ impl Manager {
             }
         }
         let d = self.refreshed(d);
-        let old: Vec<Arc<Value>> = old
+        let old = self.cached(&old);
+        let status = self.calculate_status(&d, new_rs.as_deref(), &old);
+        self.write_status(Kind::Deployment, &d, status);
+    }
+
+    /// The cached (latest) version of each ReplicaSet in `replicasets`: this
+    /// sync's own writes included.
+    pub(super) fn cached(&self, replicasets: &[Arc<Value>]) -> Vec<Arc<Value>> {
+        replicasets
             .iter()
             .map(|rs| {
                 self.cache
@@ -399,9 +407,7 @@ impl Manager {
                     .cloned()
                     .unwrap_or_else(|| rs.clone())
             })
-            .collect();
-        let status = self.calculate_status(&d, new_rs.as_deref(), &old);
-        self.write_status(Kind::Deployment, &d, status);
+            .collect()
     }
 
     pub(super) fn calculate_status(
