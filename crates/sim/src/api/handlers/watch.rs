@@ -28,6 +28,7 @@ use crate::store::{EventType, StoreEvent, WatchStart};
 /// (upstream picks 30-60 min).
 const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
 
+/// What a watch asked for, read once from its query.
 struct WatchRequest {
     kind: Kind,
     namespace: Option<String>,
