@@ -9,6 +9,12 @@
 //! (the same code `infera sim attach` runs against any cluster). Clients —
 //! `kubectl`, `infera rollout`, tests — reach it only through a kubeconfig
 //! and HTTP.
+//!
+//! Dependencies point one way: the API server, the controllers and the
+//! world never name each other; all three stand on the [`store`], the
+//! [`scenario`] and the modules below them ([`kind`], [`defaults`],
+//! [`json`], [`net`], [`clock`], [`faults`], [`events`]), which know nothing
+//! of the three (a unit test, `layering.rs`, checks this).
 #![warn(clippy::too_many_lines)] // threshold in clippy.toml
 
 pub mod api;
