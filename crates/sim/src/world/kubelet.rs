@@ -37,6 +37,7 @@ use tokio::sync::{Notify, watch};
 use super::listener::{PodIp, ReadyListener};
 use super::prober::{self, Engine, Probe, Seen};
 use super::{Shared, lock, retry, status_code};
+use crate::json::str_at;
 
 pub use super::prober::is_infera_worker;
 
@@ -112,10 +113,6 @@ struct Spec {
     containers: Vec<(String, String)>,
     has_qos: bool,
     node: String,
-}
-
-fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or("")
 }
 
 fn spec_of(pod: &Value) -> Spec {

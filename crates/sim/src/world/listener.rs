@@ -1,7 +1,6 @@
-//! Real sockets for simulated workers: pod IPs from a CIDR, the `/ready`
-//! listener a registered worker opens on `podIP:readinessPort`, and the
-//! minimal HTTP/1.1 GET the prober and the embedded API's pod proxy use to
-//! reach it.
+//! Real sockets for simulated workers: pod IPs from a CIDR and the `/ready`
+//! listener a registered worker opens on `podIP:readinessPort` (the prober
+//! and the API server's pod proxy reach it with [`crate::net::http_get`]).
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -185,65 +184,10 @@ async fn answer(mut stream: TcpStream) {
     let _ = stream.shutdown().await;
 }
 
-/// A response from [`http_get`].
-#[derive(Debug, Clone)]
-pub struct HttpResponse {
-    pub status: u16,
-    pub body: Vec<u8>,
-}
-
-/// `GET path` on `addr` over HTTP/1.1, the whole exchange bounded by
-/// `timeout` (an `ErrorKind::TimedOut` error past it).
-pub async fn http_get(
-    addr: SocketAddr,
-    path: &str,
-    timeout: Duration,
-) -> std::io::Result<HttpResponse> {
-    let exchange = async {
-        let mut stream = TcpStream::connect(addr).await?;
-        let path = if path.starts_with('/') {
-            path.to_string()
-        } else {
-            format!("/{path}")
-        };
-        let request = format!(
-            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: infera-sim-kubelet\r\nConnection: close\r\n\r\n"
-        );
-        stream.write_all(request.as_bytes()).await?;
-        let mut raw = Vec::new();
-        stream.take(1 << 20).read_to_end(&mut raw).await?;
-        parse_response(&raw)
-    };
-    match tokio::time::timeout(timeout, exchange).await {
-        Ok(r) => r,
-        Err(_) => Err(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            format!("GET http://{addr}{path}: no answer within {timeout:?}"),
-        )),
-    }
-}
-
-fn parse_response(raw: &[u8]) -> std::io::Result<HttpResponse> {
-    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "malformed HTTP response");
-    let end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(bad)?;
-    let head = String::from_utf8_lossy(&raw[..end]);
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(bad)?;
-    Ok(HttpResponse {
-        status,
-        body: raw[end + 4..].to_vec(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::http_get;
 
     #[test]
     fn cidr_parses_and_rejects() {

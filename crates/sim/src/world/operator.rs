@@ -19,20 +19,13 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::{Value, json};
 
 use super::{Shared, status_code, toleration};
+use crate::json::{i64_at, str_at};
 use crate::store::Kind;
 use infera_model::api::INFERA_DEPLOYMENT;
 
 type Key = (String, String);
 
 const RESYNC: Duration = Duration::from_secs(15);
-
-fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or("")
-}
-
-fn i64_at(v: &Value, p: &str) -> Option<i64> {
-    v.pointer(p).and_then(Value::as_i64)
-}
 
 fn key_of(v: &Value) -> Key {
     (
@@ -156,7 +149,7 @@ impl Operator {
                 None => spec["tolerations"] = json!([toleration()]),
             }
         }
-        crate::api::defaults::apply(Kind::Deployment, &mut obj);
+        crate::defaults::apply(Kind::Deployment, &mut obj);
         obj["metadata"]["namespace"] = Value::from(str_at(idep, "/metadata/namespace"));
         obj["metadata"]["ownerReferences"] = json!([{"apiVersion": INFERA_DEPLOYMENT.api_version, "kind": INFERA_DEPLOYMENT.kind,
             "name": str_at(idep, "/metadata/name"), "uid": str_at(idep, "/metadata/uid"),

@@ -10,13 +10,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::listener::http_get;
+use crate::json::str_at;
+use crate::net::http_get;
 
 use infera_model::worker::{READINESS_PORT_ENV, main_container_position};
-
-fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or("")
-}
 
 /// What a probe checks.
 #[derive(Debug, Clone, PartialEq)]
