@@ -8,15 +8,19 @@
 //! registered decode of the same InferaDeployment, then transfers a KV
 //! block; a decode never waits), registers (the
 //! `infera.amd.com/worker-info` annotation) and opens a real listener on
-//! `podIP:readinessPort` answering `GET /ready`. Readiness follows the pod's
-//! actual probe: an httpGet/tcpSocket probe on the readiness port is sent to
-//! that listener for real, with the probe's period, timeout and thresholds;
-//! a probe on the engine port (e.g. `/health`) passes once weights are
+//! `podIP:readinessPort` answering `GET /ready`. Once its weights are
+//! loaded the engine listens on `podIP:enginePort` (`GET /health` answers
+//! 200), before the worker registers. Readiness follows the pod's actual
+//! probe, sent for real to the port it names with the probe's period,
+//! timeout and thresholds: on the readiness port Ready means routable; on
+//! the engine port (the operator's `/health` before PR #176) a pod is Ready
+//! before it is routable. A probe on another port passes once weights are
 //! loaded, exec/other probes at Running, no probe means Ready at Running;
 //! startupProbe is honoured. Termination: preStop (a `sleep N` exec is
-//! slept), the port closes and the annotation is cleared (NotReady when the
-//! pod has a readiness probe), teardown bounded by the grace period, then
-//! `delete` with `gracePeriodSeconds=0` and a UID precondition.
+//! slept), the readiness port closes and the annotation is cleared
+//! (NotReady when the pod has a readiness probe), teardown bounded by the
+//! grace period (the engine port closes at its end), then `delete` with
+//! `gracePeriodSeconds=0` and a UID precondition.
 //!
 //! Simplifications: once a pod's probe result is stable the prober stops
 //! ticking until something changes (a crash, a node fault, registration,
@@ -34,7 +38,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
-use super::listener::{PodIp, ReadyListener};
+use super::listener::{ENGINE_PATHS, Listener, PodIp, READY_PATHS};
 use super::prober::{self, Engine, Probe, Seen};
 use super::{Shared, lock, retry, status_code};
 
@@ -84,7 +88,7 @@ impl Drop for DecodeCount {
 /// A registered worker: its open port and its place in the registry; both
 /// go when it is dropped (crash, termination, task aborted).
 struct Registration {
-    _listener: Option<ReadyListener>,
+    _listener: Option<Listener>,
     _decode: Option<DecodeCount>,
 }
 
@@ -174,6 +178,8 @@ struct State {
     running: bool,
     loaded: bool,
     registration: Option<Registration>,
+    /// The engine's port, open while weights are loaded.
+    engine_port: Option<Listener>,
     barrier_done_at: Option<f64>,
     ready: bool,
     started: bool,
@@ -228,6 +234,34 @@ impl PodTask {
     fn readiness_addr(&self) -> Option<SocketAddr> {
         let e = self.spec.engine.as_ref()?;
         Some(SocketAddr::from((self.ip.addr(), e.readiness_port)))
+    }
+
+    /// Where a probe of `check` goes.
+    fn probe_addr(&self, check: &prober::Check) -> Option<SocketAddr> {
+        self.spec.engine.as_ref()?.target(check, self.ip.addr())
+    }
+
+    /// `addr` opened with `paths`, or `None` (said on stderr) when it cannot be.
+    fn listen(&self, addr: SocketAddr, paths: &'static [&'static str]) -> Option<Listener> {
+        Listener::open(addr, paths)
+            .inspect_err(|err| {
+                eprintln!(
+                    "infera sim: pod {}/{}: cannot listen on {addr}: {err}",
+                    self.spec.ns, self.spec.name
+                );
+            })
+            .ok()
+    }
+
+    /// The engine starts serving once its weights are loaded (unless its
+    /// port is the readiness port, which the worker owns).
+    fn open_engine_port(&mut self) {
+        let Some(e) = &self.spec.engine else {
+            return;
+        };
+        let port = u16::try_from(e.port).ok().filter(|p| *p != e.readiness_port);
+        let addr = port.map(|p| SocketAddr::from((self.ip.addr(), p)));
+        self.st.engine_port = addr.and_then(|a| self.listen(a, ENGINE_PATHS));
     }
 
     /// Post a kubelet event about every container (see `events.rs`).
@@ -305,6 +339,7 @@ impl PodTask {
         let now = self.now();
         self.st.running = false;
         self.st.loaded = false;
+        self.st.engine_port = None;
         self.st.barrier_done_at = None;
         if self.st.registration.take().is_some() {
             self.annotate(None).await;
@@ -352,6 +387,7 @@ impl PodTask {
             && now >= self.st.loaded_at
         {
             self.st.loaded = true;
+            self.open_engine_port();
         }
     }
 
@@ -388,16 +424,7 @@ impl PodTask {
         }
         let listener = self
             .readiness_addr()
-            .and_then(|addr| match ReadyListener::open(addr) {
-                Ok(l) => Some(l),
-                Err(err) => {
-                    eprintln!(
-                        "infera sim: pod {}/{}: cannot listen on {addr}: {err}",
-                        self.spec.ns, self.spec.name
-                    );
-                    None
-                }
-            });
+            .and_then(|addr| self.listen(addr, READY_PATHS));
         let decode = self.is_role("decode").then(|| {
             self.registry.add(&self.spec.idep, 1);
             DecodeCount(self.registry.clone(), self.spec.idep.clone())
@@ -419,7 +446,7 @@ impl PodTask {
     async fn probe(&self, p: &Probe) -> bool {
         prober::run(
             &p.check,
-            self.readiness_addr(),
+            self.probe_addr(&p.check),
             self.probe_timeout(p),
             self.seen(),
         )
@@ -448,6 +475,7 @@ impl PodTask {
                 self.st.restarts += 1;
                 self.st.running = false;
                 self.st.loaded = false;
+                self.st.engine_port = None;
                 self.st.running_at = now + self.shared.scenario.timings.restart_backoff;
                 self.st.loaded_at = self.st.running_at + self.load_time;
                 self.st.s_fail = 0;
@@ -484,7 +512,7 @@ impl PodTask {
             self.st.fail_run += 1;
             self.st.ok_run = 0;
             let target = self
-                .readiness_addr()
+                .probe_addr(&p.check)
                 .map(|a| a.to_string())
                 .unwrap_or_default();
             self.container_events("Warning", "Unhealthy", |_, _| {
@@ -681,6 +709,7 @@ impl PodTask {
                 .await;
         }
         self.st.registration = None;
+        self.st.engine_port = None;
         let params = DeleteParams {
             grace_period_seconds: Some(0),
             preconditions: Some(Preconditions {
