@@ -291,7 +291,11 @@ mod tests {
             let ok = http_get(addr, &format!("{ok_path}?x=1"), t)
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!((ok.status, ok.body.as_slice()), (200, b"ok".as_slice()), "{ok_path}");
+            assert_eq!(
+                (ok.status, ok.body.as_slice()),
+                (200, b"ok".as_slice()),
+                "{ok_path}"
+            );
             let other = http_get(addr, other_path, t)
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));

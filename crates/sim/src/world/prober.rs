@@ -27,9 +27,13 @@ fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
 pub(super) enum Check {
     /// `httpGet` (a real request for `path`) or `tcpSocket` (`None`: a
     /// real connect) on the readiness port.
-    ReadinessPort { path: Option<String> },
+    ReadinessPort {
+        path: Option<String>,
+    },
     /// The same on the engine port.
-    EnginePort { path: Option<String> },
+    EnginePort {
+        path: Option<String>,
+    },
     /// Another port of a worker: passes once weights are loaded.
     EngineUp,
     Running,
@@ -265,5 +269,82 @@ pub(super) async fn run(
             let connect = tokio::net::TcpStream::connect(addr);
             matches!(tokio::time::timeout(wall_timeout, connect).await, Ok(Ok(_)))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A probe is classified by the port it names: the readiness port, the
+    /// engine port (by number or by the container port's name), another port,
+    /// or no port at all.
+    #[test]
+    fn probes_are_classified_by_their_port() {
+        let container = json!({"ports": [{"name": "http", "containerPort": 30000}]});
+        let engine = Engine {
+            role: "decode".into(),
+            engine: "sglang".into(),
+            model: "m".into(),
+            port: 30000,
+            readiness_port: 30090,
+        };
+        let path = |p: &str| Some(p.to_string());
+        let cases = [
+            (
+                json!({"httpGet": {"path": "/ready", "port": 30090}}),
+                Check::ReadinessPort {
+                    path: path("/ready"),
+                },
+            ),
+            (
+                json!({"tcpSocket": {"port": 30090}}),
+                Check::ReadinessPort { path: None },
+            ),
+            (
+                json!({"httpGet": {"path": "/health", "port": 30000}}),
+                Check::EnginePort {
+                    path: path("/health"),
+                },
+            ),
+            (
+                json!({"httpGet": {"path": "/health", "port": "http"}}),
+                Check::EnginePort {
+                    path: path("/health"),
+                },
+            ),
+            (
+                json!({"httpGet": {"port": 30000}}),
+                Check::EnginePort { path: path("/") },
+            ),
+            (
+                json!({"httpGet": {"path": "/metrics", "port": 9400}}),
+                Check::EngineUp,
+            ),
+            (json!({"exec": {"command": ["true"]}}), Check::Running),
+        ];
+        for (probe, want) in cases {
+            assert_eq!(
+                probe_of(&probe, &container, Some(&engine)).check,
+                want,
+                "{probe}"
+            );
+        }
+        let ip = Ipv4Addr::new(10, 244, 0, 7);
+        let health = Check::EnginePort {
+            path: path("/health"),
+        };
+        assert_eq!(
+            engine.target(&health, ip),
+            Some(SocketAddr::from((ip, 30000)))
+        );
+        let ready = Check::ReadinessPort { path: None };
+        assert_eq!(
+            engine.target(&ready, ip),
+            Some(SocketAddr::from((ip, 30090)))
+        );
+        assert_eq!(engine.target(&Check::EngineUp, ip), None);
     }
 }
