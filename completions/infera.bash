@@ -561,7 +561,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__lint)
-            opts="-o -j -A -n -v -h -V --format --node-gpus --nodes --config --select --ignore --fail-on --threads --cluster --all-namespaces --kubeconfig --context --namespace --verbose --help --version"
+            opts="-o -j -A -n -v -h -V --format --node-gpus --nodes --config --select --ignore --fail-on --threads --operator --cluster --all-namespaces --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -605,6 +605,10 @@ _infera() {
                     ;;
                 -j)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --operator)
+                    COMPREPLY=($(compgen -W "pre-176 176 latest" -- "${cur}"))
                     return 0
                     ;;
                 --kubeconfig)
@@ -661,7 +665,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__render)
-            opts="-o -v -h -V --output --verbose --help --version"
+            opts="-o -v -h -V --output --operator --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -673,6 +677,10 @@ _infera() {
                     ;;
                 -o)
                     COMPREPLY=($(compgen -W "yaml json" -- "${cur}"))
+                    return 0
+                    ;;
+                --operator)
+                    COMPREPLY=($(compgen -W "pre-176 176 latest" -- "${cur}"))
                     return 0
                     ;;
                 *)

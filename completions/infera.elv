@@ -47,6 +47,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --fail-on 'Exit 1 when a finding at or above this severity is reported'
             cand -j 'Lint this many files at once. 0 (the default) picks one thread per CPU, or `RAYON_NUM_THREADS` when it is set'
             cand --threads 'Lint this many files at once. 0 (the default) picks one thread per CPU, or `RAYON_NUM_THREADS` when it is set'
+            cand --operator 'The operator generation to predict (default: the config''s `operator`, else latest). With `--cluster` it is read off the live workers and this only applies where they do not tell'
             cand --kubeconfig 'Path to the kubeconfig file to use'
             cand --context 'The name of the kubeconfig context to use'
             cand -n 'The namespace scope for this request (default: the context''s namespace)'
@@ -73,10 +74,11 @@ set edit:completion:arg-completer[infera] = {|@words|
         &'infera;render'= {
             cand -o 'Output format'
             cand --output 'Output format'
+            cand --operator 'The operator generation to render as (default: the `operator` key of `.infera-lint.yaml` found upward from the cwd, else latest)'
             cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
         }

@@ -51,6 +51,9 @@ complete -c infera -n "__fish_infera_using_subcommand lint" -l fail-on -d 'Exit 
 error\t''
 never\t''"
 complete -c infera -n "__fish_infera_using_subcommand lint" -s j -l threads -d 'Lint this many files at once. 0 (the default) picks one thread per CPU, or `RAYON_NUM_THREADS` when it is set' -r
+complete -c infera -n "__fish_infera_using_subcommand lint" -l operator -d 'The operator generation to predict (default: the config\'s `operator`, else latest). With `--cluster` it is read off the live workers and this only applies where they do not tell' -r -f -a "pre-176\t'Before PR #176: surge-free, /health on the engine port'
+176\t'PR #176 and later: surge-first when probed /ready on the readiness port'
+latest\t'The newest generation infera knows (176)'"
 complete -c infera -n "__fish_infera_using_subcommand lint" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
 complete -c infera -n "__fish_infera_using_subcommand lint" -l context -d 'The name of the kubeconfig context to use' -r
 complete -c infera -n "__fish_infera_using_subcommand lint" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
@@ -65,8 +68,11 @@ complete -c infera -n "__fish_infera_using_subcommand rules" -s h -l help -d 'Pr
 complete -c infera -n "__fish_infera_using_subcommand rules" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand render" -s o -l output -d 'Output format' -r -f -a "yaml\t''
 json\t''"
+complete -c infera -n "__fish_infera_using_subcommand render" -l operator -d 'The operator generation to render as (default: the `operator` key of `.infera-lint.yaml` found upward from the cwd, else latest)' -r -f -a "pre-176\t'Before PR #176: surge-free, /health on the engine port'
+176\t'PR #176 and later: surge-first when probed /ready on the readiness port'
+latest\t'The newest generation infera knows (176)'"
 complete -c infera -n "__fish_infera_using_subcommand render" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
-complete -c infera -n "__fish_infera_using_subcommand render" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand render" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c infera -n "__fish_infera_using_subcommand render" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image history help" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image history help" -s h -l help -d 'Print help'

@@ -34,6 +34,8 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
         // Only code frames need the text; keeping it for the other formats
         // would hold the lines findings point at for nothing.
         keep_sources: args.format == LintFormat::Human,
+        operator: effective.operator,
+        detected: Default::default(),
     };
 
     // Input errors always go to standard error (in json/sarif/github they
@@ -136,6 +138,7 @@ fn overrides(args: &LintArgs) -> CliOverrides {
         nodes: args.nodes.clone(),
         select: args.select.clone(),
         ignore: args.ignore.clone(),
+        operator: args.operator.map(Into::into),
     }
 }
 
@@ -371,6 +374,7 @@ mod tests {
             nodes: None,
             enabled: enabled.to_vec(),
             severity: severity.iter().copied().collect::<BTreeMap<_, _>>(),
+            operator: Default::default(),
         }
     }
 

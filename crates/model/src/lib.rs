@@ -4,6 +4,7 @@
 #![warn(clippy::too_many_lines)] // threshold in clippy.toml
 
 pub mod duration;
+pub mod generation;
 pub mod manifest;
 pub mod operator;
 pub mod rolling;

@@ -16,6 +16,7 @@ pub fn lint(objects: &[Value]) -> Vec<(PlanFinding, Option<String>)> {
         enabled: Vec::new(),
         threads: 1,
         keep_sources: false,
+        ..LintOptions::default()
     };
     lint_objects(objects, "cluster", &options)
         .findings
