@@ -100,10 +100,18 @@ const OWNED_KINDS: &str = "deployments.apps,statefulsets.apps,services,serviceac
 /// spec and default nothing, so the operator's objects land as it wrote
 /// them (and a dry run of a rendered one adds nothing either).
 fn permissive_crd(group: &str, kind: &str, plural: &str) -> Value {
+    // Groups under k8s.io (not x-k8s.io) are protected: the API server
+    // wants the approval annotation (the real CRDs carry their KEP's URL).
+    let protected = group.ends_with(".k8s.io") && !group.ends_with(".x-k8s.io");
+    let annotations = if protected {
+        json!({"api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/1538"})
+    } else {
+        json!({})
+    };
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{plural}.{group}")},
+        "metadata": {"name": format!("{plural}.{group}"), "annotations": annotations},
         "spec": {
             "group": group,
             "scope": "Namespaced",
@@ -167,10 +175,11 @@ struct Diff {
 
 impl std::fmt::Display for Diff {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let detail = self.detail.replace('\n', " ⏎ ");
         write!(
             f,
-            "{} | {} | {} | {}",
-            self.fixture, self.object, self.path, self.detail
+            "{} | {} | {} | {detail}",
+            self.fixture, self.object, self.path
         )
     }
 }
@@ -273,50 +282,66 @@ fn normalize(mut v: Value) -> Value {
     v
 }
 
-/// Where `live` and `rendered` differ, as (path, detail).
+/// Where `live` and `rendered` differ, as (path, detail). Objects are
+/// compared field by field and arrays of objects element by element (a
+/// missing side counts as empty), so each difference names its own path.
 fn diff_values(path: &str, live: &Value, rendered: &Value, out: &mut Vec<(String, String)>) {
-    let short = |v: &Value| {
-        let s = v.to_string();
-        if s.len() > 300 {
-            format!("{}…", &s[..s.floor_char_boundary(300)])
+    if live == rendered {
+        return;
+    }
+    let at = |key: &str| {
+        if path.is_empty() {
+            key.to_string()
         } else {
-            s
+            format!("{path}.{key}")
         }
     };
-    match (live, rendered) {
-        (Value::Object(l), Value::Object(r)) => {
+    let object = |v: &Value| match v {
+        Value::Object(m) => Some(m.clone()),
+        Value::Null => Some(serde_json::Map::new()),
+        _ => None,
+    };
+    let objects = |v: &Value| match v {
+        Value::Array(a) if a.iter().all(Value::is_object) => Some(a.clone()),
+        Value::Null => Some(Vec::new()),
+        _ => None,
+    };
+    if live.is_object() || rendered.is_object() {
+        if let (Some(l), Some(r)) = (object(live), object(rendered)) {
             let keys: std::collections::BTreeSet<&String> = l.keys().chain(r.keys()).collect();
             for k in keys {
-                let p = if path.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{path}.{k}")
-                };
+                let null = Value::Null;
                 diff_values(
-                    &p,
-                    l.get(k).unwrap_or(&Value::Null),
-                    r.get(k).unwrap_or(&Value::Null),
+                    &at(k),
+                    l.get(k).unwrap_or(&null),
+                    r.get(k).unwrap_or(&null),
                     out,
                 );
             }
+            return;
         }
-        (Value::Array(l), Value::Array(r)) if l.iter().chain(r).all(Value::is_object) => {
-            for i in 0..l.len().max(r.len()) {
-                let p = format!("{path}[{i}]");
-                diff_values(
-                    &p,
-                    l.get(i).unwrap_or(&Value::Null),
-                    r.get(i).unwrap_or(&Value::Null),
-                    out,
-                );
-            }
-        }
-        (l, r) if l == r => {}
-        (l, r) => out.push((
-            path.to_string(),
-            format!("operator {} / render {}", short(l), short(r)),
-        )),
     }
+    if live.is_array() || rendered.is_array() {
+        if let (Some(l), Some(r)) = (objects(live), objects(rendered)) {
+            for i in 0..l.len().max(r.len()) {
+                let null = Value::Null;
+                let (a, b) = (l.get(i).unwrap_or(&null), r.get(i).unwrap_or(&null));
+                diff_values(&format!("{path}[{i}]"), a, b, out);
+            }
+            return;
+        }
+    }
+    let short = |v: &Value| {
+        let s = v.to_string();
+        match s.char_indices().nth(300) {
+            Some((i, _)) => format!("{}…", &s[..i]),
+            None => s,
+        }
+    };
+    out.push((
+        path.to_string(),
+        format!("operator {} / render {}", short(live), short(rendered)),
+    ));
 }
 
 fn key(o: &Value) -> String {
@@ -327,9 +352,35 @@ fn key(o: &Value) -> String {
     )
 }
 
-/// The InferaDeployments of a fixture, moved into namespace `ns`.
+/// `<UPPER_SNAKE>` placeholders (the fixtures are recipes to fill in)
+/// made concrete: `<DECODE_NODE>` → `decode-node`, a valid name and label
+/// value, the same text for the operator and for render.
+fn fill_placeholders(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('<') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let name_len = after
+            .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+            .unwrap_or(after.len());
+        if name_len > 0 && after[name_len..].starts_with('>') {
+            out.push_str(&after[..name_len].to_ascii_lowercase().replace('_', "-"));
+            rest = &after[name_len + 1..];
+        } else {
+            out.push('<');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The InferaDeployments of a fixture, placeholders filled, moved into
+/// namespace `ns`.
 fn idep_docs(text: &str, ns: &str) -> Result<Vec<Value>, String> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| e.to_string())?;
+    let text = fill_placeholders(text);
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).map_err(|e| e.to_string())?;
     Ok(docs
         .into_iter()
         .filter(|d| d["kind"] == "InferaDeployment")
@@ -403,7 +454,11 @@ fn operator_objects(lab: &Lab, ns: &str) -> BTreeMap<String, Value> {
 /// `infera render --operator GENERATION -o json FILE`'s objects, each
 /// passed through a server-side dry run (in namespace `dry`) so that the
 /// API server's defaults are on both sides.
-fn rendered_objects(lab: &Lab, file: &Path, ns: &str) -> Result<BTreeMap<String, Value>, Diff> {
+fn rendered_objects(
+    lab: &Lab,
+    file: &Path,
+    ns: &str,
+) -> Result<(BTreeMap<String, Value>, Vec<Diff>), Diff> {
     let fail = |path: &str, detail: String| Diff {
         fixture: String::new(),
         object: "*".into(),
@@ -425,6 +480,7 @@ fn rendered_objects(lab: &Lab, file: &Path, ns: &str) -> Result<BTreeMap<String,
     let list: Value = serde_json::from_slice(&out.stdout)
         .map_err(|e| fail("(render)", format!("not JSON: {e}")))?;
     let mut objects = BTreeMap::new();
+    let mut failed = Vec::new();
     for item in list["items"].as_array().into_iter().flatten() {
         let mut dry = item.clone();
         dry["metadata"]["namespace"] = Value::from("dry");
@@ -433,20 +489,20 @@ fn rendered_objects(lab: &Lab, file: &Path, ns: &str) -> Result<BTreeMap<String,
             &["create", "--dry-run=server", "-o", "json", "-f", "-"],
             &dry.to_string(),
         );
-        let mut defaulted: Value = if out.status.success() {
-            serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
-        } else {
+        if !out.status.success() {
             let mut d = fail(
                 "(dry-run)",
                 String::from_utf8_lossy(&out.stderr).trim().to_string(),
             );
             d.object = key(item);
-            return Err(d);
-        };
+            failed.push(d);
+            continue;
+        }
+        let mut defaulted: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         defaulted["metadata"]["namespace"] = Value::from(ns);
         objects.insert(key(item), normalize(defaulted));
     }
-    Ok(objects)
+    Ok((objects, failed))
 }
 
 /// The differences for one fixture (`index` names its namespace).
@@ -489,7 +545,13 @@ fn fixture_diffs(lab: &Lab, index: usize, fixture: &Path) -> Vec<Diff> {
         .collect();
     let live = operator_objects(lab, &ns);
     let rendered = match rendered_objects(lab, &file, &ns) {
-        Ok(r) => r,
+        Ok((r, failed)) => {
+            diffs.extend(failed.into_iter().map(|f| Diff {
+                fixture: name.clone(),
+                ..f
+            }));
+            r
+        }
         Err(mut e) => {
             e.fixture = name;
             diffs.push(e);
