@@ -273,11 +273,11 @@ fn normalize(mut v: Value) -> Value {
     if let Some(o) = v.as_object_mut() {
         o.remove("status");
     }
-    if let Some(spec) = v.get_mut("spec").and_then(Value::as_object_mut) {
-        if spec.get("clusterIP").and_then(Value::as_str) != Some("None") {
-            spec.remove("clusterIP");
-            spec.remove("clusterIPs");
-        }
+    if let Some(spec) = v.get_mut("spec").and_then(Value::as_object_mut)
+        && spec.get("clusterIP").and_then(Value::as_str) != Some("None")
+    {
+        spec.remove("clusterIP");
+        spec.remove("clusterIPs");
     }
     v
 }
@@ -306,30 +306,30 @@ fn diff_values(path: &str, live: &Value, rendered: &Value, out: &mut Vec<(String
         Value::Null => Some(Vec::new()),
         _ => None,
     };
-    if live.is_object() || rendered.is_object() {
-        if let (Some(l), Some(r)) = (object(live), object(rendered)) {
-            let keys: std::collections::BTreeSet<&String> = l.keys().chain(r.keys()).collect();
-            for k in keys {
-                let null = Value::Null;
-                diff_values(
-                    &at(k),
-                    l.get(k).unwrap_or(&null),
-                    r.get(k).unwrap_or(&null),
-                    out,
-                );
-            }
-            return;
+    if (live.is_object() || rendered.is_object())
+        && let (Some(l), Some(r)) = (object(live), object(rendered))
+    {
+        let keys: std::collections::BTreeSet<&String> = l.keys().chain(r.keys()).collect();
+        for k in keys {
+            let null = Value::Null;
+            diff_values(
+                &at(k),
+                l.get(k).unwrap_or(&null),
+                r.get(k).unwrap_or(&null),
+                out,
+            );
         }
+        return;
     }
-    if live.is_array() || rendered.is_array() {
-        if let (Some(l), Some(r)) = (objects(live), objects(rendered)) {
-            for i in 0..l.len().max(r.len()) {
-                let null = Value::Null;
-                let (a, b) = (l.get(i).unwrap_or(&null), r.get(i).unwrap_or(&null));
-                diff_values(&format!("{path}[{i}]"), a, b, out);
-            }
-            return;
+    if (live.is_array() || rendered.is_array())
+        && let (Some(l), Some(r)) = (objects(live), objects(rendered))
+    {
+        for i in 0..l.len().max(r.len()) {
+            let null = Value::Null;
+            let (a, b) = (l.get(i).unwrap_or(&null), r.get(i).unwrap_or(&null));
+            diff_values(&format!("{path}[{i}]"), a, b, out);
         }
+        return;
     }
     let short = |v: &Value| {
         let s = v.to_string();
@@ -681,9 +681,11 @@ manifests:
 /// router, prefill, decode.
 const DEPLOYMENTS: usize = 3;
 
-/// role → (min Ready exact, min routable exact) and the outcome of a
-/// rollout or audit `--report`.
-fn report_minima(path: &Path) -> (String, BTreeMap<String, (Option<u64>, Option<u64>)>) {
+/// role → (min Ready exact, min routable exact).
+type Minima = BTreeMap<String, (Option<u64>, Option<u64>)>;
+
+/// The outcome and the per-role minima of a rollout or audit `--report`.
+fn report_minima(path: &Path) -> (String, Minima) {
     let report: Value = std::fs::read(path)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
