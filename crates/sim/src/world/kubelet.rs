@@ -767,12 +767,7 @@ mod tests {
     }
 
     fn ready(p: &Value) -> bool {
-        p.pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .is_some_and(|cs| {
-                cs.iter()
-                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
-            })
+        crate::controllers::deployment::pod_ready_since(p).is_some()
     }
 
     fn registered(p: &Value) -> bool {
