@@ -6,6 +6,8 @@
 //! name: my-cluster
 //! description: One line shown by `infera sim scenarios`.
 //! seed: 42                      # jitter and generated names derive from it
+//! operator: pre-176             # the operator generation the world's operator
+//!                               # renders as: pre-176, 176 or latest (default)
 //! nodes:
 //!   - name: gpu                 # with `count`, nodes are gpu-0 .. gpu-(count-1)
 //!     count: 3
@@ -43,7 +45,7 @@ use serde_json::{Value, json};
 use crate::faults::FaultConfig;
 use crate::store::{Kind, Store, StoreError};
 
-const BUILTINS: [(&str, &str); 5] = [
+const BUILTINS: [(&str, &str); 6] = [
     ("pd-1p1d", include_str!("scenarios/pd-1p1d.yaml")),
     (
         "pd-1p1d-gitops",
@@ -52,6 +54,10 @@ const BUILTINS: [(&str, &str); 5] = [
     (
         "pd-1p1d-skip-probe",
         include_str!("scenarios/pd-1p1d-skip-probe.yaml"),
+    ),
+    (
+        "pd-1p1d-pre176",
+        include_str!("scenarios/pd-1p1d-pre176.yaml"),
     ),
     (
         "whole-node-pinned",
@@ -176,6 +182,9 @@ pub struct Scenario {
     pub description: String,
     #[serde(default)]
     pub seed: u64,
+    /// The Infera operator generation the world's operator renders as.
+    #[serde(default)]
+    pub operator: infera_model::operator::Generation,
     #[serde(default)]
     pub nodes: Vec<NodeSpec>,
     #[serde(default)]
