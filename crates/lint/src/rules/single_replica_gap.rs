@@ -6,13 +6,13 @@ declare_rule! {
     /// Flags a plain Deployment with `replicas: 1` that rolls old-pod-first
     /// (maxSurge 0 after upstream rounding) or uses `Recreate`.
     ///
-    /// ## Why is this bad?
-    /// The only pod is killed before its replacement exists: nothing serves
-    /// for the whole restart (image pull plus weight loading, minutes to hours).
-    ///
     /// Also flags an InferaDeployment worker service with one replica when
     /// the operator is the one before PR #176 (`--operator pre-176`, or
     /// detected live): it renders every worker Deployment surge-free.
+    ///
+    /// ## Why is this bad?
+    /// The only pod is killed before its replacement exists: nothing serves
+    /// for the whole restart (image pull plus weight loading, minutes to hours).
     ///
     /// ## Example
     /// ```yaml
