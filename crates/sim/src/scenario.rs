@@ -386,6 +386,31 @@ mod tests {
     }
 
     #[test]
+    fn operator_generation_key() {
+        use infera_model::operator::Generation;
+        let load = |name: &str| Scenario::load(name).map(|s| s.operator).ok();
+        assert_eq!(load("pd-1p1d-pre176"), Some(Generation::Pre176));
+        assert_eq!(load("pd-1p1d"), Some(Generation::LATEST));
+        let parsed = |text: &str| Scenario::from_yaml("s.yaml", text).map(|s| s.operator);
+        assert_eq!(
+            parsed("name: x\noperator: 176\n").ok(),
+            Some(Generation::Pr176)
+        );
+        assert_eq!(
+            parsed("name: x\noperator: latest\n").ok(),
+            Some(Generation::Pr176)
+        );
+        let err = parsed("name: x\noperator: v2\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.starts_with("s.yaml:2:") && err.contains("pre-176, 176, latest"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn errors_name_file_and_line() {
         let err = Scenario::from_yaml("bad.yaml", "name: x\nnodes:\n  - name: a\n    bogus: 1\n")
             .err()
