@@ -38,6 +38,15 @@ async fn lint_cluster(sim: &Sim) -> (Option<i32>, Vec<(String, String)>, String)
     (out.status.code(), found, stderr)
 }
 
+/// A scenario, the exit code and error findings `lint --cluster` gives on
+/// it, and the note it prints.
+type LintCase = (
+    &'static str,
+    Option<i32>,
+    &'static [(&'static str, &'static str)],
+    &'static str,
+);
+
 /// The lab finding, rehearsed: on the operator before #176 a
 /// single-replica worker is a certain gap, and `lint --cluster` says so
 /// (IR008, once per worker: the operator's Deployments are not linted
@@ -45,7 +54,7 @@ async fn lint_cluster(sim: &Sim) -> (Option<i32>, Vec<(String, String)>, String)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lint_cluster_lints_as_the_detected_generation() {
     #[rustfmt::skip]
-    let cases: [(&str, Option<i32>, &[(&str, &str)], &str); 2] = [
+    let cases: [LintCase; 2] = [
         ("pd-1p1d-pre176", Some(1), &[("IR008", "decode"), ("IR008", "prefill")], "operator pre-176"),
         ("pd-1p1d", Some(0), &[], "operator 176"),
     ];
