@@ -176,6 +176,9 @@ complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subco
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l kubeconfig-out -d 'Write a kubeconfig for the simulator to PATH' -r -F
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l speed -d 'Simulated seconds per wall-clock second' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l seed -d 'Random seed (default: the scenario\'s)' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l operator -d 'The operator generation the simulated operator renders as (default: the scenario\'s `operator`, else latest)' -r -f -a "pre-176\t'Before PR #176: surge-free, /health on the engine port'
+176\t'PR #176 and later: surge-first when probed /ready on the readiness port'
+latest\t'The newest generation infera knows (176)'"
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l drop-watches-every -d 'Drop every watch stream every this long (wall clock)' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l error-rate -d 'Answer this fraction of requests (0..1) with 5xx/429 bursts carrying `Retry-After`' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l conflict-rate -d 'Answer this fraction of updates with 409 Conflict' -r
@@ -185,13 +188,16 @@ complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subco
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l plain-http -d 'Serve plain HTTP instead of HTTPS with a generated CA. kubectl does not send a bearer token over plain HTTP, so only `kube`-based clients and curl can authenticate then'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l no-world -d 'Serve an empty cluster (API server, Deployment/ReplicaSet controllers, scheduler, GC): no nodes, no manifests, no kubelet or operator, for `infera sim attach` to bring them'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
-complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l kubeconfig -d 'Kubeconfig of the cluster to attach to (default: KUBECONFIG, then ~/.kube/config)' -r -F
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l context -d 'Kubeconfig context (default: the current one)' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l scenario -d 'Built-in scenario name or a scenario file' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l speed -d 'Simulated seconds per wall-clock second, for the world (image pulls, weight loads, probes); the control plane runs in real time' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l pod-cidr -d 'Pod IPs come from this range; listeners bind there, so it must be local to this machine (e.g. `127.77.0.0/16`, or a range routed to `lo` in the lab\'s network namespace)' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l operator -d 'The operator generation the simulated operator renders as (default: the scenario\'s `operator`, else latest)' -r -f -a "pre-176\t'Before PR #176: surge-free, /health on the engine port'
+176\t'PR #176 and later: surge-first when probed /ready on the readiness port'
+latest\t'The newest generation infera knows (176)'"
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l no-operator -d 'Do not run the infera operator (a real one runs in the cluster; its pods need the simulated nodes\' toleration, or `--no-taint`)'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l no-taint -d 'Do not taint the simulated nodes'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l cleanup -d 'Remove what attach creates for the scenario (nodes, Leases, applied objects), then exit'

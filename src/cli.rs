@@ -490,6 +490,10 @@ pub struct SimServeArgs {
     /// Random seed (default: the scenario's).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// The operator generation the simulated operator renders as
+    /// (default: the scenario's `operator`, else latest).
+    #[arg(long = "operator", value_name = "GENERATION", value_enum)]
+    pub operator: Option<OperatorArg>,
     /// Serve an empty cluster (API server, Deployment/ReplicaSet
     /// controllers, scheduler, GC): no nodes, no manifests, no kubelet or
     /// operator, for `infera sim attach` to bring them.
@@ -527,6 +531,10 @@ pub struct SimAttachArgs {
     /// Do not taint the simulated nodes.
     #[arg(long)]
     pub no_taint: bool,
+    /// The operator generation the simulated operator renders as
+    /// (default: the scenario's `operator`, else latest).
+    #[arg(long = "operator", value_name = "GENERATION", value_enum)]
+    pub operator: Option<OperatorArg>,
     /// Remove what attach creates for the scenario (nodes, Leases, applied
     /// objects), then exit.
     #[arg(long)]
