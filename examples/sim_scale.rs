@@ -130,6 +130,7 @@ fn scenario(args: &Args) -> Scenario {
         name: "sim-scale".into(),
         description: "benchmark: many nodes, many small pods".into(),
         seed: 7,
+        operator: Default::default(),
         nodes: vec![NodeSpec {
             name: "node".into(),
             count: Some(args.nodes),

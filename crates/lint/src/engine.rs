@@ -38,6 +38,27 @@ pub struct LintOptions {
     /// Keep the lines findings point at in [`LintOutcome::sources`] (the
     /// human printer's code frames need them; the other printers do not).
     pub keep_sources: bool,
+    /// The operator generation InferaDeployments are rendered as (the
+    /// `--operator` flag / `operator` config key; latest by default).
+    pub operator: operator::Generation,
+    /// Live: the generation each InferaDeployment's operator showed
+    /// ((namespace, name) → detection). A known one wins over `operator`.
+    pub detected: std::collections::BTreeMap<(String, String), operator::Detection>,
+}
+
+impl LintOptions {
+    /// The generation an InferaDeployment is rendered as: the one its live
+    /// workers show, else the configured one.
+    pub fn generation_for(&self, idep: &operator::InferaDeployment) -> operator::Generation {
+        let key = (
+            idep.metadata.namespace.clone().unwrap_or_default(),
+            idep.metadata.name.clone().unwrap_or_default(),
+        );
+        self.detected
+            .get(&key)
+            .and_then(operator::Detection::generation)
+            .unwrap_or(self.operator)
+    }
 }
 
 /// A file or document that could not be read or parsed. Never hides the
@@ -809,7 +830,8 @@ fn lint_idep(
     let mut out = Vec::new();
     let name = idep.metadata.name.clone().unwrap_or_default();
     let annotations = idep.metadata.annotations.as_ref();
-    for rw in operator::render_pods(idep) {
+    let generation = opts.generation_for(idep);
+    for rw in operator::render_pods(idep, generation) {
         let Some(svc) = idep.spec.services.get(&rw.service) else {
             continue;
         };
@@ -838,6 +860,7 @@ fn lint_idep(
             roll,
             max_surge: 1,
             strategy: Some(rw.strategy),
+            generation: Some(generation),
             pod: &rw.pod,
             pod_labels: rw.pod_labels.clone(),
             main: operator::main_container_index(&rw.pod),
@@ -1048,6 +1071,7 @@ fn plain_workload(
         roll,
         max_surge,
         strategy: None,
+        generation: None,
         pod,
         pod_labels,
         main,

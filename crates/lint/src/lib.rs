@@ -217,6 +217,7 @@ mod tests {
             nodes: None,
             enabled: enabled.to_vec(),
             severity: severity.iter().copied().collect::<BTreeMap<_, _>>(),
+            operator: Default::default(),
         }
     }
 

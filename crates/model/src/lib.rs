@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod duration;
+pub mod generation;
 pub mod manifest;
 pub mod operator;
 pub mod rolling;

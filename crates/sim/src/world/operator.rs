@@ -1,5 +1,6 @@
 //! The infera operator over the API: InferaDeployment → Deployments through
-//! `infera_model::operator::render` (the function lint uses), replacing the whole
+//! `infera_model::operator::render_as` (the function lint uses), as the
+//! scenario's `operator` generation renders them, replacing the whole
 //! spec when it differs (so hand edits revert), on every change of an
 //! InferaDeployment or of a Deployment it owns and every 15 s of scenario
 //! time; `status.services` (`kind`, `replicas`, `readyReplicas`) and
@@ -164,7 +165,8 @@ impl Operator {
         if idep.pointer("/metadata/deletionTimestamp").is_some() {
             return;
         }
-        let Ok(workloads) = infera_model::operator::render(&idep) else {
+        let generation = self.shared.scenario.operator;
+        let Ok(workloads) = infera_model::operator::render_as(&idep, generation) else {
             return;
         };
         let mut services = serde_json::Map::new();
