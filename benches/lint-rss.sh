@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Peak RSS of `infera lint -j1` over a small and a twice as large corpus of
 # the real InferaDeployment manifests in tests/fixtures, for every output
-# format: memory must not grow with the corpus (issue 8: 24 MiB within
-# 1.15x of 12 MiB).
+# format: memory must not grow with the corpus (target: 24 MiB within
+# 1.15x of 12 MiB; figures in docs/benchmarks.md).
 #
 #   benches/lint-rss.sh                 # 12 vs 24 MiB, target/release/infera
 #   INFERA=path/to/infera SMALL_MB=6 benches/lint-rss.sh

@@ -513,7 +513,14 @@ fn summary(corpus: &Corpus, cli: Option<&CliFigures>) {
             "  parse-only speedup, 2 threads vs 1       {sp:.2}x  (what the machine allows now)"
         );
     }
-    let Some(cli) = cli else { return };
+    if let Some(cli) = cli {
+        cli_summary(&mut out, corpus, cli, base);
+    }
+}
+
+/// The release binary's figures, against parse-only/1 (`base`, MiB/s).
+fn cli_summary(out: &mut std::io::StdoutLock<'_>, corpus: &Corpus, cli: &CliFigures, base: f64) {
+    let bytes = corpus.bytes;
     let _ = writeln!(out, "\nrelease binary ({})", env!("CARGO_BIN_EXE_infera"));
     for (name, run) in [("-j1", &cli.j1), ("-j2", &cli.j2)] {
         let _ = writeln!(

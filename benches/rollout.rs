@@ -128,52 +128,17 @@ async fn latency_run(replicas: u64, speed: f64) {
 
     // kubectl rollout status on each worker Deployment, started once its
     // template changed (as an operator would after the trigger).
-    let kubectl_lines: Arc<Mutex<Vec<(String, String, Instant)>>> = Arc::default();
-    let mut watchers = Vec::new();
+    let kubectl_lines: KubectlLines = Arc::default();
     let have_kubectl = Command::new("kubectl")
         .arg("version")
         .arg("--client")
         .output()
         .is_ok();
-    if have_kubectl {
-        for service in ["decode", "prefill"] {
-            let store = sim.store().clone();
-            let lines = Arc::clone(&kubectl_lines);
-            let kubeconfig = kubeconfig.clone();
-            watchers.push(tokio::task::spawn_blocking(move || {
-                let name = format!("llama-{service}");
-                let generation = |s: &infera::sim::store::Store| {
-                    s.get(Kind::Deployment, Some("llm"), &name)
-                        .and_then(|d| d.pointer("/metadata/generation").and_then(Value::as_i64))
-                        .unwrap_or(0)
-                };
-                let start = generation(&store);
-                let deadline = Instant::now() + Duration::from_secs(600);
-                while generation(&store) == start && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                let Ok(mut child) = Command::new("kubectl")
-                    .args(["rollout", "status", &format!("deploy/{name}"), "-n", "llm"])
-                    .arg("--kubeconfig")
-                    .arg(&kubeconfig)
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::null())
-                    .spawn()
-                else {
-                    return;
-                };
-                if let Some(out) = child.stdout.take() {
-                    for line in BufReader::new(out).lines().map_while(Result::ok) {
-                        lines
-                            .lock()
-                            .unwrap()
-                            .push((service.to_string(), line, Instant::now()));
-                    }
-                }
-                let _ = child.wait();
-            }));
-        }
-    }
+    let watchers = if have_kubectl {
+        spawn_kubectl_watchers(&sim, &kubeconfig, &kubectl_lines)
+    } else {
+        Vec::new()
+    };
 
     let config = sim.client_config().await.expect("client config");
     let conn = infera::cluster::connect_with(config, Some("infera-sim".into()))
@@ -247,9 +212,70 @@ async fn latency_run(replicas: u64, speed: f64) {
     } else {
         println!("kubectl not on PATH: no side-by-side figure");
     }
+    print_requests(&before, &after, replaced);
+    sim.shutdown().await;
+}
+
+/// Lines `kubectl rollout status` prints, per service, with their time.
+type KubectlLines = Arc<Mutex<Vec<(String, String, Instant)>>>;
+
+/// One `kubectl rollout status` per worker Deployment, each started once
+/// its template changed (as an operator would after the trigger).
+fn spawn_kubectl_watchers(
+    sim: &RunningSim,
+    kubeconfig: &std::path::Path,
+    kubectl_lines: &KubectlLines,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut watchers = Vec::new();
+    for service in ["decode", "prefill"] {
+        let store = sim.store().clone();
+        let lines = Arc::clone(kubectl_lines);
+        let kubeconfig = kubeconfig.to_path_buf();
+        watchers.push(tokio::task::spawn_blocking(move || {
+            let name = format!("llama-{service}");
+            let generation = |s: &infera::sim::store::Store| {
+                s.get(Kind::Deployment, Some("llm"), &name)
+                    .and_then(|d| d.pointer("/metadata/generation").and_then(Value::as_i64))
+                    .unwrap_or(0)
+            };
+            let start = generation(&store);
+            let deadline = Instant::now() + Duration::from_secs(600);
+            while generation(&store) == start && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let Ok(mut child) = Command::new("kubectl")
+                .args(["rollout", "status", &format!("deploy/{name}"), "-n", "llm"])
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+            else {
+                return;
+            };
+            if let Some(out) = child.stdout.take() {
+                for line in BufReader::new(out).lines().map_while(Result::ok) {
+                    lines
+                        .lock()
+                        .unwrap()
+                        .push((service.to_string(), line, Instant::now()));
+                }
+            }
+            let _ = child.wait();
+        }));
+    }
+    watchers
+}
+
+/// The API requests between two counts, per pod replaced.
+fn print_requests(
+    before: &std::collections::BTreeMap<String, u64>,
+    after: &std::collections::BTreeMap<String, u64>,
+    replaced: u64,
+) {
     println!("API requests during the rollout (all clients; kubectl included):");
     let mut total = 0;
-    for (k, v) in &after {
+    for (k, v) in after {
         let d = v - before.get(k).copied().unwrap_or(0);
         if d > 0 {
             total += d;
@@ -264,7 +290,6 @@ async fn latency_run(replicas: u64, speed: f64) {
         "total",
         total as f64 / replaced.max(1) as f64
     );
-    sim.shutdown().await;
 }
 
 /// A long audit at high speed: RSS at each quarter of the window.

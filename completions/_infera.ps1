@@ -36,7 +36,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Roll a worker on the built-in simulated cluster and show the evidence')
             [CompletionResult]::new('rbac', 'rbac', [CompletionResultType]::ParameterValue, 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
-            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate `completions/` and `man/` from these flag definitions')
+            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate `completions/` and `man/` from these flag definitions, and the rules table of `docs/lint.md` from the rule registry')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -51,6 +51,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--fail-on', '--fail-on', [CompletionResultType]::ParameterName, 'Exit 1 when a finding at or above this severity is reported')
             [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Lint this many files at once. 0 (the default) picks one thread per CPU, or `RAYON_NUM_THREADS` when it is set')
             [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'Lint this many files at once. 0 (the default) picks one thread per CPU, or `RAYON_NUM_THREADS` when it is set')
+            [CompletionResult]::new('--operator', '--operator', [CompletionResultType]::ParameterName, 'The operator generation to predict (default: the config''s `operator`, else latest). With `--cluster` it is read off the live workers and this only applies where they do not tell')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file to use')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The name of the kubeconfig context to use')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
@@ -79,10 +80,11 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
         'infera;render' {
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--operator', '--operator', [CompletionResultType]::ParameterName, 'The operator generation to render as (default: the `operator` key of `.infera-lint.yaml` found upward from the cwd, else latest)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -243,6 +245,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--kubeconfig-out', '--kubeconfig-out', [CompletionResultType]::ParameterName, 'Write a kubeconfig for the simulator to PATH')
             [CompletionResult]::new('--speed', '--speed', [CompletionResultType]::ParameterName, 'Simulated seconds per wall-clock second')
             [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Random seed (default: the scenario''s)')
+            [CompletionResult]::new('--operator', '--operator', [CompletionResultType]::ParameterName, 'The operator generation the simulated operator renders as (default: the scenario''s `operator`, else latest)')
             [CompletionResult]::new('--drop-watches-every', '--drop-watches-every', [CompletionResultType]::ParameterName, 'Drop every watch stream every this long (wall clock)')
             [CompletionResult]::new('--error-rate', '--error-rate', [CompletionResultType]::ParameterName, 'Answer this fraction of requests (0..1) with 5xx/429 bursts carrying `Retry-After`')
             [CompletionResult]::new('--conflict-rate', '--conflict-rate', [CompletionResultType]::ParameterName, 'Answer this fraction of updates with 409 Conflict')
@@ -253,8 +256,8 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--no-world', '--no-world', [CompletionResultType]::ParameterName, 'Serve an empty cluster (API server, Deployment/ReplicaSet controllers, scheduler, GC): no nodes, no manifests, no kubelet or operator, for `infera sim attach` to bring them')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -265,6 +268,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--scenario', '--scenario', [CompletionResultType]::ParameterName, 'Built-in scenario name or a scenario file')
             [CompletionResult]::new('--speed', '--speed', [CompletionResultType]::ParameterName, 'Simulated seconds per wall-clock second, for the world (image pulls, weight loads, probes); the control plane runs in real time')
             [CompletionResult]::new('--pod-cidr', '--pod-cidr', [CompletionResultType]::ParameterName, 'Pod IPs come from this range; listeners bind there, so it must be local to this machine (e.g. `127.77.0.0/16`, or a range routed to `lo` in the lab''s network namespace)')
+            [CompletionResult]::new('--operator', '--operator', [CompletionResultType]::ParameterName, 'The operator generation the simulated operator renders as (default: the scenario''s `operator`, else latest)')
             [CompletionResult]::new('--no-operator', '--no-operator', [CompletionResultType]::ParameterName, 'Do not run the infera operator (a real one runs in the cluster; its pods need the simulated nodes'' toleration, or `--no-taint`)')
             [CompletionResult]::new('--no-taint', '--no-taint', [CompletionResultType]::ParameterName, 'Do not taint the simulated nodes')
             [CompletionResult]::new('--cleanup', '--cleanup', [CompletionResultType]::ParameterName, 'Remove what attach creates for the scenario (nodes, Leases, applied objects), then exit')
@@ -345,7 +349,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             break
         }
         'infera;generate' {
-            [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'Directory holding `completions/` and `man/`')
+            [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'Directory holding `completions/`, `man/` and `docs/lint.md`')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -364,7 +368,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Roll a worker on the built-in simulated cluster and show the evidence')
             [CompletionResult]::new('rbac', 'rbac', [CompletionResultType]::ParameterValue, 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
-            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate `completions/` and `man/` from these flag definitions')
+            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate `completions/` and `man/` from these flag definitions, and the rules table of `docs/lint.md` from the rule registry')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }

@@ -561,7 +561,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__lint)
-            opts="-o -j -A -n -v -h -V --format --node-gpus --nodes --config --select --ignore --fail-on --threads --cluster --all-namespaces --kubeconfig --context --namespace --verbose --help --version"
+            opts="-o -j -A -n -v -h -V --format --node-gpus --nodes --config --select --ignore --fail-on --threads --operator --cluster --all-namespaces --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -605,6 +605,10 @@ _infera() {
                     ;;
                 -j)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --operator)
+                    COMPREPLY=($(compgen -W "pre-176 176 latest" -- "${cur}"))
                     return 0
                     ;;
                 --kubeconfig)
@@ -661,7 +665,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__render)
-            opts="-o -v -h -V --output --verbose --help --version"
+            opts="-o -v -h -V --output --operator --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -673,6 +677,10 @@ _infera() {
                     ;;
                 -o)
                     COMPREPLY=($(compgen -W "yaml json" -- "${cur}"))
+                    return 0
+                    ;;
+                --operator)
+                    COMPREPLY=($(compgen -W "pre-176 176 latest" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -997,7 +1005,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__sim__subcmd__attach)
-            opts="-v -h -V --kubeconfig --context --scenario --speed --pod-cidr --no-operator --no-taint --cleanup --verbose --help --version"
+            opts="-v -h -V --kubeconfig --context --scenario --speed --pod-cidr --no-operator --no-taint --operator --cleanup --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1021,6 +1029,10 @@ _infera() {
                     ;;
                 --pod-cidr)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --operator)
+                    COMPREPLY=($(compgen -W "pre-176 176 latest" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1115,7 +1127,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__sim__subcmd__serve)
-            opts="-v -h -V --scenario --port --plain-http --token --kubeconfig-out --speed --seed --no-world --drop-watches-every --error-rate --conflict-rate --compact-every --latency --restart-api-every --verbose --help --version"
+            opts="-v -h -V --scenario --port --plain-http --token --kubeconfig-out --speed --seed --operator --no-world --drop-watches-every --error-rate --conflict-rate --compact-every --latency --restart-api-every --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1143,6 +1155,10 @@ _infera() {
                     ;;
                 --seed)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --operator)
+                    COMPREPLY=($(compgen -W "pre-176 176 latest" -- "${cur}"))
                     return 0
                     ;;
                 --drop-watches-every)

@@ -33,7 +33,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand demo 'Roll a worker on the built-in simulated cluster and show the evidence'
             cand rbac 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need'
             cand completions 'Print a shell completion script to stdout'
-            cand generate 'Regenerate `completions/` and `man/` from these flag definitions'
+            cand generate 'Regenerate `completions/` and `man/` from these flag definitions, and the rules table of `docs/lint.md` from the rule registry'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'infera;lint'= {
@@ -47,6 +47,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --fail-on 'Exit 1 when a finding at or above this severity is reported'
             cand -j 'Lint this many files at once. 0 (the default) picks one thread per CPU, or `RAYON_NUM_THREADS` when it is set'
             cand --threads 'Lint this many files at once. 0 (the default) picks one thread per CPU, or `RAYON_NUM_THREADS` when it is set'
+            cand --operator 'The operator generation to predict (default: the config''s `operator`, else latest). With `--cluster` it is read off the live workers and this only applies where they do not tell'
             cand --kubeconfig 'Path to the kubeconfig file to use'
             cand --context 'The name of the kubeconfig context to use'
             cand -n 'The namespace scope for this request (default: the context''s namespace)'
@@ -73,10 +74,11 @@ set edit:completion:arg-completer[infera] = {|@words|
         &'infera;render'= {
             cand -o 'Output format'
             cand --output 'Output format'
+            cand --operator 'The operator generation to render as (default: the `operator` key of `.infera-lint.yaml` found upward from the cwd, else latest)'
             cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
         }
@@ -225,6 +227,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --kubeconfig-out 'Write a kubeconfig for the simulator to PATH'
             cand --speed 'Simulated seconds per wall-clock second'
             cand --seed 'Random seed (default: the scenario''s)'
+            cand --operator 'The operator generation the simulated operator renders as (default: the scenario''s `operator`, else latest)'
             cand --drop-watches-every 'Drop every watch stream every this long (wall clock)'
             cand --error-rate 'Answer this fraction of requests (0..1) with 5xx/429 bursts carrying `Retry-After`'
             cand --conflict-rate 'Answer this fraction of updates with 409 Conflict'
@@ -235,8 +238,8 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --no-world 'Serve an empty cluster (API server, Deployment/ReplicaSet controllers, scheduler, GC): no nodes, no manifests, no kubelet or operator, for `infera sim attach` to bring them'
             cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
         }
@@ -246,6 +249,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --scenario 'Built-in scenario name or a scenario file'
             cand --speed 'Simulated seconds per wall-clock second, for the world (image pulls, weight loads, probes); the control plane runs in real time'
             cand --pod-cidr 'Pod IPs come from this range; listeners bind there, so it must be local to this machine (e.g. `127.77.0.0/16`, or a range routed to `lo` in the lab''s network namespace)'
+            cand --operator 'The operator generation the simulated operator renders as (default: the scenario''s `operator`, else latest)'
             cand --no-operator 'Do not run the infera operator (a real one runs in the cluster; its pods need the simulated nodes'' toleration, or `--no-taint`)'
             cand --no-taint 'Do not taint the simulated nodes'
             cand --cleanup 'Remove what attach creates for the scenario (nodes, Leases, applied objects), then exit'
@@ -316,7 +320,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --version 'Print version'
         }
         &'infera;generate'= {
-            cand --dir 'Directory holding `completions/` and `man/`'
+            cand --dir 'Directory holding `completions/`, `man/` and `docs/lint.md`'
             cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
@@ -334,7 +338,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand demo 'Roll a worker on the built-in simulated cluster and show the evidence'
             cand rbac 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need'
             cand completions 'Print a shell completion script to stdout'
-            cand generate 'Regenerate `completions/` and `man/` from these flag definitions'
+            cand generate 'Regenerate `completions/` and `man/` from these flag definitions, and the rules table of `docs/lint.md` from the rule registry'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'infera;help;lint'= {

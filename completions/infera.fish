@@ -36,7 +36,7 @@ complete -c infera -n "__fish_infera_needs_command" -f -a "sim" -d 'A local simu
 complete -c infera -n "__fish_infera_needs_command" -f -a "demo" -d 'Roll a worker on the built-in simulated cluster and show the evidence'
 complete -c infera -n "__fish_infera_needs_command" -f -a "rbac" -d 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need'
 complete -c infera -n "__fish_infera_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
-complete -c infera -n "__fish_infera_needs_command" -f -a "generate" -d 'Regenerate `completions/` and `man/` from these flag definitions'
+complete -c infera -n "__fish_infera_needs_command" -f -a "generate" -d 'Regenerate `completions/` and `man/` from these flag definitions, and the rules table of `docs/lint.md` from the rule registry'
 complete -c infera -n "__fish_infera_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c infera -n "__fish_infera_using_subcommand lint" -s o -l format -d 'Output format' -r -f -a "human\t'Code frames and a summary table (colour on a TTY, honouring NO_COLOR)'
 json\t'One JSON document: `{"findings": [...], "summary": {...}}`'
@@ -51,6 +51,9 @@ complete -c infera -n "__fish_infera_using_subcommand lint" -l fail-on -d 'Exit 
 error\t''
 never\t''"
 complete -c infera -n "__fish_infera_using_subcommand lint" -s j -l threads -d 'Lint this many files at once. 0 (the default) picks one thread per CPU, or `RAYON_NUM_THREADS` when it is set' -r
+complete -c infera -n "__fish_infera_using_subcommand lint" -l operator -d 'The operator generation to predict (default: the config\'s `operator`, else latest). With `--cluster` it is read off the live workers and this only applies where they do not tell' -r -f -a "pre-176\t'Before PR #176: surge-free, /health on the engine port'
+176\t'PR #176 and later: surge-first when probed /ready on the readiness port'
+latest\t'The newest generation infera knows (176)'"
 complete -c infera -n "__fish_infera_using_subcommand lint" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
 complete -c infera -n "__fish_infera_using_subcommand lint" -l context -d 'The name of the kubeconfig context to use' -r
 complete -c infera -n "__fish_infera_using_subcommand lint" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
@@ -65,8 +68,11 @@ complete -c infera -n "__fish_infera_using_subcommand rules" -s h -l help -d 'Pr
 complete -c infera -n "__fish_infera_using_subcommand rules" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand render" -s o -l output -d 'Output format' -r -f -a "yaml\t''
 json\t''"
+complete -c infera -n "__fish_infera_using_subcommand render" -l operator -d 'The operator generation to render as (default: the `operator` key of `.infera-lint.yaml` found upward from the cwd, else latest)' -r -f -a "pre-176\t'Before PR #176: surge-free, /health on the engine port'
+176\t'PR #176 and later: surge-first when probed /ready on the readiness port'
+latest\t'The newest generation infera knows (176)'"
 complete -c infera -n "__fish_infera_using_subcommand render" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
-complete -c infera -n "__fish_infera_using_subcommand render" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand render" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c infera -n "__fish_infera_using_subcommand render" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image history help" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and not __fish_seen_subcommand_from restart set-image history help" -s h -l help -d 'Print help'
@@ -170,6 +176,9 @@ complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subco
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l kubeconfig-out -d 'Write a kubeconfig for the simulator to PATH' -r -F
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l speed -d 'Simulated seconds per wall-clock second' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l seed -d 'Random seed (default: the scenario\'s)' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l operator -d 'The operator generation the simulated operator renders as (default: the scenario\'s `operator`, else latest)' -r -f -a "pre-176\t'Before PR #176: surge-free, /health on the engine port'
+176\t'PR #176 and later: surge-first when probed /ready on the readiness port'
+latest\t'The newest generation infera knows (176)'"
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l drop-watches-every -d 'Drop every watch stream every this long (wall clock)' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l error-rate -d 'Answer this fraction of requests (0..1) with 5xx/429 bursts carrying `Retry-After`' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l conflict-rate -d 'Answer this fraction of updates with 409 Conflict' -r
@@ -179,13 +188,16 @@ complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subco
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l plain-http -d 'Serve plain HTTP instead of HTTPS with a generated CA. kubectl does not send a bearer token over plain HTTP, so only `kube`-based clients and curl can authenticate then'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l no-world -d 'Serve an empty cluster (API server, Deployment/ReplicaSet controllers, scheduler, GC): no nodes, no manifests, no kubelet or operator, for `infera sim attach` to bring them'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
-complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s h -l help -d 'Print help'
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -s V -l version -d 'Print version'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l kubeconfig -d 'Kubeconfig of the cluster to attach to (default: KUBECONFIG, then ~/.kube/config)' -r -F
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l context -d 'Kubeconfig context (default: the current one)' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l scenario -d 'Built-in scenario name or a scenario file' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l speed -d 'Simulated seconds per wall-clock second, for the world (image pulls, weight loads, probes); the control plane runs in real time' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l pod-cidr -d 'Pod IPs come from this range; listeners bind there, so it must be local to this machine (e.g. `127.77.0.0/16`, or a range routed to `lo` in the lab\'s network namespace)' -r
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l operator -d 'The operator generation the simulated operator renders as (default: the scenario\'s `operator`, else latest)' -r -f -a "pre-176\t'Before PR #176: surge-free, /health on the engine port'
+176\t'PR #176 and later: surge-first when probed /ready on the readiness port'
+latest\t'The newest generation infera knows (176)'"
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l no-operator -d 'Do not run the infera operator (a real one runs in the cluster; its pods need the simulated nodes\' toleration, or `--no-taint`)'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l no-taint -d 'Do not taint the simulated nodes'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l cleanup -d 'Remove what attach creates for the scenario (nodes, Leases, applied objects), then exit'
@@ -219,7 +231,7 @@ complete -c infera -n "__fish_infera_using_subcommand rbac" -s V -l version -d '
 complete -c infera -n "__fish_infera_using_subcommand completions" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c infera -n "__fish_infera_using_subcommand generate" -l dir -d 'Directory holding `completions/` and `man/`' -r -F
+complete -c infera -n "__fish_infera_using_subcommand generate" -l dir -d 'Directory holding `completions/`, `man/` and `docs/lint.md`' -r -F
 complete -c infera -n "__fish_infera_using_subcommand generate" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand generate" -s V -l version -d 'Print version'
@@ -232,7 +244,7 @@ complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_
 complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "demo" -d 'Roll a worker on the built-in simulated cluster and show the evidence'
 complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "rbac" -d 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need'
 complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "completions" -d 'Print a shell completion script to stdout'
-complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "generate" -d 'Regenerate `completions/` and `man/` from these flag definitions'
+complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "generate" -d 'Regenerate `completions/` and `man/` from these flag definitions, and the rules table of `docs/lint.md` from the rule registry'
 complete -c infera -n "__fish_infera_using_subcommand help; and not __fish_seen_subcommand_from lint rules render rollout audit sim demo rbac completions generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from rollout" -f -a "restart" -d 'Restart the worker pods of TARGET, one service at a time'
 complete -c infera -n "__fish_infera_using_subcommand help; and __fish_seen_subcommand_from rollout" -f -a "set-image" -d 'Change the image of `--service` in TARGET and roll it'

@@ -130,6 +130,7 @@ fn scenario(args: &Args) -> Scenario {
         name: "sim-scale".into(),
         description: "benchmark: many nodes, many small pods".into(),
         seed: 7,
+        operator: Default::default(),
         nodes: vec![NodeSpec {
             name: "node".into(),
             count: Some(args.nodes),
@@ -376,7 +377,123 @@ async fn main() -> anyhow::Result<()> {
 
     let client = Client::try_from(sim.client_config().await?)?;
 
-    // The watch probe: a bare pod in its own namespace, bound to a node.
+    create_watch_probe(&store)?;
+    // Let the controllers settle (the probe's kubelet, the last status writes).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // What the settled simulator costs with no client (resyncs, timers).
+    let cpu = cpu_seconds();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle_cpu = (cpu_seconds() - cpu) / 2.0;
+
+    let mut rows = Vec::new();
+
+    // ---- list ------------------------------------------------------------
+    let pods: Api<Pod> = Api::all(client.clone());
+    let expect = total_pods + 1;
+    let body_len = measure_lists(&client, &pods, &args, expect, &mut rows).await?;
+
+    phase_peaks.push(("list", rss.take_peak()));
+
+    // ---- watch at steady state -------------------------------------------
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = spawn_watcher(client.clone(), store.clone(), tx, Arc::clone(&stop));
+    // The watch is open once a probe write comes through.
+    let mut seq = 0u64;
+    loop {
+        seq += 1;
+        set_seq(&store, seq)?;
+        if arrival(&mut rx, seq).await.is_some() {
+            break;
+        }
+    }
+    seq = measure_steady_watch(&client, &store, &mut rx, seq, &args, &mut rows).await?;
+
+    phase_peaks.push(("watch", rss.take_peak()));
+
+    // ---- rolling restart of every Deployment -----------------------------
+    let restart =
+        measure_restart(&client, &store, &mut rx, seq, &args, total_pods, &mut rows).await?;
+    let Restart {
+        patched,
+        complete,
+        settled,
+        lost,
+        seq,
+    } = restart;
+    stop.store(true, Ordering::Relaxed);
+    let _ = set_seq(&store, seq + 1);
+    let watch_restarts = tokio::time::timeout(Duration::from_secs(2), watcher)
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or(0);
+
+    phase_peaks.push(("restart", rss.take_peak()));
+
+    // Another list with the restart's fresh objects.
+    let t = Instant::now();
+    let list = pods.list(&ListParams::default()).await?;
+    let first_list_after = t.elapsed();
+
+    phase_peaks.push(("list after restart", rss.take_peak()));
+
+    // ---- report ------------------------------------------------------------
+    let hwm = memory_kb("VmHWM:");
+    let rss = memory_kb("VmRSS:");
+    println!();
+    print_rows(&rows);
+    println!();
+    println!(
+        "list body: {:.1} MB for {} pods ({} bytes/pod); first list after the restart: {:.1} ms ({} pods)",
+        body_len as f64 / 1e6,
+        expect,
+        body_len / expect.max(1),
+        ms(first_list_after),
+        list.items.len()
+    );
+    println!(
+        "steady state from start:                 {:>8.2} s   (store seeded in {:.0} ms)",
+        steady.as_secs_f64(),
+        ms(seeded)
+    );
+    println!(
+        "simulator CPU when settled (no client):  {:>8.0} % of one core",
+        idle_cpu * 100.0
+    );
+    println!(
+        "rolling restart of {} Deployments, speed {}: {:>8.2} s wall to rolled out (target < 60 s; {} PATCHes took {:.0} ms)",
+        args.deployments,
+        args.speed,
+        complete.as_secs_f64(),
+        args.deployments,
+        ms(patched)
+    );
+    println!(
+        "                                          {:>8.2} s wall until every old pod is gone",
+        settled.as_secs_f64()
+    );
+    println!(
+        "watch probes lost during the restart: {lost}; watch re-opened {watch_restarts} time(s)"
+    );
+    println!(
+        "RSS: peak (VmHWM) {:.0} MB (target < 512 MB); at steady state {:.0} MB; now {:.0} MB",
+        hwm as f64 / 1024.0,
+        rss_steady as f64 / 1024.0,
+        rss as f64 / 1024.0
+    );
+    let peaks: Vec<String> = phase_peaks
+        .iter()
+        .map(|(phase, kb)| format!("{phase} {:.0} MB", *kb as f64 / 1024.0))
+        .collect();
+    println!("RSS peak by phase: {}", peaks.join(", "));
+    print_request_counts(&store);
+    sim.shutdown().await;
+    Ok(())
+}
+
+/// The watch probe: a bare pod in its own namespace, bound to a node.
+fn create_watch_probe(store: &Store) -> anyhow::Result<()> {
     store
         .create(
             Kind::Namespace,
@@ -390,18 +507,98 @@ async fn main() -> anyhow::Result<()> {
                    "spec": {"nodeName": "node-0", "containers": [{"name": "main", "image": "probe:1"}]}}),
         )
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    // Let the controllers settle (the probe's kubelet, the last status writes).
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    // What the settled simulator costs with no client (resyncs, timers).
-    let cpu = cpu_seconds();
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let idle_cpu = (cpu_seconds() - cpu) / 2.0;
+    Ok(())
+}
 
-    let mut rows = Vec::new();
+/// What the rolling restart of every Deployment measured.
+struct Restart {
+    /// Time to PATCH every Deployment.
+    patched: Duration,
+    /// Until every Deployment is rolled out.
+    complete: Duration,
+    /// Until every old pod is gone.
+    settled: Duration,
+    /// Watch probes without an event during the restart.
+    lost: usize,
+    /// The last sequence number written.
+    seq: u64,
+}
 
-    // ---- list ------------------------------------------------------------
-    let pods: Api<Pod> = Api::all(client.clone());
-    let expect = total_pods + 1;
+/// Restart every Deployment at once and probe the watch while the
+/// controllers are busy (a row); the timings in [`Restart`].
+async fn measure_restart(
+    client: &Client,
+    store: &Store,
+    rx: &mut mpsc::UnboundedReceiver<(u64, Instant)>,
+    mut seq: u64,
+    args: &Args,
+    total_pods: usize,
+    rows: &mut Vec<Row>,
+) -> anyhow::Result<Restart> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NAMESPACE);
+    let restarted_at = jiff::Timestamp::now().to_string();
+    let started = Instant::now();
+    for i in 0..args.deployments {
+        let patch = json!({"spec": {"template": {"metadata": {"annotations": {
+            "kubectl.kubernetes.io/restartedAt": restarted_at}}}}});
+        deployments
+            .patch(
+                &format!("web-{i}"),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await?;
+    }
+    let patched = started.elapsed();
+    // Probe the watch while the controllers are busy.
+    let mut busy = Vec::new();
+    let mut lost = 0usize;
+    let mut complete = None;
+    while complete.is_none() {
+        seq += 1;
+        let t = Instant::now();
+        set_seq(store, seq)?;
+        match arrival(rx, seq).await {
+            Some(at) => busy.push(at.duration_since(t)),
+            None => lost += 1,
+        }
+        if rolled_out(store, args.replicas) {
+            complete = Some(started.elapsed());
+        }
+        if started.elapsed() > Duration::from_secs(900) {
+            bail!("the rolling restart did not complete in 900 s");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let complete = complete.unwrap_or_default();
+    let settled = complete
+        + wait_until("the old pods to go", Duration::from_secs(600), || {
+            pods_settled(store, total_pods)
+        })
+        .await;
+    rows.push(row(
+        "watch: store write -> kube-rs watcher (during restart)",
+        busy,
+        "",
+    ));
+    Ok(Restart {
+        patched,
+        complete,
+        settled,
+        lost,
+        seq,
+    })
+}
+
+/// Typed lists of every pod, raw list bodies and their client-side decode,
+/// as rows; returns the body's length.
+async fn measure_lists(
+    client: &Client,
+    pods: &Api<Pod>,
+    args: &Args,
+    expect: usize,
+    rows: &mut Vec<Row>,
+) -> anyhow::Result<usize> {
     for _ in 0..3 {
         let list = pods.list(&ListParams::default()).await?;
         if list.items.len() != expect {
@@ -447,29 +644,26 @@ async fn main() -> anyhow::Result<()> {
         decode,
         "",
     ));
+    Ok(body_len)
+}
 
-    phase_peaks.push(("list", rss.take_peak()));
-
-    // ---- watch at steady state -------------------------------------------
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let stop = Arc::new(AtomicBool::new(false));
-    let watcher = spawn_watcher(client.clone(), store.clone(), tx, Arc::clone(&stop));
-    // The watch is open once a probe write comes through.
-    let mut seq = 0u64;
-    loop {
-        seq += 1;
-        set_seq(&store, seq)?;
-        if arrival(&mut rx, seq).await.is_some() {
-            break;
-        }
-    }
+/// Watch latency at steady state, from a store write and from a PATCH
+/// request to the kube-rs watcher, as rows; returns the last sequence number.
+async fn measure_steady_watch(
+    client: &Client,
+    store: &Store,
+    rx: &mut mpsc::UnboundedReceiver<(u64, Instant)>,
+    mut seq: u64,
+    args: &Args,
+    rows: &mut Vec<Row>,
+) -> anyhow::Result<u64> {
     let probe_api: Api<Pod> = Api::namespaced(client.clone(), PROBE_NAMESPACE);
     let mut from_store = Vec::with_capacity(args.samples * 2);
     for _ in 0..args.samples * 2 {
         seq += 1;
         let t = Instant::now();
-        set_seq(&store, seq)?;
-        let at = arrival(&mut rx, seq).await.context("watch event lost")?;
+        set_seq(store, seq)?;
+        let at = arrival(rx, seq).await.context("watch event lost")?;
         from_store.push(at.duration_since(t));
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
@@ -481,7 +675,7 @@ async fn main() -> anyhow::Result<()> {
         probe_api
             .patch(PROBE, &PatchParams::default(), &Patch::Merge(&patch))
             .await?;
-        let at = arrival(&mut rx, seq).await.context("watch event lost")?;
+        let at = arrival(rx, seq).await.context("watch event lost")?;
         from_api.push(at.duration_since(t));
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
@@ -495,131 +689,25 @@ async fn main() -> anyhow::Result<()> {
         from_api,
         "< 5 ms",
     ));
+    Ok(seq)
+}
 
-    phase_peaks.push(("watch", rss.take_peak()));
-
-    // ---- rolling restart of every Deployment -----------------------------
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NAMESPACE);
-    let restarted_at = jiff::Timestamp::now().to_string();
-    let started = Instant::now();
-    for i in 0..args.deployments {
-        let patch = json!({"spec": {"template": {"metadata": {"annotations": {
-            "kubectl.kubernetes.io/restartedAt": restarted_at}}}}});
-        deployments
-            .patch(
-                &format!("web-{i}"),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await?;
-    }
-    let patched = started.elapsed();
-    // Probe the watch while the controllers are busy.
-    let mut busy = Vec::new();
-    let mut lost = 0usize;
-    let mut complete = None;
-    while complete.is_none() {
-        seq += 1;
-        let t = Instant::now();
-        set_seq(&store, seq)?;
-        match arrival(&mut rx, seq).await {
-            Some(at) => busy.push(at.duration_since(t)),
-            None => lost += 1,
-        }
-        if rolled_out(&store, replicas) {
-            complete = Some(started.elapsed());
-        }
-        if started.elapsed() > Duration::from_secs(900) {
-            bail!("the rolling restart did not complete in 900 s");
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let complete = complete.unwrap_or_default();
-    let settled = complete
-        + wait_until("the old pods to go", Duration::from_secs(600), || {
-            pods_settled(&store, total_pods)
-        })
-        .await;
-    rows.push(row(
-        "watch: store write -> kube-rs watcher (during restart)",
-        busy,
-        "",
-    ));
-    stop.store(true, Ordering::Relaxed);
-    let _ = set_seq(&store, seq + 1);
-    let watch_restarts = tokio::time::timeout(Duration::from_secs(2), watcher)
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .unwrap_or(0);
-
-    phase_peaks.push(("restart", rss.take_peak()));
-
-    // Another list with the restart's fresh objects.
-    let t = Instant::now();
-    let list = pods.list(&ListParams::default()).await?;
-    let first_list_after = t.elapsed();
-
-    phase_peaks.push(("list after restart", rss.take_peak()));
-
-    // ---- report ------------------------------------------------------------
-    let hwm = memory_kb("VmHWM:");
-    let rss = memory_kb("VmRSS:");
-    println!();
+/// The measured rows as a table.
+fn print_rows(rows: &[Row]) {
     println!(
         "{:<56} {:>7} {:>9} {:>9} {:>9}  target",
         "measure", "samples", "p50 ms", "p99 ms", "max ms"
     );
-    for r in &rows {
+    for r in rows {
         println!(
             "{:<56} {:>7} {:>9.2} {:>9.2} {:>9.2}  {}",
             r.what, r.samples, r.p50, r.p99, r.max, r.target
         );
     }
-    println!();
-    println!(
-        "list body: {:.1} MB for {} pods ({} bytes/pod); first list after the restart: {:.1} ms ({} pods)",
-        body_len as f64 / 1e6,
-        expect,
-        body_len / expect.max(1),
-        ms(first_list_after),
-        list.items.len()
-    );
-    println!(
-        "steady state from start:                 {:>8.2} s   (store seeded in {:.0} ms)",
-        steady.as_secs_f64(),
-        ms(seeded)
-    );
-    println!(
-        "simulator CPU when settled (no client):  {:>8.0} % of one core",
-        idle_cpu * 100.0
-    );
-    println!(
-        "rolling restart of {} Deployments, speed {}: {:>8.2} s wall to rolled out (target < 60 s; {} PATCHes took {:.0} ms)",
-        args.deployments,
-        args.speed,
-        complete.as_secs_f64(),
-        args.deployments,
-        ms(patched)
-    );
-    println!(
-        "                                          {:>8.2} s wall until every old pod is gone",
-        settled.as_secs_f64()
-    );
-    println!(
-        "watch probes lost during the restart: {lost}; watch re-opened {watch_restarts} time(s)"
-    );
-    println!(
-        "RSS: peak (VmHWM) {:.0} MB (target < 512 MB); at steady state {:.0} MB; now {:.0} MB",
-        hwm as f64 / 1024.0,
-        rss_steady as f64 / 1024.0,
-        rss as f64 / 1024.0
-    );
-    let peaks: Vec<String> = phase_peaks
-        .iter()
-        .map(|(phase, kb)| format!("{phase} {:.0} MB", *kb as f64 / 1024.0))
-        .collect();
-    println!("RSS peak by phase: {}", peaks.join(", "));
+}
+
+/// The simulator's list and watch request counts.
+fn print_request_counts(store: &Store) {
     let counts = store.request_counts();
     let interesting: HashMap<&str, u64> = counts
         .iter()
@@ -627,6 +715,4 @@ async fn main() -> anyhow::Result<()> {
         .map(|(k, v)| (k.as_str(), *v))
         .collect();
     println!("API requests: {interesting:?}");
-    sim.shutdown().await;
-    Ok(())
 }

@@ -1,5 +1,36 @@
 # shellcheck shell=bash
-# Helpers shared by lab/up and lab/down (sourced, not run).
+# Helpers shared by lab/up, lab/ctl and lab/down (sourced, not run).
+
+# The control plane's components, in start order (lab/down stops them in
+# reverse); each has a line in DIR/pids and its argv in DIR/args.
+LAB_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+
+# lab_is_component NAME: is NAME one of LAB_COMPONENTS?
+lab_is_component() {
+  local c
+  for c in "${LAB_COMPONENTS[@]}"; do [[ $c == "$1" ]] && return 0; done
+  return 1
+}
+
+# lab_answers DIR NS NAME: does the component answer (one try, quiet)?
+# etcd: /health says true; kube-apiserver: /readyz is ok (through the lab's
+# kubectl and admin kubeconfig); kube-controller-manager and kube-scheduler:
+# their secure port (10257, 10259) accepts a connection.
+lab_answers() {
+  local dir=$1 ns=$2 port
+  case $3 in
+  etcd)
+    ip netns exec "$ns" bash -c 'exec 3<>/dev/tcp/127.0.0.1/2379 && printf "GET /health HTTP/1.0\r\n\r\n" >&3 && grep -q "\"health\":\"true\"" <&3' ;;
+  kube-apiserver)
+    ip netns exec "$ns" "$(readlink -f "$dir/bin")/kubectl" --kubeconfig "$dir/kubeconfig" \
+      --request-timeout=5s get --raw /readyz ;;
+  kube-controller-manager | kube-scheduler)
+    port=10257
+    [[ $3 == kube-scheduler ]] && port=10259
+    ip netns exec "$ns" bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" ;;
+  *) return 1 ;;
+  esac
+}
 
 # The process start time (clock ticks since boot, field 22 of /proc/PID/stat):
 # with the PID it names one process for good, so a recycled PID is never taken

@@ -17,16 +17,17 @@ pub fn main(bin_name: &'static str) -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    crate::cluster::trace::init_logging(cli.verbose);
-    match run(cli) {
-        Ok(exit) => exit.into(),
+    crate::logging::init_logging(cli.verbose);
+    let exit = match run(cli) {
+        Ok(exit) => exit,
         Err(err) => {
             // The credentials rule applies to the last line too.
             let text = crate::cluster::redact::scrub(&format!("{err:#}"));
             eprintln!("error: {text}");
-            Exit::Usage.into()
+            Exit::Usage
         }
-    }
+    };
+    ExitCode::from(exit.code())
 }
 
 fn run(cli: Cli) -> anyhow::Result<Exit> {

@@ -50,7 +50,8 @@ pub enum Command {
     Rbac(RbacArgs),
     /// Print a shell completion script to stdout.
     Completions(CompletionsArgs),
-    /// Regenerate `completions/` and `man/` from these flag definitions.
+    /// Regenerate `completions/` and `man/` from these flag definitions, and
+    /// the rules table of `docs/lint.md` from the rule registry.
     #[command(hide = true)]
     Generate(GenerateArgs),
 }
@@ -116,6 +117,29 @@ pub enum LintFormat {
     Github,
 }
 
+/// `--operator`: the generation of the Infera operator to predict
+/// (`infera_model::operator::Generation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OperatorArg {
+    /// Before PR #176: surge-free, /health on the engine port.
+    #[value(name = "pre-176")]
+    Pre176,
+    /// PR #176 and later: surge-first when probed /ready on the readiness port.
+    #[value(name = "176")]
+    Pr176,
+    /// The newest generation infera knows (176).
+    Latest,
+}
+
+impl From<OperatorArg> for infera_model::operator::Generation {
+    fn from(a: OperatorArg) -> Self {
+        match a {
+            OperatorArg::Pre176 => Self::Pre176,
+            OperatorArg::Pr176 | OperatorArg::Latest => Self::LATEST,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
 pub enum FailOn {
     Warning,
@@ -154,6 +178,11 @@ pub struct LintArgs {
     /// CPU, or `RAYON_NUM_THREADS` when it is set.
     #[arg(short = 'j', long, value_name = "NUM", default_value_t = 0)]
     pub threads: usize,
+    /// The operator generation to predict (default: the config's
+    /// `operator`, else latest). With `--cluster` it is read off the live
+    /// workers and this only applies where they do not tell.
+    #[arg(long = "operator", value_name = "GENERATION", value_enum)]
+    pub operator: Option<OperatorArg>,
     /// Lint the live objects of a cluster instead of files.
     #[arg(long, conflicts_with = "paths")]
     pub cluster: bool,
@@ -182,6 +211,10 @@ pub struct RenderArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Yaml)]
     pub output: OutputFormat,
+    /// The operator generation to render as (default: the `operator` key of
+    /// `.infera-lint.yaml` found upward from the cwd, else latest).
+    #[arg(long = "operator", value_name = "GENERATION", value_enum)]
+    pub operator: Option<OperatorArg>,
 }
 
 // ---------------------------------------------------------------------------
@@ -458,6 +491,10 @@ pub struct SimServeArgs {
     /// Random seed (default: the scenario's).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// The operator generation the simulated operator renders as
+    /// (default: the scenario's `operator`, else latest).
+    #[arg(long = "operator", value_name = "GENERATION", value_enum)]
+    pub operator: Option<OperatorArg>,
     /// Serve an empty cluster (API server, Deployment/ReplicaSet
     /// controllers, scheduler, GC): no nodes, no manifests, no kubelet or
     /// operator, for `infera sim attach` to bring them.
@@ -495,6 +532,10 @@ pub struct SimAttachArgs {
     /// Do not taint the simulated nodes.
     #[arg(long)]
     pub no_taint: bool,
+    /// The operator generation the simulated operator renders as
+    /// (default: the scenario's `operator`, else latest).
+    #[arg(long = "operator", value_name = "GENERATION", value_enum)]
+    pub operator: Option<OperatorArg>,
     /// Remove what attach creates for the scenario (nodes, Leases, applied
     /// objects), then exit.
     #[arg(long)]
@@ -514,7 +555,7 @@ pub struct CompletionsArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct GenerateArgs {
-    /// Directory holding `completions/` and `man/`.
+    /// Directory holding `completions/`, `man/` and `docs/lint.md`.
     #[arg(long, default_value = ".")]
     pub dir: PathBuf,
 }

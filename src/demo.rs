@@ -36,7 +36,7 @@ pub fn demo_target(scenario: &Scenario) -> Option<(Target, String)> {
             })?
         })
     };
-    if let Some((name, ns)) = find("InferaDeployment") {
+    if let Some((name, ns)) = find(infera_model::api::INFERA_DEPLOYMENT.kind) {
         return Some((
             Target {
                 kind: TargetKind::InferaDeployment,

@@ -34,6 +34,8 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
         // Only code frames need the text; keeping it for the other formats
         // would hold the lines findings point at for nothing.
         keep_sources: args.format == LintFormat::Human,
+        operator: effective.operator,
+        detected: Default::default(),
     };
 
     // Input errors always go to standard error (in json/sarif/github they
@@ -136,6 +138,7 @@ fn overrides(args: &LintArgs) -> CliOverrides {
         nodes: args.nodes.clone(),
         select: args.select.clone(),
         ignore: args.ignore.clone(),
+        operator: args.operator.map(Into::into),
     }
 }
 
@@ -166,6 +169,7 @@ pub fn exit_for_counts(summary: &LintSummary, input_errors: usize, fail_on: Fail
 /// cluster and lint them as live objects (no spans: findings point at
 /// `cluster`, line 0).
 fn lint_cluster(args: &LintArgs, options: &LintOptions) -> anyhow::Result<LintOutcome> {
+    let mut options = options.clone();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -173,12 +177,54 @@ fn lint_cluster(args: &LintArgs, options: &LintOptions) -> anyhow::Result<LintOu
     runtime.block_on(async {
         let connection = infera_cluster::connect(&args.cluster_args.options()).await?;
         let namespace = (!args.all_namespaces).then_some(connection.namespace.as_str());
-        let (objects, errors) = list_live_objects(&connection, namespace).await?;
+        let listed = list_live_objects(&connection, namespace).await?;
+        let (objects, errors) = (listed.objects, listed.errors);
+        options.detected = infera_model::generation::detect_per_deployment(&listed.rendered);
+        note_generations(&objects, &options);
         let live = live_inventory(&connection).await;
-        let mut outcome = engine::lint_live(&objects, "cluster", options, live);
+        let mut outcome = engine::lint_live(&objects, "cluster", &options, live);
         outcome.input_errors.extend(errors);
         Ok(outcome)
     })
+}
+
+/// On stderr, per live InferaDeployment: the operator generation its
+/// workers are linted as, and why (read off the rendered workers, or the
+/// configured one when they do not tell).
+fn note_generations(objects: &[serde_json::Value], options: &LintOptions) {
+    for idep in objects
+        .iter()
+        .filter(|o| o["kind"] == infera_model::api::INFERA_DEPLOYMENT.kind)
+    {
+        let key = (
+            idep.pointer("/metadata/namespace")
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string(),
+            idep.pointer("/metadata/name")
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string(),
+        );
+        let line = match options.detected.get(&key) {
+            Some(d @ infera_model::operator::Detection::Known(..)) => d.describe(),
+            Some(d) => format!(
+                "{}; linted as {} ({}, from --operator or the config)",
+                d.describe(),
+                options.operator,
+                options.operator.describe()
+            ),
+            None => format!(
+                "unknown: no rendered worker yet; linted as {} ({})",
+                options.operator,
+                options.operator.describe()
+            ),
+        };
+        eprintln!(
+            "note: InferaDeployment {}/{}: operator {line}",
+            key.0, key.1
+        );
+    }
 }
 
 /// Nodes with their allocatable and free (allocatable minus the requests of
@@ -226,22 +272,15 @@ async fn live_inventory(
     )
 }
 
-/// The kinds `infera lint --cluster` reads: (group, version, kind, plural).
-const LIVE_KINDS: &[(&str, &str, &str, &str)] = &[
-    (
-        "infera.amd.com",
-        "v1alpha1",
-        "InferaDeployment",
-        "inferadeployments",
-    ),
-    ("apps", "v1", "Deployment", "deployments"),
-    (
-        "leaderworkerset.x-k8s.io",
-        "v1",
-        "LeaderWorkerSet",
-        "leaderworkersets",
-    ),
-];
+/// The kinds `infera lint --cluster` reads.
+fn live_kinds() -> [kube::api::ApiResource; 3] {
+    use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
+    [
+        infera_cluster::api_resource(&INFERA_DEPLOYMENT),
+        kube::api::ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&()),
+        infera_cluster::api_resource(&LEADER_WORKER_SET),
+    ]
+}
 
 /// Objects of one list page at most; the rest is fetched with continue tokens.
 const LIST_PAGE: u32 = 500;
@@ -252,20 +291,22 @@ const LIST_PAGE: u32 = 500;
 /// Kinds the cluster does not serve (CRD not installed: 404) are skipped. A
 /// kind the caller may not list becomes an input error, and the other kinds
 /// are still linted. An unreachable server or rejected credentials end the
-/// command. Workloads owned by an InferaDeployment are left out: the
-/// InferaDeployment itself is linted, so they would only repeat its findings.
+/// command. Workloads owned by an InferaDeployment are not linted (the
+/// InferaDeployment is, rendered as the generation they show, so they would
+/// only repeat its findings); its Deployments are kept in
+/// [`LiveObjects::rendered`] to read that generation off.
 pub async fn list_live_objects(
     connection: &infera_cluster::Connection,
     namespace: Option<&str>,
-) -> Result<(Vec<serde_json::Value>, Vec<InputError>), infera_cluster::ClusterError> {
+) -> Result<LiveObjects, infera_cluster::ClusterError> {
     use infera_cluster::ClusterError;
-    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+    use kube::api::{Api, DynamicObject, ListParams};
 
     let mut objects = Vec::new();
     let mut errors = Vec::new();
-    for (group, version, kind, plural) in LIVE_KINDS {
-        let resource =
-            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+    let mut rendered = Vec::new();
+    for resource in live_kinds() {
+        let plural = resource.plural.as_str();
         let api: Api<DynamicObject> = match namespace {
             Some(ns) => Api::namespaced_with(connection.client.clone(), ns, &resource),
             None => Api::all_with(connection.client.clone(), &resource),
@@ -299,8 +340,13 @@ pub async fn list_live_objects(
                     .as_deref()
                     .unwrap_or_default()
                     .iter()
-                    .any(|o| o.kind == "InferaDeployment");
+                    .any(|o| o.kind == infera_model::api::INFERA_DEPLOYMENT.kind);
                 if owned_by_infera {
+                    if resource.kind == "Deployment"
+                        && let Ok(d) = serde_json::to_value(&item).and_then(serde_json::from_value)
+                    {
+                        rendered.push(d);
+                    }
                     continue;
                 }
                 let Ok(mut value) = serde_json::to_value(&item) else {
@@ -308,7 +354,7 @@ pub async fn list_live_objects(
                 };
                 if let Some(map) = value.as_object_mut() {
                     map.insert("apiVersion".into(), resource.api_version.clone().into());
-                    map.insert("kind".into(), (*kind).into());
+                    map.insert("kind".into(), resource.kind.clone().into());
                     if let Some(meta) = map.get_mut("metadata").and_then(|m| m.as_object_mut()) {
                         meta.remove("managedFields");
                     }
@@ -321,7 +367,21 @@ pub async fn list_live_objects(
             }
         }
     }
-    Ok((objects, errors))
+    Ok(LiveObjects {
+        objects,
+        errors,
+        rendered,
+    })
+}
+
+/// What `infera lint --cluster` lists.
+pub struct LiveObjects {
+    /// The objects to lint (wire form, `apiVersion`/`kind` set).
+    pub objects: Vec<serde_json::Value>,
+    /// Kinds that could not be listed.
+    pub errors: Vec<InputError>,
+    /// The Deployments the operator rendered for the InferaDeployments.
+    pub rendered: Vec<k8s_openapi::api::apps::v1::Deployment>,
 }
 
 // ---------------------------------------------------------------------------
@@ -371,6 +431,7 @@ mod tests {
             nodes: None,
             enabled: enabled.to_vec(),
             severity: severity.iter().copied().collect::<BTreeMap<_, _>>(),
+            operator: Default::default(),
         }
     }
 

@@ -1,17 +1,40 @@
-//! `infera render FILE`: the operator's render, printed.
+//! `infera render FILE`: the operator's render, printed: the workloads, then
+//! the discovery ServiceAccount, Role and RoleBinding.
 
 use infera_model::operator;
 
 use crate::cli::{OutputFormat, RenderArgs};
 use crate::exit::Exit;
 
+/// The ServiceAccount, Role and RoleBinding the operator creates beside the
+/// workloads (none when the document does not parse as an InferaDeployment:
+/// `render_as` has reported that already).
+fn discovery_objects(value: &serde_json::Value) -> Vec<serde_json::Value> {
+    serde_json::from_value::<operator::InferaDeployment>(value.clone())
+        .map(|idep| operator::discovery_objects(&idep))
+        .unwrap_or_default()
+}
+
+/// The generation to render as: `--operator`, else the `operator` key of
+/// the `.infera-lint.yaml` found upward from the cwd, else the latest.
+fn generation(args: &RenderArgs) -> anyhow::Result<operator::Generation> {
+    if let Some(flag) = args.operator {
+        return Ok(flag.into());
+    }
+    let cwd = std::env::current_dir()?;
+    let config = infera_lint::config::load(None, &cwd)?;
+    Ok(config.file.operator.unwrap_or_default())
+}
+
 /// `infera render FILE`.
 pub fn render_command(args: &RenderArgs) -> anyhow::Result<Exit> {
     use std::io::Write;
+    let generation = generation(args)?;
     let loaded = infera_model::manifest::load_path_values(&args.file)?;
     let mut stdout = std::io::stdout().lock();
     let mut exit = Exit::Ok;
     let mut printed = Vec::new();
+    let mut extra = Vec::new();
     let mut count = 0usize;
     for item in loaded {
         match item {
@@ -20,16 +43,21 @@ pub fn render_command(args: &RenderArgs) -> anyhow::Result<Exit> {
                 exit = Exit::Usage;
             }
             Ok((line, value)) => {
-                if value.get("kind").and_then(|k| k.as_str()) != Some(operator::KIND) {
+                if value.get("kind").and_then(|k| k.as_str())
+                    != Some(infera_model::api::INFERA_DEPLOYMENT.kind)
+                {
                     continue;
                 }
                 count += 1;
-                match operator::render(&value) {
+                match operator::render_as(&value, generation) {
                     Err(e) => {
                         eprintln!("error: {}:{line}: {e}", args.file.display());
                         exit = Exit::Usage;
                     }
-                    Ok(ws) => printed.extend(ws),
+                    Ok(ws) => {
+                        printed.extend(ws);
+                        extra.extend(discovery_objects(&value));
+                    }
                 }
             }
         }
@@ -42,7 +70,8 @@ pub fn render_command(args: &RenderArgs) -> anyhow::Result<Exit> {
     }
     match args.output {
         OutputFormat::Json => {
-            let items: Vec<_> = printed.iter().map(operator::annotated_object).collect();
+            let mut items: Vec<_> = printed.iter().map(operator::annotated_object).collect();
+            items.extend(extra);
             let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
             writeln!(stdout, "{}", serde_json::to_string_pretty(&list)?)?;
         }
@@ -59,6 +88,19 @@ pub fn render_command(args: &RenderArgs) -> anyhow::Result<Exit> {
                         .unwrap_or(""),
                     w.strategy,
                     w.why
+                )?;
+                write!(stdout, "{yaml}")?;
+            }
+            for object in &extra {
+                let yaml = serde_saphyr::to_string(object)?;
+                writeln!(
+                    stdout,
+                    "---\n# {} {}: created by the operator for Kubernetes discovery",
+                    object["kind"].as_str().unwrap_or_default(),
+                    object
+                        .pointer("/metadata/name")
+                        .and_then(|n| n.as_str())
+                        .unwrap_or_default()
                 )?;
                 write!(stdout, "{yaml}")?;
             }

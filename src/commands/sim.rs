@@ -24,7 +24,12 @@ impl From<&FaultArgs> for FaultConfig {
 /// `infera sim serve`: run until Ctrl-C.
 pub async fn serve(args: SimServeArgs) -> anyhow::Result<Exit> {
     let scenario = match scenario::Scenario::load(&args.scenario) {
-        Ok(s) => s,
+        Ok(mut s) => {
+            if let Some(g) = args.operator {
+                s.operator = g.into();
+            }
+            s
+        }
         Err(e) => {
             eprintln!("error: {e}");
             return Ok(Exit::Usage);

@@ -33,7 +33,12 @@ async fn client(args: &SimAttachArgs) -> Result<kube::Client, String> {
 /// Run `infera sim attach`.
 pub async fn run(args: SimAttachArgs) -> anyhow::Result<Exit> {
     let scenario = match Scenario::load(&args.scenario) {
-        Ok(s) => s,
+        Ok(mut s) => {
+            if let Some(g) = args.operator {
+                s.operator = g.into();
+            }
+            s
+        }
         Err(e) => return usage(e),
     };
     let pod_cidr = match Cidr::parse(&args.pod_cidr) {

@@ -1,6 +1,6 @@
-//! The README's crate graph is the workspace's: each `infera-*` crate's
+//! The documented crate graph is the workspace's: each `infera-*` crate's
 //! normal dependencies on other workspace crates, as `cargo metadata`
-//! reports them, equal the README's "`infera-x` → a, b" list.
+//! reports them, equal the "`infera-x` → a, b" list in `docs/architecture.md`.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -48,14 +48,15 @@ fn from_cargo() -> Graph {
     graph
 }
 
-/// The README's paragraph after "(workspace crates only):", e.g.
-/// "`infera-lint` → model; `infera` → all six."
-fn from_readme() -> Graph {
-    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
-    let start = readme
+/// The paragraph of `docs/architecture.md` after "(workspace crates only):",
+/// e.g. "`infera-lint` → model; `infera` → all six."
+fn from_docs() -> Graph {
+    let doc =
+        std::fs::read_to_string(root().join("docs/architecture.md")).expect("docs/architecture.md");
+    let start = doc
         .find("(workspace crates only):")
-        .expect("the README's crate-graph paragraph");
-    let paragraph = readme[start..]
+        .expect("the crate-graph paragraph of docs/architecture.md");
+    let paragraph = doc[start..]
         .split("\n\n")
         .next()
         .unwrap_or_default()
@@ -84,6 +85,6 @@ fn from_readme() -> Graph {
 }
 
 #[test]
-fn readme_crate_graph_matches_cargo_metadata() {
-    assert_eq!(from_readme(), from_cargo());
+fn documented_crate_graph_matches_cargo_metadata() {
+    assert_eq!(from_docs(), from_cargo());
 }

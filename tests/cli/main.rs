@@ -16,4 +16,5 @@ mod generated;
 mod layout;
 mod lint_cli;
 mod no_panic;
+mod operator_flag;
 mod rollout_usage;

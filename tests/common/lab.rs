@@ -141,6 +141,71 @@ impl Lab {
     }
 }
 
+impl Lab {
+    /// `lab/operator start DIR`: the published Infera operator, out of
+    /// cluster in the lab's namespace, until `lab/down` (the drop). Returns
+    /// how long it took to be reconciling. The binary is
+    /// `INFERA_OPERATOR_BIN` when set, else `lab/operator build`'s (cached).
+    pub fn start_operator(&self) -> Duration {
+        let t = Instant::now();
+        let out = Command::new(root().join("lab/operator"))
+            .arg("start")
+            .arg(self.dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run lab/operator start");
+        assert!(
+            out.status.success(),
+            "lab/operator start failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        t.elapsed()
+    }
+
+    /// The operator's log so far (`DIR/operator.log`).
+    pub fn operator_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("operator.log")).unwrap_or_default()
+    }
+}
+
+/// The published operator's source, read-only beside the repository. Only
+/// the real-operator lab tests read it (through `lab/operator`).
+pub fn operator_source() -> PathBuf {
+    root().join("../shared/upstream/infera-operator")
+}
+
+/// Why the real-operator lab tests skip (after saying so), or `None`: the
+/// lab's reasons first (a failure under `INFERA_LAB_REQUIRED`), then no
+/// operator binary (`INFERA_OPERATOR_BIN`) and no source to build one from
+/// (a failure under `INFERA_OPERATOR_REQUIRED`, which `.ci/run` sets when
+/// `../shared` exists).
+pub fn operator_skip_reason(test: &str) -> Option<String> {
+    if let Some(reason) = skip_reason(test) {
+        return Some(reason);
+    }
+    let bin = std::env::var_os("INFERA_OPERATOR_BIN").map(PathBuf::from);
+    let reason = match bin {
+        Some(b) if !b.is_file() => Some(format!(
+            "INFERA_OPERATOR_BIN={} is not a file; run lab/operator build",
+            b.display()
+        )),
+        Some(_) => None,
+        None => (!operator_source().join("go.mod").is_file()).then(|| {
+            format!(
+                "no published operator: {} is absent (it is ../shared beside the repository) and INFERA_OPERATOR_BIN is unset",
+                operator_source().display()
+            )
+        }),
+    }?;
+    assert!(
+        std::env::var_os("INFERA_OPERATOR_REQUIRED").is_none(),
+        "{test}: INFERA_OPERATOR_REQUIRED is set but the operator cannot run: {reason}"
+    );
+    eprintln!("skipping {test}: {reason}");
+    Some(reason)
+}
+
 impl Drop for Lab {
     fn drop(&mut self) {
         let _ = Command::new(root().join("lab/down"))
@@ -155,6 +220,11 @@ pub struct Attached(pub Child);
 
 impl Attached {
     pub fn start(lab: &Lab, scenario: &str) -> Attached {
+        Attached::start_with(lab, scenario, &[])
+    }
+
+    /// `infera sim attach` with extra flags (e.g. `--no-operator`).
+    pub fn start_with(lab: &Lab, scenario: &str, extra: &[&str]) -> Attached {
         let log = std::fs::File::create(lab.dir.path().join("attach.log")).expect("log");
         let child = lab
             .infera(&[
@@ -167,6 +237,7 @@ impl Attached {
                 "--pod-cidr",
                 POD_CIDR,
             ])
+            .args(extra)
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
             .spawn()

@@ -1,4 +1,4 @@
-//! Scenario parity (issue 12 §1): every built-in scenario, the same `infera
+//! Scenario parity, the embedded sim held to the lab: every built-in scenario, the same `infera
 //! rollout restart` on the embedded simulator and on the upstream lab (real
 //! kube-apiserver, kube-controller-manager and kube-scheduler v1.37.2 with
 //! `infera sim attach`), must give the same exit code, outcome, per-role

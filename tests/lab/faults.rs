@@ -1,4 +1,4 @@
-//! Faults on real components (issue 12 §2). On one upstream lab (real etcd,
+//! Faults on real components. On one upstream lab (real etcd,
 //! kube-apiserver, kube-controller-manager and kube-scheduler v1.37.2, with
 //! `infera sim attach --scenario pd-1p1d`), `infera rollout restart
 //! idep/llama` is run fault-free once, then again with one fault injected
@@ -568,7 +568,7 @@ fn spawn_embedded(kubeconfig: &Path, dir: &Path) -> Rollout {
     Rollout::spawn(cmd, report)
 }
 
-/// The documented difference (README, "Conformance"): the embedded
+/// The documented difference (docs/lab.md, "Conformance"): the embedded
 /// Deployment controller judges `progressDeadlineSeconds` on the scaled
 /// clock, upstream's (`DeploymentTimedOut` in
 /// k8s.io/kubernetes@v1.37.2 pkg/controller/deployment/util/deployment_util.go)
@@ -766,7 +766,7 @@ fn operator_roll_audited(
     (out.status.code(), outcome, minima)
 }
 
-/// The audit parity of issue 12 §1: the same operator-driven roll audited
+/// Audit parity, as `conformance.rs` holds rollouts: the same operator-driven roll audited
 /// on the lab and on `infera sim serve` (driven by the lab's kubectl from
 /// outside the namespace) gives the same exit code, outcome and minima.
 fn audit_parity(lab: &Lab) {

@@ -11,5 +11,6 @@ mod audit_many;
 mod conformance;
 mod faults;
 mod gitops;
+mod operator;
 mod rbac;
 mod smoke;

@@ -1,4 +1,4 @@
-//! RBAC for real (issue 12 §3): on the upstream lab, a ServiceAccount bound
+//! RBAC for real: on the upstream lab, a ServiceAccount bound
 //! to exactly what `infera rbac` prints can run `rollout restart`, `audit`
 //! and `lint --cluster`; removing any one verb of any rule makes the command
 //! that needs it fail with exit 2 and one line naming the verb and the
@@ -183,7 +183,8 @@ fn printed_role_is_sufficient_and_minimal() {
         if resource == "events" {
             // Read only at a stall, to quote the FailedScheduling event; a
             // denied list falls back to the pod's PodScheduled message
-            // (see the README), so no command fails without it here.
+            // (docs/lab.md, "RBAC, proven minimal"), so no command fails
+            // without it here.
             continue;
         }
         apply(&lab, &without(&objects[oi], ri, &verb));

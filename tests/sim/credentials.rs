@@ -1,4 +1,4 @@
-//! The credentials rule end to end (issue 9): a canary token, client key and
+//! The credentials rule end to end: a canary token, client key and
 //! certificate in the kubeconfig, then every command that reads a
 //! kubeconfig (`audit`, `rollout restart`, `lint --cluster`; `rbac` reads
 //! none) is run as the real binary against a broken, an unreachable and a

@@ -7,6 +7,7 @@ mod common;
 mod audit_many;
 mod credentials;
 mod kubectl_plugin;
+mod operator_generation;
 mod report_html;
 mod rollout;
 mod rollout_gitops;

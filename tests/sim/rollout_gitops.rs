@@ -1,4 +1,4 @@
-//! GitOps-aware triggers (issue 13 §2) on the embedded simulator, with the
+//! GitOps-aware triggers on the embedded simulator, with the
 //! `pd-1p1d-gitops` scenario: a simulated Flux kustomize-controller
 //! server-side applies `idep/llama` (field manager `kustomize-controller`,
 //! Flux's labels) and re-applies it 20 s (scenario time) after a field it

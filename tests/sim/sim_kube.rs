@@ -121,6 +121,7 @@ async fn typed_reads_and_selectors() {
         assert_eq!(got.namespace().as_deref(), Some("llm"));
     }
     let all: Api<Pod> = Api::all(client.clone());
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "llm");
     assert_eq!(
         all.list(&ListParams::default())
             .await
@@ -130,8 +131,21 @@ async fn typed_reads_and_selectors() {
         3
     );
 
+    chunked_lists_and_expired_tokens(&sim, &client, &all, &live).await;
+    typed_deployments_and_nodes(&client, &deployments).await;
+    label_and_field_selectors(&pods, &all, &deployments, &live).await;
+    sim.shutdown().await;
+}
+
+/// Chunked lists, and a continue token expired by a compaction.
+async fn chunked_lists_and_expired_tokens(
+    sim: &Sim,
+    client: &Client,
+    all: &Api<Pod>,
+    live: &[Pod],
+) {
     // Chunked lists: `limit` and `continue`.
-    let full = names(&live);
+    let full = names(live);
     let mut paged = Vec::new();
     let mut lp = ListParams::default().limit(1);
     loop {
@@ -168,8 +182,10 @@ async fn typed_reads_and_selectors() {
             .await,
     );
     assert_eq!((err.code, err.reason.as_str()), (410, "Expired"));
+}
 
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "llm");
+/// Typed lists and gets of Deployments and Nodes.
+async fn typed_deployments_and_nodes(client: &Client, deployments: &Api<Deployment>) {
     let list = deployments
         .list(&ListParams::default())
         .await
@@ -208,7 +224,15 @@ async fn typed_reads_and_selectors() {
             .map(String::as_str),
         Some("gpu-node-1")
     );
+}
 
+/// Label and field selectors; unsupported ones are 400.
+async fn label_and_field_selectors(
+    pods: &Api<Pod>,
+    all: &Api<Pod>,
+    deployments: &Api<Deployment>,
+    live: &[Pod],
+) {
     // Label selectors: equality, set-based, existence.
     let count = |lp: ListParams| {
         let pods = pods.clone();
@@ -296,7 +320,6 @@ async fn typed_reads_and_selectors() {
     );
     let err = api_error(pods.list(&ListParams::default().labels("a in b")).await);
     assert_eq!(err.code, 400);
-    sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -679,6 +702,13 @@ async fn create_replace_and_status_errors() {
     let current = api.get("cas").await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(current.spec.as_ref().and_then(|s| s.replicas), Some(2));
 
+    not_found_and_invalid(&client, &api).await;
+    bad_requests_and_dry_run(&client, &api).await;
+    sim.shutdown().await;
+}
+
+/// 404 NotFound (object, namespace) and 422 Invalid.
+async fn not_found_and_invalid(client: &Client, api: &Api<Deployment>) {
     // 404 NotFound, for an object and for a namespace.
     let err = api_error(api.get("nope").await);
     assert_eq!((err.code, err.reason.as_str()), (404, "NotFound"));
@@ -713,7 +743,10 @@ async fn create_replace_and_status_errors() {
     let err = api_error(api.create(&PostParams::default(), &negative).await);
     assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
     assert!(err.message.contains("spec.replicas"), "{}", err.message);
+}
 
+/// 400 for a wrong type and for an unknown field under Strict; Warn stores without it; dry run stores nothing.
+async fn bad_requests_and_dry_run(client: &Client, api: &Api<Deployment>) {
     // 400: a field of the wrong type; an unknown field with Strict.
     let mut wrong_type =
         serde_json::to_value(deployment("typed", 1, &[])).unwrap_or_else(|e| panic!("{e}"));
@@ -790,7 +823,6 @@ async fn create_replace_and_status_errors() {
             .unwrap_or_else(|e| panic!("{e}"))
             .is_none()
     );
-    sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -890,6 +922,13 @@ async fn patch_types() {
     assert_eq!(c[0].image.as_deref(), Some("nginx:1.29"));
     assert!(c[0].ports.is_none() && c[0].env.is_none());
 
+    paused_then_resumed(&client, &api, &pp).await;
+    conflicts_apply_and_media_types(&client, &api, &pp).await;
+    sim.shutdown().await;
+}
+
+/// A paused Deployment observes a template change without rolling it; resumed, it rolls.
+async fn paused_then_resumed(client: &Client, api: &Api<Deployment>, pp: &PatchParams) {
     // Paused: the template change is observed but not rolled out.
     let d = eventually("the paused deployment observed", || async {
         let d = api.get("p").await.ok()?;
@@ -931,7 +970,7 @@ async fn patch_types() {
     );
 
     // Resume: the new template rolls out.
-    api.patch("p", &pp, &Patch::Merge(json!({"spec": {"paused": false}})))
+    api.patch("p", pp, &Patch::Merge(json!({"spec": {"paused": false}})))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     eventually("the rollout after resume", || async {
@@ -941,12 +980,15 @@ async fn patch_types() {
             .then_some(())
     })
     .await;
+}
 
+/// A stale resourceVersion conflicts, server-side apply creates, an unknown patch type is 415.
+async fn conflicts_apply_and_media_types(client: &Client, api: &Api<Deployment>, pp: &PatchParams) {
     // A patch carrying a stale resourceVersion is a conflict.
     let err = api_error(
         api.patch(
             "p",
-            &pp,
+            pp,
             &Patch::Merge(json!({"metadata": {"resourceVersion": "1", "labels": {"x": "y"}}})),
         )
         .await,
@@ -979,7 +1021,6 @@ async fn patch_types() {
             .await,
     );
     assert_eq!(err.code, 415);
-    sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -262,16 +262,23 @@ async fn apply_get_rollout_restart_and_scale() {
     assert_eq!(nodes.len(), 3, "{}", out.stdout);
     assert!(nodes.iter().all(|r| r[1] == "Ready"), "{}", out.stdout);
 
+    reapply_restart_and_scale(&c, &manifest).await;
+    strict_validation_and_server_side_apply(&c, &manifest).await;
+    c.shutdown().await;
+}
+
+/// Re-apply (a three-way strategic merge), rollout restart, status, history and scale.
+async fn reapply_restart_and_scale(c: &Cluster, manifest: &str) {
     // Re-apply, changed: a three-way strategic merge patch.
     c.write("web.yaml", &web_deployment("nginx:1.28"));
-    let out = c.kubectl(&["apply", "-f", &manifest]).await;
+    let out = c.kubectl(&["apply", "-f", manifest]).await;
     assert!(
         out.expect_ok("re-apply")
             .contains("deployment.apps/web configured"),
         "{}",
         out.stdout
     );
-    let out = c.kubectl(&["apply", "-f", &manifest]).await;
+    let out = c.kubectl(&["apply", "-f", manifest]).await;
     assert!(
         out.expect_ok("apply unchanged")
             .contains("deployment.apps/web unchanged")
@@ -338,7 +345,10 @@ async fn apply_get_rollout_restart_and_scale() {
     let out = c.kubectl(&["get", "deploy", "web"]).await;
     let table = out.expect_ok("get deploy");
     assert_eq!(rows(table)[0][1], "3/3", "{table}");
+}
 
+/// Strict, warn and no validation of an unknown field; server-side apply.
+async fn strict_validation_and_server_side_apply(c: &Cluster, manifest: &str) {
     // kubectl's default strict validation: the server refuses unknown
     // fields; --validate=warn gets a warning; false ignores them.
     let typo = web_deployment("nginx:1.27")
@@ -365,7 +375,7 @@ async fn apply_get_rollout_restart_and_scale() {
             "--server-side",
             "--field-manager=sim-test",
             "-f",
-            &manifest,
+            manifest,
         ])
         .await;
     assert!(
@@ -374,7 +384,6 @@ async fn apply_get_rollout_restart_and_scale() {
         "{}",
         out.stdout
     );
-    c.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -823,6 +832,13 @@ async fn current_kubectl_creates_scales_drains_and_reads_events() {
         ])
         .await;
     assert_eq!(strategy.expect_ok("strategy"), "RollingUpdate");
+    events_and_can_i(&c).await;
+    drain_and_configmaps(&c).await;
+    c.shutdown().await;
+}
+
+/// Events as on a cluster (describe, get events); auth can-i.
+async fn events_and_can_i(c: &Cluster) {
     // Events, as on a cluster.
     let describe = c.kubectl(&["describe", "deploy/web", "-n", "x"]).await;
     let describe = describe.expect_ok("describe deploy");
@@ -859,6 +875,10 @@ async fn current_kubectl_creates_scales_drains_and_reads_events() {
         .kubectl(&["auth", "can-i", "create", "deployments", "-n", "x"])
         .await;
     assert_eq!(can.expect_ok("auth can-i").trim(), "yes");
+}
+
+/// drain (cordon, then Evictions) and the evicted pods rescheduled; ConfigMaps are a clean NotFound.
+async fn drain_and_configmaps(c: &Cluster) {
     // drain: cordon (patch) then policy/v1 Evictions (protobuf).
     let node = c
         .kubectl(&[
@@ -920,5 +940,4 @@ async fn current_kubectl_creates_scales_drains_and_reads_events() {
         cm.expect_err("configmap")
             .contains("could not find the requested resource")
     );
-    c.shutdown().await;
 }

@@ -33,7 +33,8 @@ use super::roles::{
 };
 use super::session::{AuditError, AuditSession};
 use super::tracker::{Auditor, DEPLOYMENT_LABEL, RoleSpec};
-use infera_cluster::{ClusterError, Connection};
+use infera_cluster::{ClusterError, Connection, inferadeployment_resource};
+use infera_model::api::INFERA_DEPLOYMENT;
 
 /// How long (reported time) every Deployment must stay complete before
 /// `--until-complete` ends.
@@ -92,8 +93,6 @@ pub enum AuditCommandError {
     },
 }
 
-pub use infera_cluster::inferadeployment_resource;
-
 /// Resolve the roles and the pod watch selector of `target`.
 pub(crate) async fn resolve_roles(
     conn: &Connection,
@@ -110,7 +109,10 @@ pub(crate) async fn resolve_roles(
             let api: Api<DynamicObject> =
                 Api::namespaced_with(conn.client.clone(), namespace, &inferadeployment_resource());
             let idep = api.get(name).await.map_err(|e| {
-                not_found_named(get_error(conn, namespace, &e, "inferadeployments"), name)
+                not_found_named(
+                    get_error(conn, namespace, &e, INFERA_DEPLOYMENT.plural),
+                    name,
+                )
             })?;
             let selector = format!("{DEPLOYMENT_LABEL}={name}");
             if !flagged.is_empty() {
@@ -193,6 +195,14 @@ pub async fn audit_target_with(
     }
     let target = Target::parse(&opts.target)?;
     let (roles, selector) = resolve_roles(conn, &conn.namespace, &target, &opts.roles).await?;
+    let operator = operator_generation(conn, &target).await;
+    if let Some(detection) = &operator {
+        status(&format!("operator: {}", detection.describe()));
+    }
+    let label = |mut report: Report| {
+        report.operator_generation = operator.as_ref().map(|d| d.label().to_string());
+        report
+    };
     let mut auditor = Auditor::new(
         roles.clone(),
         opts.min_ready,
@@ -219,7 +229,7 @@ pub async fn audit_target_with(
     tokio::pin!(interrupt);
     tokio::select! {
         r = session.wait_synced() => r?,
-        _ = &mut interrupt => return Ok(session.finish(Outcome::Interrupted).await?),
+        _ = &mut interrupt => return Ok(label(session.finish(Outcome::Interrupted).await?)),
     }
     let deadline = deadline(opts, time_scale);
     let outcome = if opts.until_complete {
@@ -248,7 +258,33 @@ pub async fn audit_target_with(
             _ = &mut interrupt => Outcome::Interrupted,
         }
     };
-    Ok(session.finish(outcome).await?)
+    Ok(label(session.finish(outcome).await?))
+}
+
+/// For an InferaDeployment target: the generation its operator-rendered
+/// worker Deployments show (unknown, with the reason, when they cannot be
+/// listed or do not tell). None for a plain Deployment.
+async fn operator_generation(
+    conn: &Connection,
+    target: &Target,
+) -> Option<infera_model::operator::Detection> {
+    use infera_model::operator::Detection;
+    let Target::InferaDeployment(name) = target else {
+        return None;
+    };
+    let api: Api<Deployment> = Api::namespaced(conn.client.clone(), &conn.namespace);
+    let params = kube::api::ListParams::default().labels(&format!("{DEPLOYMENT_LABEL}={name}"));
+    Some(match api.list(&params).await {
+        Ok(list) => infera_model::generation::detect(
+            list.items
+                .iter()
+                .filter(|d| infera_model::generation::operator_owned(d)),
+        ),
+        Err(e) => Detection::Unknown(format!(
+            "cannot list its Deployments ({})",
+            get_error(conn, &conn.namespace, &e, "deployments")
+        )),
+    })
 }
 
 /// `auditing TARGET in namespace NS: roles …; a sample every …; MODE`.

@@ -24,6 +24,7 @@ use infera_cluster::reflect::{Reflector, name_key};
 use infera_cluster::{
     ClusterError, Connection, DeploymentProgress, deployment_progress, inferadeployment_resource,
 };
+use infera_model::api::INFERA_DEPLOYMENT;
 
 /// Which Deployments (and InferaDeployment) make up one audited target.
 #[derive(Debug, Clone)]
@@ -282,7 +283,7 @@ pub(crate) async fn wait_complete(
                     }
                 }
                 Some(Ok(_)) | None => {}
-                Some(Err(e)) => watch_error(&e, conn, "inferadeployments.infera.amd.com", ns)?,
+                Some(Err(e)) => watch_error(&e, conn, INFERA_DEPLOYMENT.qualified_plural, ns)?,
             },
             _ = &mut recheck => {}
         }

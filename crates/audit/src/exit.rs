@@ -1,6 +1,7 @@
-//! Process exit codes, one table for every command (documented in the README).
-
-use std::process::ExitCode;
+//! Exit codes, one table for every command (documented in the README's
+//! "Exit codes"): what an outcome means to a shell or CI job. Reports carry
+//! the number (`exit_code`); only the binary turns it into the process's
+//! exit status.
 
 /// What a command's outcome means to a shell or CI job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,11 +28,5 @@ impl Exit {
             Exit::Stalled => 3,
             Exit::Interrupted => 130,
         }
-    }
-}
-
-impl From<Exit> for ExitCode {
-    fn from(e: Exit) -> Self {
-        ExitCode::from(e.code())
     }
 }

@@ -24,6 +24,7 @@ use super::roles::{Target, TargetError};
 use super::session::AuditSession;
 use super::tracker::{Auditor, DEPLOYMENT_LABEL, RoleSpec};
 use infera_cluster::{ClusterError, Connection, inferadeployment_resource};
+use infera_model::api::INFERA_DEPLOYMENT;
 
 /// What `infera audit` was asked to audit: TARGETs, or every
 /// InferaDeployment and Deployment matching a label selector.
@@ -155,7 +156,7 @@ async fn list_ideps(
             &e,
             &conn.url,
             "list",
-            "inferadeployments",
+            INFERA_DEPLOYMENT.plural,
             namespace,
         )),
     }
@@ -199,7 +200,7 @@ fn owned_by_inferadeployment(meta: &kube::api::ObjectMeta) -> bool {
             .owner_references
             .iter()
             .flatten()
-            .any(|o| o.kind == "InferaDeployment")
+            .any(|o| o.kind == INFERA_DEPLOYMENT.kind)
 }
 
 /// The one pod watch's label selector: `infera.amd.com/deployment in (…)`

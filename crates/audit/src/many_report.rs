@@ -244,6 +244,7 @@ impl ManyReport {
                 .fold(0.0, f64::max),
             roles,
             steps,
+            operator_generation: None,
             min_ready: first.map_or(1, |r| r.min_ready),
             synced: self.reports.iter().all(|r| r.synced),
             samples_csv_error: None,

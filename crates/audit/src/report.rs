@@ -1,4 +1,4 @@
-//! The audit report: JSON (issue 4's exact shape), a table per role, one
+//! The audit report: JSON (the machine-readable form), a table per role, one
 //! sentence, and the timeline files.
 
 use std::fmt::Write as _;
@@ -96,6 +96,10 @@ pub struct Report {
     pub duration_s: f64,
     pub roles: Vec<RoleReport>,
     pub steps: Vec<StepRecord>,
+    /// The operator generation the target's worker Deployments show
+    /// (`pre-176`, `176` or `unknown`); absent for a plain Deployment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operator_generation: Option<String>,
     #[serde(skip)]
     pub min_ready: u32,
     /// Whether the pod list ever arrived (otherwise there are no numbers).

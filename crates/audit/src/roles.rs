@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::tracker::{DEPLOYMENT_LABEL, RoleSpec};
+use infera_model::api::INFERA_DEPLOYMENT;
 
 /// What `infera audit` / `infera rollout` act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,12 +38,7 @@ impl Target {
             return Err(bad());
         }
         match kind.to_ascii_lowercase().as_str() {
-            "idep"
-            | "ideps"
-            | "inferadeployment"
-            | "inferadeployments"
-            | "inferadeployment.infera.amd.com"
-            | "inferadeployments.infera.amd.com" => Ok(Target::InferaDeployment(name.to_string())),
+            k if INFERA_DEPLOYMENT.is_spelled(k) => Ok(Target::InferaDeployment(name.to_string())),
             "deploy" | "deployment" | "deployments" | "deployment.apps" | "deployments.apps" => {
                 Ok(Target::Deployment(name.to_string()))
             }

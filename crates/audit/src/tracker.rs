@@ -615,6 +615,7 @@ impl Auditor {
             duration_s: self.scaled(duration),
             roles,
             steps: self.steps.clone(),
+            operator_generation: None,
             min_ready: self.min_ready,
             synced: self.origin.is_some(),
             samples_csv_error: self.samples_csv_error.clone(),

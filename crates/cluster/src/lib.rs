@@ -8,7 +8,6 @@
 //! context's, else `default`). Exec plugins and bearer tokens (inline or
 //! `tokenFile`) work as kube 5 implements them. Nothing here prints a token
 //! or any other credential.
-#![warn(clippy::too_many_lines)] // threshold in clippy.toml
 
 mod capacity;
 pub mod rbac;
@@ -21,6 +20,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use infera_model::api::{ApiType, INFERA_DEPLOYMENT};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
@@ -399,12 +399,17 @@ pub fn read_kubeconfig(path: &Path) -> Result<Kubeconfig, ClusterError> {
     })
 }
 
+/// The `kube` API resource of a custom resource type.
+pub fn api_resource(api: &ApiType) -> kube::api::ApiResource {
+    kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk(api.group, api.version, api.kind),
+        api.plural,
+    )
+}
+
 /// The InferaDeployment API resource.
 pub fn inferadeployment_resource() -> kube::api::ApiResource {
-    kube::api::ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk("infera.amd.com", "v1alpha1", "InferaDeployment"),
-        "inferadeployments",
-    )
+    api_resource(&INFERA_DEPLOYMENT)
 }
 
 /// Where the kubeconfig, context and namespace come from (the binary builds

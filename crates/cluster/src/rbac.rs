@@ -1,6 +1,7 @@
 //! `infera rbac`: the minimal RBAC that `infera rollout`, `infera audit` and
 //! `infera lint --cluster` need.
 
+use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
 use serde_json::{Value, json};
 
 /// The name of the ServiceAccount, Role and bindings.
@@ -69,6 +70,7 @@ pub fn rbac_objects(namespace: &str, scope: Scope) -> Vec<Value> {
         Some(ns) => json!({ "name": name, "namespace": ns }),
         None => json!({ "name": name }),
     };
+    let (idep, lws) = (INFERA_DEPLOYMENT, LEADER_WORKER_SET);
     vec![
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -78,9 +80,9 @@ pub fn rbac_objects(namespace: &str, scope: Scope) -> Vec<Value> {
                 rule("", &["pods"], &["watch"]),
                 rule("", &["pods/proxy"], &["get"]),
                 rule("", &["events"], &["list"]),
-                rule("infera.amd.com", &["inferadeployments"], &["get", "list", "watch", "patch"]),
+                rule(idep.group, &[idep.plural], &["get", "list", "watch", "patch"]),
                 rule("apps", &["deployments"], &["get", "list", "watch", "patch"]),
-                rule("leaderworkerset.x-k8s.io", &["leaderworkersets"], &["list"]),
+                rule(lws.group, &[lws.plural], &["list"]),
             ],
         }),
         json!({

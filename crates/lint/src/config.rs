@@ -10,6 +10,7 @@
 //! nodes: cluster/nodes.yaml    # node inventory, relative to this file
 //! select: [IR001, IR002]       # only these rules (default: all)
 //! ignore: [single-replica-gap] # never these (alias: disable)
+//! operator: pre-176            # operator generation: pre-176, 176 or latest (default)
 //! severity:                    # change a rule's severity
 //!   IR005: error
 //!   surge-needs-spare-node: warning
@@ -78,6 +79,8 @@ impl From<SeverityName> for Severity {
 pub struct ConfigFile {
     pub node_gpus: Option<u32>,
     pub nodes: Option<PathBuf>,
+    /// The operator generation to predict (`pre-176`, `176`, `latest`).
+    pub operator: Option<infera_model::operator::Generation>,
     #[serde(default)]
     pub select: Vec<Spanned<String>>,
     #[serde(default, alias = "disable")]
@@ -154,6 +157,7 @@ pub struct CliOverrides {
     pub nodes: Option<PathBuf>,
     pub select: Vec<String>,
     pub ignore: Vec<String>,
+    pub operator: Option<infera_model::operator::Generation>,
 }
 
 /// Settings after applying flags over config over defaults.
@@ -166,6 +170,8 @@ pub struct Effective {
     /// Severities the config sets explicitly (rule code → severity). Rules
     /// not named keep the severity each finding was raised with.
     pub severity: BTreeMap<&'static str, Severity>,
+    /// The operator generation to predict (flag > config > latest).
+    pub operator: infera_model::operator::Generation,
 }
 
 impl Effective {
@@ -303,6 +309,7 @@ pub fn resolve(
         nodes: cli.nodes.clone().or(config_nodes),
         enabled,
         severity,
+        operator: cli.operator.or(file.operator).unwrap_or_default(),
     })
 }
 
@@ -380,6 +387,7 @@ mod tests {
             nodes: Some(PathBuf::from("n.yaml")),
             select: vec!["IR008".into(), "probe-not-registration".into()],
             ignore: vec!["IR005".into()],
+            operator: None,
         };
         let eff = resolve(RULES, &cfg, &cli).unwrap();
         assert_eq!(eff.node_gpus, 16);
@@ -398,6 +406,30 @@ mod tests {
         )
         .unwrap();
         assert_eq!(eff.enabled, vec!["IR005"]);
+    }
+
+    #[test]
+    fn operator_generation_flag_over_config_over_latest() {
+        use infera_model::operator::Generation;
+        let resolved = |text: &str, flag: Option<Generation>| {
+            let cli = CliOverrides {
+                operator: flag,
+                ..CliOverrides::default()
+            };
+            resolve(RULES, &loaded(text), &cli).unwrap().operator
+        };
+        assert_eq!(resolved("", None), Generation::LATEST);
+        assert_eq!(resolved("operator: pre-176\n", None), Generation::Pre176);
+        assert_eq!(resolved("operator: 176\n", None), Generation::Pr176);
+        assert_eq!(resolved("operator: latest\n", None), Generation::Pr176);
+        assert_eq!(
+            resolved("operator: pre-176\n", Some(Generation::Pr176)),
+            Generation::Pr176
+        );
+        let err = parse("node-gpus: 8\noperator: v1\n", "cfg.yaml").unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("cfg.yaml:2:"), "{text}");
+        assert!(text.contains("pre-176, 176, latest"), "{text}");
     }
 
     #[test]

@@ -1,13 +1,26 @@
 //! The lint engine: paths → documents → typed views → rules → findings.
-//! (Owned by the `core` work; `lint::run` and the printers call only this.)
 //!
-//! Interface contract (keep these names; add fields freely):
+//! The entry points: [`lint_paths`] (files, directories, `-`; everything
+//! collected), [`lint_paths_each`] (the same, streamed file by file in report
+//! order), [`lint_objects`]/[`lint_live`] (live objects from `--cluster`),
+//! [`lint_source`] (one in-memory source: the fuzz target) and [`load_paths`]
+//! (the loader without rules: the benchmark's baseline). Their results are
+//! [`LintOutcome`]/[`FileOutcome`]; the printers in `report/` read only those.
 
+use std::path::Path as FsPath;
 use std::path::PathBuf;
 
 use serde::Serialize;
 
+pub use super::finding::RuleMeta;
 use super::finding::{Finding, Severity};
+pub use super::rules::InventoryNode;
+use super::rules::{Capacity, Hit, REGISTRY, Workload};
+pub use super::rules::{rule, rules};
+use infera_model::api::INFERA_DEPLOYMENT;
+use infera_model::manifest::{self, ConvertOutcome, Node, Seg};
+use infera_model::operator;
+use infera_model::worker;
 
 /// What the rules need to know that is not in the manifests.
 #[derive(Debug, Clone, Default)]
@@ -24,6 +37,27 @@ pub struct LintOptions {
     /// Keep the lines findings point at in [`LintOutcome::sources`] (the
     /// human printer's code frames need them; the other printers do not).
     pub keep_sources: bool,
+    /// The operator generation InferaDeployments are rendered as (the
+    /// `--operator` flag / `operator` config key; latest by default).
+    pub operator: operator::Generation,
+    /// Live: the generation each InferaDeployment's operator showed
+    /// ((namespace, name) → detection). A known one wins over `operator`.
+    pub detected: std::collections::BTreeMap<(String, String), operator::Detection>,
+}
+
+impl LintOptions {
+    /// The generation an InferaDeployment is rendered as: the one its live
+    /// workers show, else the configured one.
+    pub fn generation_for(&self, idep: &operator::InferaDeployment) -> operator::Generation {
+        let key = (
+            idep.metadata.namespace.clone().unwrap_or_default(),
+            idep.metadata.name.clone().unwrap_or_default(),
+        );
+        self.detected
+            .get(&key)
+            .and_then(operator::Detection::generation)
+            .unwrap_or(self.operator)
+    }
 }
 
 /// A file or document that could not be read or parsed. Never hides the
@@ -195,15 +229,6 @@ fn finding_lines(bytes: &[u8], findings: &[Finding]) -> SourceLines {
     }
     lines
 }
-
-use std::path::Path as FsPath;
-
-pub use super::finding::RuleMeta;
-pub use super::rules::InventoryNode;
-use super::rules::{Capacity, Hit, REGISTRY, Workload};
-pub use super::rules::{rule, rules};
-use infera_model::manifest::{self, ConvertOutcome, Node, Seg};
-use infera_model::worker;
 
 /// Object annotation listing rule codes/names to ignore (`IR001/prefill` per service).
 pub const LINT_IGNORE_ANNOTATION: &str = "infera.amd.com/lint-ignore";
@@ -743,7 +768,7 @@ fn collect_placeholders(node: &Node, out: &mut Vec<(manifest::Path, String)>) {
 fn live_inferadeployments(objects: &[serde_json::Value]) -> Vec<(String, String)> {
     objects
         .iter()
-        .filter(|v| v.get("kind").and_then(|k| k.as_str()) == Some("InferaDeployment"))
+        .filter(|v| v.get("kind").and_then(|k| k.as_str()) == Some(INFERA_DEPLOYMENT.kind))
         .map(|v| {
             let at = |p: &str| {
                 v.pointer(p)

@@ -22,6 +22,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::engine::{LintOptions, ignored, run_rules};
 use super::finding::ObjectRef;
 use super::rules::{Capacity, Hit, RollKind, Workload, deployment_roll};
+use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
 use infera_model::engine::{self as catalogue, EngineKind};
 use infera_model::manifest::dynamo::{DynamoGraphDeployment, DynamoService};
 use infera_model::manifest::{self, Seg, TypedObject};
@@ -94,7 +95,8 @@ fn lint_idep(
 ) -> Vec<(Hit, ObjectRef)> {
     let mut out = Vec::new();
     let name = idep.metadata.name.clone().unwrap_or_default();
-    for rw in operator::render_pods(idep) {
+    let generation = cx.opts.generation_for(idep);
+    for rw in operator::render_pods(idep, generation) {
         let Some(svc) = idep.spec.services.get(&rw.service) else {
             continue;
         };
@@ -110,7 +112,7 @@ fn lint_idep(
         };
         let main = operator::main_container_index(&rw.pod);
         let w = Workload {
-            kind: "InferaDeployment",
+            kind: INFERA_DEPLOYMENT.kind,
             name: name.clone(),
             service: Some(rw.service.clone()),
             role: rw.role,
@@ -123,6 +125,7 @@ fn lint_idep(
             roll,
             max_surge,
             strategy: Some(rw.strategy),
+            generation: Some(generation),
             pod: &rw.pod,
             pod_labels: rw.pod_labels.clone(),
             main,
@@ -320,7 +323,7 @@ fn lint_lws(
         ("0", "1"),
     );
     let plain = Plain {
-        kind: "LeaderWorkerSet",
+        kind: LEADER_WORKER_SET.kind,
         meta: &lws.metadata,
         pod,
         pod_path: keys(&["spec", "leaderWorkerTemplate", which, "spec"]),
@@ -400,6 +403,7 @@ fn plain_workload(
         roll,
         max_surge,
         strategy: None,
+        generation: None,
         pod,
         pod_labels,
         main,
@@ -483,6 +487,7 @@ fn lint_dynamo(
             },
             max_surge: 0,
             strategy: None,
+            generation: None,
             pod: &pod,
             pod_labels: Default::default(),
             main: 0,

@@ -12,15 +12,18 @@ use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
 };
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EmptyDirVolumeSource, EnvVar, HTTPGetAction, Lifecycle,
-    LifecycleHandler, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SleepAction, Volume,
-    VolumeMount,
+    Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, ExecAction,
+    HTTPGetAction, Lifecycle, LifecycleHandler, ObjectFieldSelector, PodSpec, PodTemplateSpec,
+    Probe, ResourceRequirements, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
+
+pub use crate::generation::{Detection, Generation};
 pub use crate::worker::{
     DEFAULT_GPU_TYPE, DEFAULT_READINESS_PORT, LABEL_DEPLOYMENT, LABEL_MANAGED_BY, LABEL_SERVICE,
     MANAGED_BY_VALUE, READINESS_PORT_ENV, ReadinessPort, WORKER_INFO_ANNOTATION, go_atoi,
@@ -31,14 +34,11 @@ pub use crate::worker::{
 pub const PREDICTED_STRATEGY_ANNOTATION: &str = "infera.amd.com/predicted-strategy";
 pub const PREDICTED_STRATEGY_REASON_ANNOTATION: &str = "infera.amd.com/predicted-strategy-reason";
 
-pub const API_VERSION: &str = "infera.amd.com/v1alpha1";
-pub const KIND: &str = "InferaDeployment";
-pub const LWS_API_VERSION: &str = "leaderworkerset.x-k8s.io/v1";
-pub const LWS_KIND: &str = "LeaderWorkerSet";
-
 pub const DRAIN_TIMEOUT_ENV: &str = "INFERA_DRAIN_TIMEOUT";
 pub const DRAIN_TIMEOUT_FLAG: &str = "--drain-timeout";
 pub const READY_PATH: &str = "/ready";
+/// The env var with which the operator tells a server which pods to watch.
+pub const LABEL_SELECTOR_ENV: &str = "INFERA_K8S_LABEL_SELECTOR";
 pub const DEFAULT_SERVER_PORT: i32 = 8000;
 pub const DEFAULT_WORKER_PORT: i32 = 30000;
 /// Injected probe timings (§2).
@@ -58,7 +58,7 @@ pub const MIN_GRACE_SECONDS: i64 = 120;
 // manifests in the wild carry placeholders such as `replicas: ${N}`).
 // ---------------------------------------------------------------------------
 
-/// An InferaDeployment (`infera.amd.com/v1alpha1`).
+/// An InferaDeployment ([`INFERA_DEPLOYMENT`]).
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InferaDeployment {
@@ -249,7 +249,7 @@ impl WorkloadKind {
     pub fn as_str(self) -> &'static str {
         match self {
             WorkloadKind::Deployment => "Deployment",
-            WorkloadKind::LeaderWorkerSet => "LeaderWorkerSet",
+            WorkloadKind::LeaderWorkerSet => LEADER_WORKER_SET.kind,
         }
     }
 }
@@ -443,36 +443,122 @@ pub struct RenderedWorkload {
     pub pod_labels: BTreeMap<String, String>,
 }
 
-/// Render every service of an InferaDeployment (wire form).
+/// Render every service of an InferaDeployment (wire form) as the latest
+/// operator generation does.
 pub fn render(idep: &serde_json::Value) -> Result<Vec<RenderedWorkload>, OperatorError> {
+    render_as(idep, Generation::LATEST)
+}
+
+/// [`render`] as the operator of `generation` does.
+pub fn render_as(
+    idep: &serde_json::Value,
+    generation: Generation,
+) -> Result<Vec<RenderedWorkload>, OperatorError> {
     let kind = idep.get("kind").and_then(|k| k.as_str()).unwrap_or("");
-    if kind != KIND {
+    if kind != INFERA_DEPLOYMENT.kind {
         return Err(OperatorError::NotAnInferaDeployment(format!(
             "kind is {kind:?}"
         )));
     }
     let typed: InferaDeployment =
         serde_json::from_value(idep.clone()).map_err(|e| OperatorError::Invalid(e.to_string()))?;
-    Ok(render_typed(&typed))
+    Ok(render_typed(&typed, generation))
 }
 
 /// Render every service of a typed InferaDeployment, in service-name order.
-pub fn render_typed(idep: &InferaDeployment) -> Vec<RenderedWorkload> {
+pub fn render_typed(idep: &InferaDeployment, generation: Generation) -> Vec<RenderedWorkload> {
     idep.spec
         .services
         .iter()
-        .map(|(name, svc)| render_service(idep, name, svc, true))
+        .map(|(name, svc)| render_service(idep, name, svc, true, generation))
         .collect()
 }
 
 /// [`render_typed`] without the workload objects (`object` is null): the
 /// pods, strategies and ports, which is all the linter reads.
-pub fn render_pods(idep: &InferaDeployment) -> Vec<RenderedWorkload> {
+pub fn render_pods(idep: &InferaDeployment, generation: Generation) -> Vec<RenderedWorkload> {
     idep.spec
         .services
         .iter()
-        .map(|(name, svc)| render_service(idep, name, svc, false))
+        .map(|(name, svc)| render_service(idep, name, svc, false, generation))
         .collect()
+}
+
+/// True unless `discoveryBackend` is `etcd` (§1: `kubernetes` by default).
+fn k8s_discovery(idep: &InferaDeployment) -> bool {
+    idep.spec.discovery_backend.as_deref() != Some("etcd")
+}
+
+/// The ServiceAccount (and Role, RoleBinding) the operator provisions for
+/// Kubernetes discovery: `<idep>-disc` (§8).
+pub fn discovery_account(idep_name: &str) -> String {
+    format!("{idep_name}-disc")
+}
+
+/// The label selector the server watches worker pods with.
+fn discovery_selector(idep_name: &str) -> String {
+    format!("{LABEL_DEPLOYMENT}={idep_name}")
+}
+
+/// Env the operator adds for Kubernetes discovery: the pod's identity, and
+/// for a server the selector it watches workers with (§8).
+fn discovery_env(idep_name: &str, component: Component) -> Vec<EnvVar> {
+    let field = |name: &str, path: &str| EnvVar {
+        name: name.to_string(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: path.to_string(),
+                ..ObjectFieldSelector::default()
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    };
+    let mut env = vec![
+        field("POD_NAME", "metadata.name"),
+        field("POD_NAMESPACE", "metadata.namespace"),
+        field("POD_IP", "status.podIP"),
+    ];
+    if component == Component::Server {
+        env.push(EnvVar {
+            name: LABEL_SELECTOR_ENV.to_string(),
+            value: Some(discovery_selector(idep_name)),
+            ..EnvVar::default()
+        });
+    }
+    env
+}
+
+/// The objects besides the workloads that the operator creates for an
+/// InferaDeployment with Kubernetes discovery: the ServiceAccount, Role and
+/// RoleBinding `<idep>-disc` (§8). Empty with `discoveryBackend: etcd`.
+pub fn discovery_objects(idep: &InferaDeployment) -> Vec<serde_json::Value> {
+    if !k8s_discovery(idep) {
+        return Vec::new();
+    }
+    let name = idep.metadata.name.clone().unwrap_or_default();
+    let account = discovery_account(&name);
+    let metadata = serde_json::json!({
+        "name": account,
+        "namespace": idep.metadata.namespace.clone().unwrap_or_else(|| "default".to_string()),
+        "labels": operator_labels(&name, "disc"),
+    });
+    let namespace = metadata["namespace"].clone();
+    vec![
+        serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata}),
+        serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": metadata,
+        "rules": [
+            {"apiGroups": [""], "resources": ["pods"],
+             "verbs": ["get", "list", "watch", "patch"]},
+            {"apiGroups": ["infera.amd.com"], "resources": ["inferadeployments"],
+             "resourceNames": [name], "verbs": ["get", "patch"]}
+        ]}),
+        serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": metadata,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]}),
+    ]
 }
 
 fn operator_labels(idep_name: &str, service: &str) -> BTreeMap<String, String> {
@@ -536,6 +622,10 @@ fn flat_pod(
     args.extend(svc.args.iter().flatten().cloned());
 
     let mut env: Vec<EnvVar> = idep.spec.envs.clone().unwrap_or_default();
+    if k8s_discovery(idep) {
+        let name = idep.metadata.name.as_deref().unwrap_or_default();
+        env.extend(discovery_env(name, component));
+    }
     for e in svc.env.iter().flatten() {
         if let Some(existing) = env.iter_mut().find(|x| x.name == e.name) {
             *existing = e.clone();
@@ -605,58 +695,64 @@ fn flat_pod(
     }
 }
 
-/// Spec-level envs apply to every service; with extraPodSpec they are added
-/// to the main container when it does not set them itself.
-fn add_spec_envs(main: &mut Container, idep: &InferaDeployment) {
+/// With extraPodSpec, the discovery env is added to the main container
+/// where it does not set the variable itself (spec-level `envs` are not:
+/// the template is passed through as written, §8).
+fn add_discovery_env(main: &mut Container, idep: &InferaDeployment, component: Component) {
+    if !k8s_discovery(idep) {
+        return;
+    }
+    let name = idep.metadata.name.as_deref().unwrap_or_default();
     let env = main.env.get_or_insert_with(Vec::new);
-    for e in idep.spec.envs.iter().flatten() {
+    for e in discovery_env(name, component) {
         if !env.iter().any(|x| x.name == e.name) {
-            env.push(e.clone());
+            env.push(e);
         }
     }
-    if env.is_empty() {
-        main.env = None;
-    }
 }
 
-/// The service port, when the main container declares none.
+/// The service port, unnamed, when the main container does not declare it.
 fn add_service_port(main: &mut Container, port: i32) {
-    if main.ports.as_ref().is_none_or(|p| p.is_empty()) {
-        main.ports = Some(vec![ContainerPort {
+    let ports = main.ports.get_or_insert_with(Vec::new);
+    if !ports.iter().any(|p| p.container_port == port) {
+        ports.push(ContainerPort {
             container_port: port,
-            name: Some("http".to_string()),
-            protocol: Some("TCP".to_string()),
             ..ContainerPort::default()
-        }]);
+        });
     }
 }
 
-/// What the operator injects into a worker's main container (§2): the
-/// readiness port env, the /ready probe, the preStop sleep. Returns the
-/// readiness port, whether the probe was injected, and the grace period the
-/// pod needs.
+/// What the operator injects into a worker's main container (§2, §8): the
+/// readiness port env and the /ready probe (#176), or the /health probe on
+/// the engine port (before #176); the preStop sleep. Returns the readiness
+/// port, whether the probe was injected, and the grace period the pod needs.
 fn inject_worker_settings(
     main: &mut Container,
     svc: &ServiceSpec,
     multinode: bool,
+    engine_port: i32,
+    generation: Generation,
 ) -> (ReadinessPort, bool, i64) {
     let readiness = container_readiness_port(main);
-    if matches!(readiness, ReadinessPort::Default { .. }) {
+    let surges = generation.surges();
+    if surges && matches!(readiness, ReadinessPort::Default { .. }) {
         main.env.get_or_insert_with(Vec::new).push(EnvVar {
             name: READINESS_PORT_ENV.to_string(),
             value: Some(DEFAULT_READINESS_PORT.to_string()),
             ..EnvVar::default()
         });
     }
-    let mut probe_injected = false;
     let skip = svc.skip_readiness_probe.unwrap_or(false);
-    if !multinode
-        && !skip
-        && main.readiness_probe.is_none()
-        && let Some(p) = readiness.known()
-    {
-        main.readiness_probe = Some(ready_probe(p));
-        probe_injected = true;
+    let probe = if multinode || skip || main.readiness_probe.is_some() {
+        None
+    } else if surges {
+        readiness.known().map(ready_probe)
+    } else {
+        Some(health_probe(engine_port))
+    };
+    let probe_injected = probe.is_some();
+    if probe.is_some() {
+        main.readiness_probe = probe;
     }
     let has_prestop = main
         .lifecycle
@@ -666,8 +762,12 @@ fn inject_worker_settings(
         main.lifecycle
             .get_or_insert_with(Lifecycle::default)
             .pre_stop = Some(LifecycleHandler {
-            sleep: Some(SleepAction {
-                seconds: PRESTOP_SLEEP_SECONDS,
+            exec: Some(ExecAction {
+                command: Some(vec![
+                    "/bin/sh".to_string(),
+                    "-c".to_string(),
+                    format!("sleep {PRESTOP_SLEEP_SECONDS}"),
+                ]),
             }),
             ..LifecycleHandler::default()
         });
@@ -686,8 +786,8 @@ fn object_metadata(
 ) -> ObjectMeta {
     let owner = idep.metadata.uid.as_ref().map(|uid| {
         vec![OwnerReference {
-            api_version: API_VERSION.to_string(),
-            kind: KIND.to_string(),
+            api_version: INFERA_DEPLOYMENT.api_version.to_string(),
+            kind: INFERA_DEPLOYMENT.kind.to_string(),
             name: idep_name.to_string(),
             uid: uid.clone(),
             controller: Some(true),
@@ -755,8 +855,8 @@ fn lws_object(
     number_of_nodes: i32,
 ) -> serde_json::Value {
     let lws = LeaderWorkerSet {
-        api_version: Some(LWS_API_VERSION.to_string()),
-        kind: Some(LWS_KIND.to_string()),
+        api_version: Some(LEADER_WORKER_SET.api_version.to_string()),
+        kind: Some(LEADER_WORKER_SET.kind.to_string()),
         metadata,
         spec: LeaderWorkerSetSpec {
             replicas: Some(IntOrText::Int(i64::from(replicas))),
@@ -784,6 +884,7 @@ fn render_service(
     name: &str,
     svc: &ServiceSpec,
     with_object: bool,
+    generation: Generation,
 ) -> RenderedWorkload {
     let idep_name = idep.metadata.name.clone().unwrap_or_default();
     let namespace = idep
@@ -830,11 +931,12 @@ fn render_service(
     if let Some(main) = pod.containers.get_mut(main_idx) {
         main_name = main.name.clone();
         if !flat {
-            add_spec_envs(main, idep);
+            add_discovery_env(main, idep, component);
         }
         add_service_port(main, port);
         if component == Component::Worker {
-            let (port, injected, required) = inject_worker_settings(main, svc, multinode);
+            let (port, injected, required) =
+                inject_worker_settings(main, svc, multinode, port, generation);
             readiness = port;
             probe_injected = injected;
             let current = pod.termination_grace_period_seconds;
@@ -844,8 +946,21 @@ fn render_service(
         }
     }
 
-    let (strategy, why) =
-        predict_strategy(component, multinode, svc, &pod, &readiness, probe_injected);
+    if k8s_discovery(idep)
+        && pod
+            .service_account_name
+            .as_deref()
+            .is_none_or(str::is_empty)
+    {
+        pod.service_account_name = Some(discovery_account(&idep_name));
+    }
+    let facts = StrategyFacts {
+        component,
+        multinode,
+        generation,
+        probe_injected,
+    };
+    let (strategy, why) = predict_strategy(&facts, svc, &pod, &readiness);
     let labels = pod_labels(&idep_name, name, svc);
     let object = if with_object {
         let rendered = Rendered {
@@ -898,10 +1013,7 @@ fn workload_object(
     namespace: String,
     r: Rendered<'_>,
 ) -> serde_json::Value {
-    let selector = BTreeMap::from([
-        (LABEL_DEPLOYMENT.to_string(), idep_name.to_string()),
-        (LABEL_SERVICE.to_string(), name.to_string()),
-    ]);
+    let selector = operator_labels(idep_name, name);
     let metadata = object_metadata(idep, idep_name, name, namespace);
     let template = PodTemplateSpec {
         metadata: Some(ObjectMeta {
@@ -927,6 +1039,19 @@ fn workload_object(
     }
 }
 
+/// The probe the operator before #176 injects: `GET /health` on the engine
+/// port, with the same timings as [`ready_probe`] (§8).
+pub fn health_probe(engine_port: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(crate::generation::HEALTH_PATH.to_string()),
+            port: IntOrString::Int(engine_port),
+            ..HTTPGetAction::default()
+        }),
+        ..ready_probe(DEFAULT_READINESS_PORT)
+    }
+}
+
 /// The probe the operator injects (§2).
 pub fn ready_probe(port: u16) -> Probe {
     Probe {
@@ -943,14 +1068,26 @@ pub fn ready_probe(port: u16) -> Probe {
     }
 }
 
-fn predict_strategy(
+/// What decides a rendered workload's strategy besides its pod.
+struct StrategyFacts {
     component: Component,
     multinode: bool,
+    generation: Generation,
+    probe_injected: bool,
+}
+
+fn predict_strategy(
+    facts: &StrategyFacts,
     svc: &ServiceSpec,
     pod: &PodSpec,
     readiness: &ReadinessPort,
-    probe_injected: bool,
 ) -> (Strategy, String) {
+    let StrategyFacts {
+        component,
+        multinode,
+        generation,
+        probe_injected,
+    } = *facts;
     if multinode {
         return (
             Strategy::Lws,
@@ -963,6 +1100,14 @@ fn predict_strategy(
         return (
             Strategy::ServerDefault,
             "a server keeps the apps/v1 default rolling update (maxSurge 25%, maxUnavailable 25%)"
+                .to_string(),
+        );
+    }
+    if !generation.surges() {
+        return (
+            Strategy::OldPodFirst,
+            "the operator before PR #176 rolls every worker surge-free → maxSurge 0, \
+             maxUnavailable 1"
                 .to_string(),
         );
     }
@@ -1001,7 +1146,7 @@ fn predict_strategy(
 }
 
 // ---------------------------------------------------------------------------
-// A minimal LeaderWorkerSet (leaderworkerset.x-k8s.io/v1)
+// A minimal LeaderWorkerSet ([`LEADER_WORKER_SET`])
 // ---------------------------------------------------------------------------
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -1129,7 +1274,7 @@ mod tests {
     }
 
     fn idep(services: serde_json::Value) -> serde_json::Value {
-        json!({"apiVersion": API_VERSION, "kind": KIND,
+        json!({"apiVersion": INFERA_DEPLOYMENT.api_version, "kind": INFERA_DEPLOYMENT.kind,
                "metadata": {"name": "demo", "namespace": "ns"},
                "spec": {"backendFramework": "sglang", "image": "img:1", "services": services}})
     }
@@ -1181,8 +1326,19 @@ mod tests {
         assert_eq!(c["readinessProbe"]["httpGet"]["port"], 30090);
         assert_eq!(c["readinessProbe"]["timeoutSeconds"], 10);
         assert_eq!(c["readinessProbe"]["failureThreshold"], 6);
-        assert_eq!(c["lifecycle"]["preStop"]["sleep"]["seconds"], 15);
-        assert_eq!(c["ports"][0]["containerPort"], 30000);
+        assert_eq!(
+            c["lifecycle"]["preStop"]["exec"]["command"],
+            json!(["/bin/sh", "-c", "sleep 15"])
+        );
+        assert_eq!(c["ports"], json!([{"containerPort": 30000}]));
+        assert_eq!(
+            o["spec"]["selector"]["matchLabels"][LABEL_MANAGED_BY],
+            MANAGED_BY_VALUE
+        );
+        assert_eq!(
+            o["spec"]["template"]["spec"]["serviceAccountName"],
+            "demo-disc"
+        );
         assert_eq!(c["resources"]["requests"]["amd.com/gpu"], "2");
         assert_eq!(c["resources"]["limits"]["amd.com/gpu"], "2");
         assert!(
@@ -1199,6 +1355,88 @@ mod tests {
         // Typed round trip: a valid apps/v1 Deployment.
         let d: Deployment = serde_json::from_value(o.clone()).unwrap();
         assert_eq!(d.spec.unwrap().replicas, Some(1));
+    }
+
+    /// Before #176 (the published operator's `buildDeployment` and
+    /// `injectWorkerRolloutDefaults`): every worker surge-free, `/health`
+    /// on the engine port, no readiness-port env; the rest as in #176.
+    #[test]
+    fn pre_176_renders_surge_free_with_health_probe() {
+        let spec = idep(json!({
+            "decode": {"componentType": "worker", "role": "decode", "port": 31000},
+            "lws": {"componentType": "worker", "numberOfNodes": 2},
+            "own": {"componentType": "worker", "extraPodSpec": {"containers": [
+                {"name": "main", "image": "x", "command": ["python3", "-m", "infera.engine.vllm"],
+                 "ports": [{"containerPort": 9, "name": "metrics"}],
+                 "readinessProbe": {"httpGet": {"path": "/ready", "port": 30090}}}]}},
+            "router": {"componentType": "server"}
+        }));
+        let ws = render_as(&spec, Generation::Pre176).unwrap();
+        let by = |n: &str| ws.iter().find(|w| w.service == n).unwrap();
+        let decode = by("decode");
+        assert_eq!(decode.strategy, Strategy::OldPodFirst);
+        assert!(decode.probe_injected);
+        let o = &decode.object;
+        assert_eq!(o["spec"]["strategy"]["rollingUpdate"]["maxSurge"], 0);
+        assert_eq!(o["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 1);
+        let c = &o["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(
+            c["readinessProbe"]["httpGet"],
+            json!({"path": "/health", "port": 31000})
+        );
+        assert_eq!(c["readinessProbe"]["periodSeconds"], 15);
+        assert!(
+            !c["env"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["name"] == READINESS_PORT_ENV),
+            "no readiness-port env before #176"
+        );
+        let own = by("own");
+        assert_eq!(own.strategy, Strategy::OldPodFirst, "even probed /ready");
+        assert!(!own.probe_injected);
+        let main = &own.object["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(
+            main["ports"],
+            json!([{"containerPort": 9, "name": "metrics"}, {"containerPort": 30000}])
+        );
+        let env_names: Vec<_> = main["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].clone())
+            .collect();
+        assert_eq!(
+            env_names,
+            json!(["POD_NAME", "POD_NAMESPACE", "POD_IP"])
+                .as_array()
+                .unwrap()
+                .clone()
+        );
+        let lws = by("lws");
+        assert_eq!(lws.strategy, Strategy::Lws);
+        assert!(!lws.probe_injected);
+        let router = by("router");
+        assert_eq!(router.strategy, Strategy::ServerDefault);
+        let env = router.object["spec"]["template"]["spec"]["containers"][0]["env"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert!(
+            env.iter().any(|e| e["name"] == LABEL_SELECTOR_ENV
+                && e["value"] == "infera.amd.com/deployment=demo")
+        );
+        // #176 renders the same fixture surge-first on /ready.
+        let latest = render(&spec).unwrap();
+        let decode = latest.iter().find(|w| w.service == "decode").unwrap();
+        assert_eq!(decode.strategy, Strategy::SurgeFirst);
+        let typed: InferaDeployment = serde_json::from_value(spec).unwrap();
+        let extra = discovery_objects(&typed);
+        let kinds: Vec<_> = extra.iter().map(|o| o["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["ServiceAccount", "Role", "RoleBinding"]);
+        assert!(extra.iter().all(|o| o["metadata"]["name"] == "demo-disc"));
+        assert_eq!(extra[2]["subjects"][0]["name"], "demo-disc");
     }
 
     #[test]

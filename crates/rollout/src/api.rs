@@ -12,15 +12,11 @@ use serde_json::Value;
 
 use super::options::RolloutError;
 use super::target::{Target, TargetKind};
-use infera_cluster::Connection;
+use infera_cluster::{Connection, inferadeployment_resource};
+use infera_model::api::INFERA_DEPLOYMENT;
 
 pub(crate) static LIST: std::sync::LazyLock<ListParams> =
     std::sync::LazyLock::new(ListParams::default);
-
-/// The InferaDeployment API resource.
-pub fn inferadeployment_resource() -> ApiResource {
-    infera_audit::inferadeployment_resource()
-}
 
 pub(crate) fn deployment_resource() -> ApiResource {
     ApiResource::erase::<Deployment>(&())
@@ -89,7 +85,7 @@ impl<'a> TargetApi<'a> {
 
     pub fn resource(&self) -> &'static str {
         match self.target.kind {
-            TargetKind::InferaDeployment => "inferadeployments.infera.amd.com",
+            TargetKind::InferaDeployment => INFERA_DEPLOYMENT.qualified_plural,
             TargetKind::Deployment => "deployments.apps",
         }
     }

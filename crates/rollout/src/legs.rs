@@ -271,11 +271,13 @@ pub(crate) async fn preflight(
     let deps_api: Api<Deployment> = Api::namespaced(conn.client.clone(), ns);
     let view = ClusterView::list(conn).await;
     let mut deployments = Vec::new();
+    let mut typed = Vec::new();
     let mut plan_legs = Vec::new();
     for leg in legs {
         let dep = retrying("get deployment", || deps_api.get_opt(&leg.workload))
             .await
             .map_err(|e| conn.error(&e, "get", "deployments.apps"))?;
+        typed.extend(dep.clone());
         let dep_value = dep
             .as_ref()
             .map(|d| {
@@ -308,7 +310,17 @@ pub(crate) async fn preflight(
     }
     let mut lint_objects = vec![live.clone()];
     lint_objects.extend(deployments);
-    let other_findings = attach_findings(&mut plan_legs, lint_findings(&lint_objects));
+    let operator = (req.target.kind == TargetKind::InferaDeployment).then(|| {
+        infera_model::generation::detect(
+            typed
+                .iter()
+                .filter(|d| infera_model::generation::operator_owned(d)),
+        )
+    });
+    let generation = operator
+        .as_ref()
+        .and_then(infera_model::operator::Detection::generation);
+    let other_findings = attach_findings(&mut plan_legs, lint_findings(&lint_objects, generation));
     set_verdicts(&mut plan_legs, live, roles, min_ready);
     Ok(Plan {
         target: req.target.to_string(),
@@ -320,6 +332,7 @@ pub(crate) async fn preflight(
         legs: plan_legs,
         other_findings,
         gitops: None,
+        operator,
     })
 }
 
@@ -368,8 +381,11 @@ fn set_verdicts(legs: &mut [LegPlan], live: &Value, roles: &[RoleSpec], min_read
 }
 
 /// Lint findings for the live objects, with the service they belong to.
-fn lint_findings(objects: &[Value]) -> Vec<(PlanFinding, Option<String>)> {
-    super::lint_bridge::lint(objects)
+fn lint_findings(
+    objects: &[Value],
+    generation: Option<infera_model::operator::Generation>,
+) -> Vec<(PlanFinding, Option<String>)> {
+    super::lint_bridge::lint(objects, generation)
 }
 
 #[cfg(test)]

@@ -19,7 +19,6 @@
 //! writer, or stopped by the preflight (a predicted stall/gap, or a GitOps
 //! tool that would revert the change, without `--force`); 2 usage, connection
 //! or permission; 130 interrupted.
-#![warn(clippy::too_many_lines)] // threshold in clippy.toml
 
 mod api;
 mod controller;
@@ -38,7 +37,6 @@ pub mod tracker;
 pub mod trigger;
 mod watch;
 
-pub use api::inferadeployment_resource;
 pub use drive::{Driver, execute, execute_with};
 pub use options::{OnStall, Options, PauseBetween, Request, RolloutError, RolloutOutcome};
 pub use reporter::{Clock, Question, Recorder, Reported, Reporter, Silent, Stall, human_duration};

@@ -7,15 +7,21 @@ use super::plan::PlanFinding;
 use infera_lint::engine::{LintOptions, lint_objects};
 
 /// Lint live objects (no spans) with every rule and keep what the plan
-/// shows. Capacity rules assume 8 GPUs a node; the plan's own capacity
-/// column reads the live nodes.
-pub fn lint(objects: &[Value]) -> Vec<(PlanFinding, Option<String>)> {
+/// shows, rendering InferaDeployments as `generation` (the one the live
+/// workers show; the latest when they do not tell). Capacity rules assume
+/// 8 GPUs a node; the plan's own capacity column reads the live nodes.
+pub fn lint(
+    objects: &[Value],
+    generation: Option<infera_model::operator::Generation>,
+) -> Vec<(PlanFinding, Option<String>)> {
     let options = LintOptions {
         node_gpus: 8,
         nodes: None,
         enabled: Vec::new(),
         threads: 1,
         keep_sources: false,
+        operator: generation.unwrap_or_default(),
+        ..LintOptions::default()
     };
     lint_objects(objects, "cluster", &options)
         .findings

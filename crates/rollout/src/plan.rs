@@ -314,6 +314,9 @@ pub struct Plan {
     /// The GitOps tool that keeps the target, and what it will do to the
     /// change (`None`: none found).
     pub gitops: Option<super::gitops::GitOps>,
+    /// The operator generation the target's worker Deployments show
+    /// (`None`: the target is not an InferaDeployment).
+    pub operator: Option<infera_model::operator::Detection>,
 }
 
 impl Plan {
@@ -405,6 +408,9 @@ impl Plan {
             ),
             self.table().to_string(),
         ];
+        if let Some(operator) = &self.operator {
+            lines.insert(1, format!("Operator: {}", operator.describe()));
+        }
         for leg in &self.legs {
             for f in &leg.findings {
                 lines.push(format!(

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use infera_model::api::INFERA_DEPLOYMENT;
+
 /// The kind of object a rollout is started on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TargetKind {
@@ -39,12 +41,7 @@ impl FromStr for Target {
             .split_once('/')
             .ok_or_else(|| TargetError::Malformed(s.to_string()))?;
         let kind = match kind.to_ascii_lowercase().as_str() {
-            "idep"
-            | "ideps"
-            | "inferadeployment"
-            | "inferadeployments"
-            | "inferadeployment.infera.amd.com"
-            | "inferadeployments.infera.amd.com" => TargetKind::InferaDeployment,
+            k if INFERA_DEPLOYMENT.is_spelled(k) => TargetKind::InferaDeployment,
             "deploy" | "deployment" | "deployments" | "deployment.apps" | "deployments.apps" => {
                 TargetKind::Deployment
             }

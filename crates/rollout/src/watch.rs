@@ -55,7 +55,7 @@ pub(crate) fn watch_streams(
     if req.target.kind != TargetKind::InferaDeployment {
         return merged.boxed();
     }
-    let resource = super::api::inferadeployment_resource();
+    let resource = infera_cluster::inferadeployment_resource();
     let idep_api: Api<DynamicObject> =
         Api::namespaced_with(conn.client.clone(), &conn.namespace, &resource);
     let by_name = format!("metadata.name={}", req.target.name);

@@ -1,4 +1,7 @@
 //! The kinds the simulator serves (below `store` and `api`, which both use it).
+//! The custom resources' identity comes from `infera_model::api`.
+
+use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
 
 /// The kinds the simulator serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -30,8 +33,8 @@ impl Kind {
         match self {
             Kind::Namespace | Kind::Node | Kind::Pod | Kind::Event => "",
             Kind::Deployment | Kind::ReplicaSet => "apps",
-            Kind::InferaDeployment => "infera.amd.com",
-            Kind::LeaderWorkerSet => "leaderworkerset.x-k8s.io",
+            Kind::InferaDeployment => INFERA_DEPLOYMENT.group,
+            Kind::LeaderWorkerSet => LEADER_WORKER_SET.group,
         }
     }
 
@@ -39,8 +42,8 @@ impl Kind {
         match self {
             Kind::Namespace | Kind::Node | Kind::Pod | Kind::Event => "v1",
             Kind::Deployment | Kind::ReplicaSet => "v1",
-            Kind::InferaDeployment => "v1alpha1",
-            Kind::LeaderWorkerSet => "v1",
+            Kind::InferaDeployment => INFERA_DEPLOYMENT.version,
+            Kind::LeaderWorkerSet => LEADER_WORKER_SET.version,
         }
     }
 
@@ -49,8 +52,8 @@ impl Kind {
         match self {
             Kind::Namespace | Kind::Node | Kind::Pod | Kind::Event => "v1",
             Kind::Deployment | Kind::ReplicaSet => "apps/v1",
-            Kind::InferaDeployment => "infera.amd.com/v1alpha1",
-            Kind::LeaderWorkerSet => "leaderworkerset.x-k8s.io/v1",
+            Kind::InferaDeployment => INFERA_DEPLOYMENT.api_version,
+            Kind::LeaderWorkerSet => LEADER_WORKER_SET.api_version,
         }
     }
 
@@ -62,8 +65,8 @@ impl Kind {
             Kind::Event => "Event",
             Kind::Deployment => "Deployment",
             Kind::ReplicaSet => "ReplicaSet",
-            Kind::InferaDeployment => "InferaDeployment",
-            Kind::LeaderWorkerSet => "LeaderWorkerSet",
+            Kind::InferaDeployment => INFERA_DEPLOYMENT.kind,
+            Kind::LeaderWorkerSet => LEADER_WORKER_SET.kind,
         }
     }
 
@@ -75,8 +78,8 @@ impl Kind {
             Kind::Event => "events",
             Kind::Deployment => "deployments",
             Kind::ReplicaSet => "replicasets",
-            Kind::InferaDeployment => "inferadeployments",
-            Kind::LeaderWorkerSet => "leaderworkersets",
+            Kind::InferaDeployment => INFERA_DEPLOYMENT.plural,
+            Kind::LeaderWorkerSet => LEADER_WORKER_SET.plural,
         }
     }
 
@@ -88,8 +91,8 @@ impl Kind {
             Kind::Event => "event",
             Kind::Deployment => "deployment",
             Kind::ReplicaSet => "replicaset",
-            Kind::InferaDeployment => "inferadeployment",
-            Kind::LeaderWorkerSet => "leaderworkerset",
+            Kind::InferaDeployment => INFERA_DEPLOYMENT.singular,
+            Kind::LeaderWorkerSet => LEADER_WORKER_SET.singular,
         }
     }
 
@@ -101,8 +104,8 @@ impl Kind {
             Kind::Event => &["ev"],
             Kind::Deployment => &["deploy"],
             Kind::ReplicaSet => &["rs"],
-            Kind::InferaDeployment => &["idep"],
-            Kind::LeaderWorkerSet => &["lws"],
+            Kind::InferaDeployment => INFERA_DEPLOYMENT.short_names,
+            Kind::LeaderWorkerSet => LEADER_WORKER_SET.short_names,
         }
     }
 

@@ -6,6 +6,8 @@
 //! name: my-cluster
 //! description: One line shown by `infera sim scenarios`.
 //! seed: 42                      # jitter and generated names derive from it
+//! operator: pre-176             # the operator generation the world's operator
+//!                               # renders as: pre-176, 176 or latest (default)
 //! nodes:
 //!   - name: gpu                 # with `count`, nodes are gpu-0 .. gpu-(count-1)
 //!     count: 3
@@ -43,7 +45,7 @@ use serde_json::{Value, json};
 use crate::faults::FaultConfig;
 use crate::store::{Kind, Store, StoreError};
 
-const BUILTINS: [(&str, &str); 5] = [
+const BUILTINS: [(&str, &str); 6] = [
     ("pd-1p1d", include_str!("scenarios/pd-1p1d.yaml")),
     (
         "pd-1p1d-gitops",
@@ -52,6 +54,10 @@ const BUILTINS: [(&str, &str); 5] = [
     (
         "pd-1p1d-skip-probe",
         include_str!("scenarios/pd-1p1d-skip-probe.yaml"),
+    ),
+    (
+        "pd-1p1d-pre176",
+        include_str!("scenarios/pd-1p1d-pre176.yaml"),
     ),
     (
         "whole-node-pinned",
@@ -176,6 +182,9 @@ pub struct Scenario {
     pub description: String,
     #[serde(default)]
     pub seed: u64,
+    /// The Infera operator generation the world's operator renders as.
+    #[serde(default)]
+    pub operator: infera_model::operator::Generation,
     #[serde(default)]
     pub nodes: Vec<NodeSpec>,
     #[serde(default)]
@@ -374,6 +383,31 @@ mod tests {
             scenario.apply(&store).unwrap_or_else(|e| panic!("{e}"));
             assert!(!store.list(Kind::Node, None).0.is_empty());
         }
+    }
+
+    #[test]
+    fn operator_generation_key() {
+        use infera_model::operator::Generation;
+        let load = |name: &str| Scenario::load(name).map(|s| s.operator).ok();
+        assert_eq!(load("pd-1p1d-pre176"), Some(Generation::Pre176));
+        assert_eq!(load("pd-1p1d"), Some(Generation::LATEST));
+        let parsed = |text: &str| Scenario::from_yaml("s.yaml", text).map(|s| s.operator);
+        assert_eq!(
+            parsed("name: x\noperator: 176\n").ok(),
+            Some(Generation::Pr176)
+        );
+        assert_eq!(
+            parsed("name: x\noperator: latest\n").ok(),
+            Some(Generation::Pr176)
+        );
+        let err = parsed("name: x\noperator: v2\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.starts_with("s.yaml:2:") && err.contains("pre-176, 176, latest"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -478,7 +478,7 @@ impl Store {
             map.insert("apiVersion".into(), Value::from(kind.api_version()));
             map.insert("kind".into(), Value::from(kind.kind()));
         }
-        crate::api::defaults::apply(kind, &mut obj);
+        crate::defaults::apply(kind, &mut obj);
         let mut state = self.write();
         let meta = metadata_mut(&mut obj)?;
         let name = match meta.get("name").and_then(Value::as_str) {
@@ -658,7 +658,7 @@ impl Store {
     pub fn update(&self, kind: Kind, mut obj: Value) -> Result<Value, StoreError> {
         let key = Self::locate(&obj, kind)?;
         let expected = parse_rv(&obj)?;
-        crate::api::defaults::apply(kind, &mut obj);
+        crate::defaults::apply(kind, &mut obj);
         let mut state = self.write();
         let old = state
             .map(kind)

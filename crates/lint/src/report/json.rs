@@ -1,7 +1,7 @@
 //! JSON output: one document,
 //! `{"findings": [...], "errors": [...], "summary": {...}}`.
 //!
-//! The shape is a public contract (documented in the README): fields are
+//! The shape is a public contract (documented in docs/lint.md): fields are
 //! only ever added, never renamed.
 
 use std::collections::BTreeMap;

@@ -617,3 +617,78 @@ fn messages_say_what_the_manifest_says() {
         }
     }
 }
+
+/// The same manifests under either operator generation, every rule on: the
+/// codes reported (in code order). Before PR #176 no worker surges, so the
+/// surge rules stay quiet; `/health` on the engine port is the operator's
+/// own probe; one replica is a certain gap (IR008, an error).
+#[test]
+fn rules_follow_the_operator_generation() {
+    use infera_model::operator::Generation::{Pr176, Pre176};
+    let gpus8 = "resources: {limits: {amd.com/gpu: 8}}";
+    let health = "readinessProbe: {httpGet: {path: /health, port: 30000}}";
+    let flat = idep("{componentType: worker}");
+    let two = idep("{componentType: worker, replicas: 2}");
+    let pinned = idep_pod(&format!("{{{PIN}, containers: [{}]}}", engine(gpus8)));
+    let host_net = idep_pod(&format!(
+        "{{hostNetwork: true, {PIN}, containers: [{}]}}",
+        engine("")
+    ));
+    let own_health = idep_pod(&format!("{{containers: [{}]}}", engine(health)));
+    let bad_port =
+        idep("{componentType: worker, env: [{name: INFERA_READINESS_PORT, value: \" 30090\"}]}");
+    let skip = idep("{componentType: worker, skipReadinessProbe: true}");
+    let lws = idep("{componentType: worker, numberOfNodes: 2, replicas: 1}");
+    #[rustfmt::skip]
+    let rows: Vec<(&str, &String, _, &[&str])> = vec![
+        ("flat, one replica", &flat, Pr176, &[]),
+        ("flat, one replica", &flat, Pre176, &["IR008"]),
+        ("flat, two replicas", &two, Pre176, &[]),
+        ("pinned, 8 of 8 GPUs", &pinned, Pr176, &["IR002"]),
+        ("pinned, 8 of 8 GPUs", &pinned, Pre176, &["IR008"]),
+        ("hostNetwork, pinned", &host_net, Pr176, &["IR003"]),
+        ("hostNetwork, pinned", &host_net, Pre176, &["IR008"]),
+        ("own /health on the engine port", &own_health, Pr176, &["IR005"]),
+        ("own /health on the engine port", &own_health, Pre176, &["IR008"]),
+        ("readiness port with a space", &bad_port, Pr176, &["IR006"]),
+        ("readiness port with a space", &bad_port, Pre176, &["IR008"]),
+        ("skipReadinessProbe, one replica", &skip, Pr176, &["IR001"]),
+        ("skipReadinessProbe, one replica", &skip, Pre176, &["IR001"]),
+        ("one LWS group", &lws, Pre176, &["IR012"]),
+    ];
+    let mut failures = Vec::new();
+    for (what, manifest, generation, want) in rows {
+        let opts = LintOptions {
+            node_gpus: 8,
+            operator: generation,
+            ..LintOptions::default()
+        };
+        let out = lint_source("case.yaml", manifest.as_bytes(), &opts);
+        // IR009 (GPU request vs parallelism) does not depend on the
+        // generation; the flat fixtures request no GPUs.
+        let got: Vec<_> = out
+            .findings
+            .iter()
+            .map(|f| f.code)
+            .filter(|c| *c != "IR009")
+            .collect();
+        if got != want {
+            failures.push(format!(
+                "{what} ({generation}): want {want:?}, got {:?}",
+                out.findings
+                    .iter()
+                    .map(|f| (f.code, f.message.as_str()))
+                    .collect::<Vec<_>>()
+            ));
+        }
+        let ir008 = out.findings.iter().find(|f| f.code == "IR008");
+        if let Some(f) = ir008 {
+            let ok = f.severity == crate::finding::Severity::Error
+                && f.message.contains("before the worker has registered");
+            if !ok {
+                failures.push(format!("{what}: IR008 {:?}: {}", f.severity, f.message));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

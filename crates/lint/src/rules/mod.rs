@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{Container, PodSpec};
 use super::finding::RuleMeta;
 use super::finding::Severity;
 use infera_model::manifest::node::{Path, Seg};
-use infera_model::operator::{ReadinessPort, Role, Strategy};
+use infera_model::operator::{Generation, ReadinessPort, Role, Strategy};
 
 mod gpu_request_below_parallelism;
 mod multinode_gap;
@@ -174,6 +174,10 @@ pub struct Workload<'a> {
     pub max_surge: i64,
     /// Operator-predicted strategy (InferaDeployment only).
     pub strategy: Option<Strategy>,
+    /// The operator generation the service was rendered as (InferaDeployment
+    /// only): before #176 no worker surges and `/health` is the operator's
+    /// own probe.
+    pub generation: Option<Generation>,
     /// The pod as it will run (rendered by the operator for an InferaDeployment).
     pub pod: &'a PodSpec,
     /// Labels of the pod template.
@@ -232,6 +236,12 @@ pub fn is_placeholder(raw: &str) -> bool {
 }
 
 impl Workload<'_> {
+    /// True for an InferaDeployment service rendered by the operator
+    /// before PR #176.
+    pub fn pre_176(&self) -> bool {
+        self.generation == Some(Generation::Pre176)
+    }
+
     pub fn main_container(&self) -> Option<&Container> {
         self.pod.containers.get(self.main)
     }

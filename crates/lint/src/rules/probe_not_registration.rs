@@ -20,6 +20,12 @@ declare_rule! {
     /// with no serving pod for the whole restart, the gap IR001 reports as an
     /// error too.
     ///
+    /// ## Operator generation
+    /// Before PR #176 the operator's own probe is `GET /health` on the
+    /// engine port, and it rolls every worker old-pod-first whatever the
+    /// probe: that probe (injected or written out) is not reported; IR008
+    /// reports the gap and that Ready comes before registration.
+    ///
     /// ## Example
     /// ```yaml
     /// readinessProbe:
@@ -42,7 +48,7 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     let Some(probe) = &c.readiness_probe else {
         return;
     };
-    if container_probed_on_readiness_port(c) {
+    if container_probed_on_readiness_port(c) || operators_own_health_probe(w, probe) {
         return;
     }
     let what = if let Some(h) = &probe.http_get {
@@ -91,4 +97,21 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
             w.who()
         ),
     ));
+}
+
+/// Before #176: `GET /health` on the engine port is the probe the operator
+/// injects itself (operator semantics §8).
+fn operators_own_health_probe(w: &Workload<'_>, probe: &k8s_openapi::api::core::v1::Probe) -> bool {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    let Some(http) = probe.http_get.as_ref() else {
+        return false;
+    };
+    let declared = |port: i32| {
+        w.main_container()
+            .and_then(|c| c.ports.as_ref())
+            .is_some_and(|ps| ps.iter().any(|p| p.container_port == port))
+    };
+    w.pre_176()
+        && http.path.as_deref() == Some(infera_model::generation::HEALTH_PATH)
+        && matches!(http.port, IntOrString::Int(port) if declared(port))
 }

@@ -26,6 +26,10 @@ declare_rule! {
     ///   - {name: INFERA_READINESS_PORT, value: " 30090"}
     /// ```
     ///
+    /// ## Operator generation
+    /// Not reported for an operator before PR #176: it never reads the
+    /// variable (its probe is `/health` on the engine port).
+    ///
     /// ## Use instead
     /// ```yaml
     /// env:
@@ -36,7 +40,7 @@ declare_rule! {
 }
 
 pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
-    if !w.worker || !w.serving || w.skip_readiness_probe {
+    if !w.worker || !w.serving || w.skip_readiness_probe || w.pre_176() {
         return;
     }
     let why = match &w.readiness_port {

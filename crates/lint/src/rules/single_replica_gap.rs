@@ -13,6 +13,10 @@ declare_rule! {
     /// `replicas: 1` with maxSurge 0, with `Recreate`, and with maxSurge 1
     /// *and* maxUnavailable 1.
     ///
+    /// Also flags an InferaDeployment worker service with one replica when
+    /// the operator is the one before PR #176 (`--operator pre-176`, or
+    /// detected live): it renders every worker Deployment surge-free.
+    ///
     /// ## Why is this bad?
     /// The controller may kill the old pods before any replacement is Ready:
     /// nothing serves for the whole restart (image pull plus weight loading,
@@ -35,6 +39,10 @@ declare_rule! {
 }
 
 pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
+    if w.pre_176() {
+        pre_176_gap(w, out);
+        return;
+    }
     if w.service.is_some() {
         return;
     }
@@ -71,6 +79,33 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
         format!(
             "{} has {replicas} replica(s) and {how}: replicas − maxUnavailable = {left}, so it may have no serving pod for the whole restart of a replacement; keep maxUnavailable below the replicas (maxSurge 1, maxUnavailable 0) with a readiness probe",
             w.who()
+        ),
+    ));
+}
+
+/// Before PR #176 every single-node worker Deployment rolls maxSurge 0,
+/// maxUnavailable 1: one replica is a certain gap (operator semantics §8).
+fn pre_176_gap(w: &Workload<'_>, out: &mut Vec<Hit>) {
+    use infera_model::operator::Strategy;
+    if !w.worker || !w.serving || w.strategy != Some(Strategy::OldPodFirst) {
+        return;
+    }
+    match w.replicas {
+        Some(1) => {}
+        Some(_) => return,
+        None => {
+            w.unknown(super::Slot::Count, RULE.code);
+            return;
+        }
+    }
+    out.push(Hit::new(
+        &RULE,
+        Severity::Error,
+        w.base_field(&["replicas"]),
+        format!(
+            "{} has one replica and the operator before PR #176 rolls every worker surge-free (maxSurge 0, maxUnavailable 1): the old pod is deleted first, so {} has no Ready pod until the replacement has loaded its weights, and its GET /health probe turns Ready before the worker has registered with the router; run 2 replicas, or an operator with PR #176",
+            w.who(),
+            w.role
         ),
     ));
 }

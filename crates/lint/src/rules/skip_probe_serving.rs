@@ -23,6 +23,12 @@ declare_rule! {
     ///   skipReadinessProbe: true
     /// ```
     ///
+    /// ## Operator generation
+    /// Before PR #176 the operator rolls every worker old-pod-first, probe
+    /// or not; removing `skipReadinessProbe` then brings back its own
+    /// `GET /health` probe (Ready once weights are loaded), and the roll
+    /// stays old-pod-first (IR008 reports the single-replica gap).
+    ///
     /// ## Use instead
     /// Remove `skipReadinessProbe` (or set it to `false`): the operator injects
     /// `httpGet /ready` on the readiness port and rolls surge-first.
@@ -49,6 +55,18 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
             w.role
         ),
     };
+    if w.pre_176() {
+        out.push(Hit::new(
+            &RULE,
+            Severity::Error,
+            w.base_field(&["skipReadinessProbe"]),
+            format!(
+                "skipReadinessProbe drops the operator's GET /health probe from {}: each replacement counts Ready the moment its containers run, minutes before it has loaded weights, and {gap}; remove skipReadinessProbe (the operator before PR #176 still rolls it old-pod-first)",
+                w.who()
+            ),
+        ));
+        return;
+    }
     out.push(Hit::new(
         &RULE,
         Severity::Error,

@@ -17,7 +17,8 @@
 //! Why it exists: serde-saphyr's generic path (events → its deserializer →
 //! serde visitors) costs more than the events themselves; building the tree
 //! from the events is what lets `infera lint` run faster than a generic
-//! parse of the same files (issue 8).
+//! parse of the same files (the lint benchmark's first target,
+//! `docs/benchmarks.md`).
 
 use std::borrow::Cow;
 

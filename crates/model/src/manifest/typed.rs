@@ -10,6 +10,7 @@ use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use serde::de::DeserializeOwned;
 
 use super::node::{Node, Path, Seg, Value};
+use crate::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
 use crate::operator::{InferaDeployment, IntOrText, LeaderWorkerSet};
 
 #[derive(Debug, Clone)]
@@ -24,9 +25,9 @@ pub enum TypedObject {
 impl TypedObject {
     pub fn kind(&self) -> &'static str {
         match self {
-            TypedObject::InferaDeployment(_) => "InferaDeployment",
+            TypedObject::InferaDeployment(_) => INFERA_DEPLOYMENT.kind,
             TypedObject::Deployment(_) => "Deployment",
-            TypedObject::LeaderWorkerSet(_) => "LeaderWorkerSet",
+            TypedObject::LeaderWorkerSet(_) => LEADER_WORKER_SET.kind,
             TypedObject::StatefulSet(_) => "StatefulSet",
             TypedObject::DynamoGraphDeployment(_) => super::dynamo::KIND,
         }
@@ -140,24 +141,24 @@ pub fn convert(node: &Node) -> ConvertOutcome {
     let kind = node.get("kind").and_then(Node::as_str).unwrap_or("");
     let api_version = node.get("apiVersion").and_then(Node::as_str).unwrap_or("");
     let group = api_version.split('/').next().unwrap_or("");
-    let result = match (kind, group) {
-        ("InferaDeployment", "infera.amd.com") => typed_with_set_aside::<InferaDeployment>(node)
-            .and_then(|(t, s)| {
-                validate_idep(&t).map(|()| (TypedObject::InferaDeployment(Box::new(t)), s))
-            }),
-        ("Deployment", "apps") => typed_with_set_aside::<Deployment>(node)
-            .map(|(t, s)| (TypedObject::Deployment(Box::new(t)), s)),
-        ("LeaderWorkerSet", "leaderworkerset.x-k8s.io") => {
-            typed_with_set_aside::<LeaderWorkerSet>(node)
-                .map(|(t, s)| (TypedObject::LeaderWorkerSet(Box::new(t)), s))
-        }
-        ("StatefulSet", "apps") => typed_with_set_aside::<StatefulSet>(node)
-            .map(|(t, s)| (TypedObject::StatefulSet(Box::new(t)), s)),
-        (super::dynamo::KIND, super::dynamo::GROUP) => {
-            typed_with_set_aside::<super::dynamo::DynamoGraphDeployment>(node)
-                .map(|(t, s)| (TypedObject::DynamoGraphDeployment(Box::new(t)), s))
-        }
-        _ => return ConvertOutcome::Other,
+    let result = if INFERA_DEPLOYMENT.is_kind_of(api_version, kind) {
+        typed_with_set_aside::<InferaDeployment>(node).and_then(|(t, s)| {
+            validate_idep(&t).map(|()| (TypedObject::InferaDeployment(Box::new(t)), s))
+        })
+    } else if (kind, group) == ("Deployment", "apps") {
+        typed_with_set_aside::<Deployment>(node)
+            .map(|(t, s)| (TypedObject::Deployment(Box::new(t)), s))
+    } else if LEADER_WORKER_SET.is_kind_of(api_version, kind) {
+        typed_with_set_aside::<LeaderWorkerSet>(node)
+            .map(|(t, s)| (TypedObject::LeaderWorkerSet(Box::new(t)), s))
+    } else if (kind, group) == ("StatefulSet", "apps") {
+        typed_with_set_aside::<StatefulSet>(node)
+            .map(|(t, s)| (TypedObject::StatefulSet(Box::new(t)), s))
+    } else if (kind, group) == (super::dynamo::KIND, super::dynamo::GROUP) {
+        typed_with_set_aside::<super::dynamo::DynamoGraphDeployment>(node)
+            .map(|(t, s)| (TypedObject::DynamoGraphDeployment(Box::new(t)), s))
+    } else {
+        return ConvertOutcome::Other;
     };
     match result {
         Ok((object, set_aside)) => ConvertOutcome::Typed { object, set_aside },

@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::http::{Response, StatusCode};
 use serde_json::json;
 
-use super::handler::json_response;
+use super::responses::json_response;
 
 /// The path this module serves.
 pub const PATH: &str = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";

@@ -16,7 +16,9 @@ use axum::http::{Response, StatusCode};
 use serde_json::{Value, json};
 
 use super::Shared;
-use super::handler::{Query, delete_one, delete_options, json_response};
+use super::handlers::delete::{delete_one, delete_options};
+use super::request::Query;
+use super::responses::json_response;
 use super::status::ApiStatus;
 use crate::store::Kind;
 

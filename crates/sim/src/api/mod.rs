@@ -1,5 +1,13 @@
 //! The simulated API server: Kubernetes' HTTP wire protocol over the `Store`.
 //!
+//! A request is parsed (`request.rs`: route, verb, query), passes the
+//! filters (`filters.rs`: authentication, injected faults), and is
+//! dispatched (`handler.rs`) to a verb family (`handlers/`: get and list,
+//! create, update, patch, delete, watch) or a subresource (`scale.rs`,
+//! `proxy.rs`, [`eviction`]; `status` is served by update and patch);
+//! [`discovery`], [`openapi`] and [`authz`] serve the rest. The layout follows
+//! k8s.io/apiserver `pkg/endpoints` and each file names what it mirrors.
+//!
 //! One accept loop per listener "generation": a restart (fault or
 //! `ApiServer::restart`) closes the listener and every open connection, then
 //! binds the same port again, keeping the store. TLS uses a CA generated at
@@ -13,9 +21,13 @@
 //!   a kubeconfig's credentials only over TLS, so kubectl needs the `tls`
 //!   mode; kube-rs sends the token either way. (Upstream never serves
 //!   authenticated plain HTTP.)
-//! * Served kinds only: no Services, ConfigMaps, Secrets, RBAC or
-//!   `authorization.k8s.io` reviews (`kubectl auth can-i`, `cluster-info`
-//!   fail), no `pods/log`, `exec`, `attach`, `portforward`, `eviction`.
+//! * Served kinds only: no Services, ConfigMaps, Secrets or RBAC
+//!   (`kubectl cluster-info` fails); no `pods/log`, `exec`, `attach`,
+//!   `portforward`.
+//! * No authorization: a `SelfSubjectAccessReview` (`kubectl auth can-i`)
+//!   is always `allowed` ([`authz`]), and `pods/eviction` (`kubectl drain`)
+//!   always deletes the pod, as there are no PodDisruptionBudgets
+//!   ([`eviction`]).
 //! * `pods/proxy` forwards a GET to `podIP:port` (the world's real listener
 //!   on the pod's loopback IP) and relays status and body; a refused
 //!   connection is a 503 as upstream's. Other methods are sent as GET.
@@ -34,18 +46,26 @@
 //!   current state; continue pages are read from the current state too.
 
 pub mod authz;
-pub mod defaults;
 pub mod discovery;
 pub mod eviction;
-pub(crate) mod handler;
+mod filters;
+mod handler;
+mod handlers;
 pub mod managed;
 pub mod openapi;
 pub mod patch;
 pub mod protobuf;
+mod proxy;
+mod request;
+mod responses;
+mod scale;
 pub mod selectors;
 pub mod status;
+mod strategy;
 pub mod tables;
 pub mod validation;
+
+pub use filters::WORLD_HEADER;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::json::str_at;
 use crate::store::Kind;
 use infera_model::scheduling::{self, NodeUsage, PodDemand};
 
@@ -22,14 +23,6 @@ pub fn key_of(v: &Value) -> Key {
         str_at(v, "/metadata/namespace").to_string(),
         str_at(v, "/metadata/name").to_string(),
     )
-}
-
-pub fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
-pub fn i64_at(v: &Value, pointer: &str) -> Option<i64> {
-    v.pointer(pointer).and_then(Value::as_i64)
 }
 
 fn rv_of(v: &Value) -> u64 {

@@ -11,6 +11,7 @@
 
 mod cache;
 pub mod deployment;
+mod replicaset;
 mod scheduler;
 
 use std::cmp::Reverse;
@@ -22,9 +23,10 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
-use cache::{Cache, Key, key_of, str_at};
+use cache::{Cache, Key, key_of};
 
 use crate::clock::SimClock;
+use crate::json::str_at;
 use crate::scenario::Scenario;
 use crate::store::{EventType, Kind, Store};
 
@@ -74,7 +76,7 @@ pub(crate) struct Manager {
     events: HashMap<(String, String), String>,
     event_seq: u64,
     /// ReplicaSet uid -> (template, template without the hash label), see
-    /// `deployment::normalized_template`.
+    /// `deployment::util::normalized_template`.
     rs_templates: HashMap<String, (Value, Value)>,
     /// Passes `process` ran since the manager last waited.
     passes: u32,

@@ -9,7 +9,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Manager;
-use super::cache::{Key, NodeEntry, SCORED, SchedNode, str_at};
+use super::cache::{Key, NodeEntry, SCORED, SchedNode};
+use crate::json::str_at;
 use crate::store::Kind;
 use infera_model::scheduling::{self, Candidate, UnfitReason};
 

@@ -8,15 +8,19 @@
 //! registered decode of the same InferaDeployment, then transfers a KV
 //! block; a decode never waits), registers (the
 //! `infera.amd.com/worker-info` annotation) and opens a real listener on
-//! `podIP:readinessPort` answering `GET /ready`. Readiness follows the pod's
-//! actual probe: an httpGet/tcpSocket probe on the readiness port is sent to
-//! that listener for real, with the probe's period, timeout and thresholds;
-//! a probe on the engine port (e.g. `/health`) passes once weights are
+//! `podIP:readinessPort` answering `GET /ready`. Once its weights are
+//! loaded the engine listens on `podIP:enginePort` (`GET /health` answers
+//! 200), before the worker registers. Readiness follows the pod's actual
+//! probe, sent for real to the port it names with the probe's period,
+//! timeout and thresholds: on the readiness port Ready means routable; on
+//! the engine port (the operator's `/health` before PR #176) a pod is Ready
+//! before it is routable. A probe on another port passes once weights are
 //! loaded, exec/other probes at Running, no probe means Ready at Running;
 //! startupProbe is honoured. Termination: preStop (a `sleep N` exec is
-//! slept), the port closes and the annotation is cleared (NotReady when the
-//! pod has a readiness probe), teardown bounded by the grace period, then
-//! `delete` with `gracePeriodSeconds=0` and a UID precondition.
+//! slept), the readiness port closes and the annotation is cleared
+//! (NotReady when the pod has a readiness probe), teardown bounded by the
+//! grace period (the engine port closes at its end), then `delete` with
+//! `gracePeriodSeconds=0` and a UID precondition.
 //!
 //! Simplifications: once a pod's probe result is stable the prober stops
 //! ticking until something changes (a crash, a node fault, registration,
@@ -34,9 +38,10 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
-use super::listener::{PodIp, ReadyListener};
+use super::listener::{ENGINE_PATHS, Listener, PodIp, READY_PATHS};
 use super::prober::{self, Engine, Probe, Seen};
 use super::{Shared, lock, retry, status_code};
+use crate::json::str_at;
 
 pub use super::prober::is_infera_worker;
 
@@ -84,7 +89,7 @@ impl Drop for DecodeCount {
 /// A registered worker: its open port and its place in the registry; both
 /// go when it is dropped (crash, termination, task aborted).
 struct Registration {
-    _listener: Option<ReadyListener>,
+    _listener: Option<Listener>,
     _decode: Option<DecodeCount>,
 }
 
@@ -112,10 +117,6 @@ struct Spec {
     containers: Vec<(String, String)>,
     has_qos: bool,
     node: String,
-}
-
-fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or("")
 }
 
 fn spec_of(pod: &Value) -> Spec {
@@ -174,6 +175,8 @@ struct State {
     running: bool,
     loaded: bool,
     registration: Option<Registration>,
+    /// The engine's port, open while weights are loaded.
+    engine_port: Option<Listener>,
     barrier_done_at: Option<f64>,
     ready: bool,
     started: bool,
@@ -228,6 +231,36 @@ impl PodTask {
     fn readiness_addr(&self) -> Option<SocketAddr> {
         let e = self.spec.engine.as_ref()?;
         Some(SocketAddr::from((self.ip.addr(), e.readiness_port)))
+    }
+
+    /// Where a probe of `check` goes.
+    fn probe_addr(&self, check: &prober::Check) -> Option<SocketAddr> {
+        self.spec.engine.as_ref()?.target(check, self.ip.addr())
+    }
+
+    /// `addr` opened with `paths`, or `None` (said on stderr) when it cannot be.
+    fn listen(&self, addr: SocketAddr, paths: &'static [&'static str]) -> Option<Listener> {
+        Listener::open(addr, paths)
+            .inspect_err(|err| {
+                eprintln!(
+                    "infera sim: pod {}/{}: cannot listen on {addr}: {err}",
+                    self.spec.ns, self.spec.name
+                );
+            })
+            .ok()
+    }
+
+    /// The engine starts serving once its weights are loaded (unless its
+    /// port is the readiness port, which the worker owns).
+    fn open_engine_port(&mut self) {
+        let Some(e) = &self.spec.engine else {
+            return;
+        };
+        let port = u16::try_from(e.port)
+            .ok()
+            .filter(|p| *p != e.readiness_port);
+        let addr = port.map(|p| SocketAddr::from((self.ip.addr(), p)));
+        self.st.engine_port = addr.and_then(|a| self.listen(a, ENGINE_PATHS));
     }
 
     /// Post a kubelet event about every container (see `events.rs`).
@@ -305,6 +338,7 @@ impl PodTask {
         let now = self.now();
         self.st.running = false;
         self.st.loaded = false;
+        self.st.engine_port = None;
         self.st.barrier_done_at = None;
         if self.st.registration.take().is_some() {
             self.annotate(None).await;
@@ -352,6 +386,7 @@ impl PodTask {
             && now >= self.st.loaded_at
         {
             self.st.loaded = true;
+            self.open_engine_port();
         }
     }
 
@@ -388,16 +423,7 @@ impl PodTask {
         }
         let listener = self
             .readiness_addr()
-            .and_then(|addr| match ReadyListener::open(addr) {
-                Ok(l) => Some(l),
-                Err(err) => {
-                    eprintln!(
-                        "infera sim: pod {}/{}: cannot listen on {addr}: {err}",
-                        self.spec.ns, self.spec.name
-                    );
-                    None
-                }
-            });
+            .and_then(|addr| self.listen(addr, READY_PATHS));
         let decode = self.is_role("decode").then(|| {
             self.registry.add(&self.spec.idep, 1);
             DecodeCount(self.registry.clone(), self.spec.idep.clone())
@@ -419,7 +445,7 @@ impl PodTask {
     async fn probe(&self, p: &Probe) -> bool {
         prober::run(
             &p.check,
-            self.readiness_addr(),
+            self.probe_addr(&p.check),
             self.probe_timeout(p),
             self.seen(),
         )
@@ -448,6 +474,7 @@ impl PodTask {
                 self.st.restarts += 1;
                 self.st.running = false;
                 self.st.loaded = false;
+                self.st.engine_port = None;
                 self.st.running_at = now + self.shared.scenario.timings.restart_backoff;
                 self.st.loaded_at = self.st.running_at + self.load_time;
                 self.st.s_fail = 0;
@@ -484,7 +511,7 @@ impl PodTask {
             self.st.fail_run += 1;
             self.st.ok_run = 0;
             let target = self
-                .readiness_addr()
+                .probe_addr(&p.check)
                 .map(|a| a.to_string())
                 .unwrap_or_default();
             self.container_events("Warning", "Unhealthy", |_, _| {
@@ -681,6 +708,7 @@ impl PodTask {
                 .await;
         }
         self.st.registration = None;
+        self.st.engine_port = None;
         let params = DeleteParams {
             grace_period_seconds: Some(0),
             preconditions: Some(Preconditions {
@@ -691,5 +719,133 @@ impl PodTask {
         };
         let api = self.api();
         let _ = retry(|| api.delete(&self.spec.name, &params)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use serde_json::Value;
+
+    use crate::scenario::Scenario;
+    use crate::store::Kind;
+    use crate::{RunningSim, SimOptions};
+
+    use crate::json::str_at;
+    use crate::net::http_get;
+
+    /// A worker Deployment named `name` (its own InferaDeployment label, so
+    /// a prefill here never finds a decode: it loads but never registers)
+    /// with a readiness probe `GET path` on `port`.
+    fn worker(name: &str, role: &str, path: &str, port: u16) -> String {
+        format!(
+            r#"
+  - apiVersion: apps/v1
+    kind: Deployment
+    metadata: {{name: {name}, namespace: llm}}
+    spec:
+      replicas: 1
+      selector: {{matchLabels: {{app: {name}}}}}
+      template:
+        metadata:
+          labels: {{app: {name}, infera.amd.com/deployment: {name}}}
+        spec:
+          containers:
+            - name: main
+              image: rocm/infera:0.9.1
+              command: [python3, -m, infera.engine.sglang, --port, "30000", --disaggregation-mode, {role}, --model-path, m]
+              readinessProbe: {{httpGet: {{path: {path}, port: {port}}}, periodSeconds: 1}}"#
+        )
+    }
+
+    fn pod<'a>(pods: &'a [Value], app: &str) -> Option<&'a Value> {
+        pods.iter()
+            .find(|p| p.pointer("/metadata/labels/app").and_then(Value::as_str) == Some(app))
+    }
+
+    fn ready(p: &Value) -> bool {
+        p.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| str_at(c, "/type") == "Ready" && str_at(c, "/status") == "True")
+            })
+    }
+
+    fn registered(p: &Value) -> bool {
+        p.pointer("/metadata/annotations/infera.amd.com~1worker-info")
+            .is_some()
+    }
+
+    async fn status(p: &Value, port: u16, path: &str) -> Option<u16> {
+        let ip: std::net::Ipv4Addr = p.pointer("/status/podIP")?.as_str()?.parse().ok()?;
+        let addr = std::net::SocketAddr::from((ip, port));
+        http_get(addr, path, Duration::from_secs(2))
+            .await
+            .ok()
+            .map(|r| r.status)
+    }
+
+    /// The kubelet answers the probe a pod carries: `/health` on the engine
+    /// port passes once weights are loaded, before the worker registers
+    /// (Ready, not routable: a prefill without a decode never passes its
+    /// barrier); `/ready` on the readiness port passes only once it
+    /// registered. Both are real listeners on the pod IP.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn probes_go_to_the_port_they_name() {
+        // (app, role, probe path, probe port, Ready, registered)
+        let cases = [
+            ("health-prefill", "prefill", "/health", 30000, true, false),
+            ("ready-prefill", "prefill", "/ready", 30090, false, false),
+            ("ready-decode", "decode", "/ready", 30090, true, true),
+            ("health-decode", "decode", "/health", 30000, true, true),
+        ];
+        let manifests: String = cases
+            .iter()
+            .map(|(app, role, path, port, ..)| worker(app, role, path, *port))
+            .collect();
+        let yaml = format!(
+            "name: probes\nseed: 1\nnodes:\n  - name: n\n    count: 1\n    allocatable: {{cpu: \"64\", memory: 1Ti, pods: \"110\"}}\ntimings: {{imagePull: 1, weightLoad: 4, weightLoadJitter: 0, barrier: 1, teardown: 1}}\nmanifests:\n  - {{apiVersion: v1, kind: Namespace, metadata: {{name: llm}}}}{manifests}\n"
+        );
+        let scenario = Scenario::from_yaml("probes.yaml", &yaml).unwrap_or_else(|e| panic!("{e}"));
+        let sim = RunningSim::start(SimOptions::new(scenario, 20.0))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let settled = |pods: &[Value]| {
+            cases.iter().all(|(app, _, _, _, want_ready, want_reg)| {
+                pod(pods, app)
+                    .is_some_and(|p| (!want_ready || ready(p)) && (!want_reg || registered(p)))
+            })
+        };
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(30)
+            && !settled(&sim.store().list(Kind::Pod, Some("llm")).0)
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // Ten more probe periods: what is not Ready yet stays so.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let pods = sim.store().list(Kind::Pod, Some("llm")).0;
+        for (app, _, _, _, want_ready, want_reg) in cases {
+            let p = pod(&pods, app).unwrap_or_else(|| panic!("no pod for {app}"));
+            assert_eq!(
+                (ready(p), registered(p)),
+                (want_ready, want_reg),
+                "{app}: (Ready, registered)"
+            );
+            assert_eq!(
+                status(p, 30000, "/health").await,
+                Some(200),
+                "{app}: the engine serves /health once loaded"
+            );
+            let ready_port = status(p, 30090, "/ready").await;
+            assert_eq!(
+                ready_port == Some(200),
+                want_reg,
+                "{app}: /ready answers iff registered ({ready_port:?})"
+            );
+        }
+        sim.shutdown().await;
     }
 }

@@ -1,7 +1,8 @@
-//! Real sockets for simulated workers: pod IPs from a CIDR, the `/ready`
-//! listener a registered worker opens on `podIP:readinessPort`, and the
-//! minimal HTTP/1.1 GET the prober and the embedded API's pod proxy use to
-//! reach it.
+//! Real sockets for simulated workers: pod IPs from a CIDR, the listeners
+//! a worker opens — the engine's on `podIP:enginePort` (`GET /health`, once
+//! weights are loaded) and the `/ready` one a registered worker opens on
+//! `podIP:readinessPort`. The prober and the API server's pod proxy reach
+//! them with [`crate::net::http_get`].
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -119,39 +120,45 @@ pub fn allocate(cidr: Cidr) -> Option<PodIp> {
     None
 }
 
-/// A worker's open readiness port: `GET /ready` answers 200 until dropped,
-/// after which connections are refused.
-pub struct ReadyListener {
+/// The paths the worker's readiness port answers 200 on.
+pub const READY_PATHS: &[&str] = &["/ready"];
+/// The paths the engine (SGLang, vLLM) answers 200 on once its weights are
+/// loaded: its health checks.
+pub const ENGINE_PATHS: &[&str] = &["/health", "/health_generate"];
+
+/// An open port of a worker: `GET` on one of its paths answers 200 (any
+/// other path 404) until dropped, after which connections are refused.
+pub struct Listener {
     task: JoinHandle<()>,
 }
 
-impl Drop for ReadyListener {
+impl Drop for Listener {
     fn drop(&mut self) {
         self.task.abort();
     }
 }
 
-impl ReadyListener {
+impl Listener {
     /// Listen on `addr` (address reuse on, so a port closed a moment ago
-    /// with connections in TIME_WAIT opens again).
-    pub fn open(addr: SocketAddr) -> std::io::Result<ReadyListener> {
+    /// with connections in TIME_WAIT opens again), answering 200 on `paths`.
+    pub fn open(addr: SocketAddr, paths: &'static [&'static str]) -> std::io::Result<Listener> {
         let socket = TcpSocket::new_v4()?;
         socket.set_reuseaddr(true)?;
         socket.bind(addr)?;
         let listener = socket.listen(128)?;
-        Ok(ReadyListener {
-            task: tokio::spawn(serve(listener)),
+        Ok(Listener {
+            task: tokio::spawn(serve(listener, paths)),
         })
     }
 }
 
-async fn serve(listener: TcpListener) {
+async fn serve(listener: TcpListener, paths: &'static [&'static str]) {
     // Connections live in this set: aborting the task closes them too.
     let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => { connections.spawn(answer(stream)); }
+                Ok((stream, _)) => { connections.spawn(answer(stream, paths)); }
                 Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
@@ -160,7 +167,7 @@ async fn serve(listener: TcpListener) {
 }
 
 /// One request per connection (`Connection: close`), as probes send.
-async fn answer(mut stream: TcpStream) {
+async fn answer(mut stream: TcpStream, paths: &[&str]) {
     let mut buf = Vec::with_capacity(512);
     let mut chunk = [0u8; 512];
     while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
@@ -172,7 +179,7 @@ async fn answer(mut stream: TcpStream) {
     let line = String::from_utf8_lossy(&buf);
     let path = line.split_whitespace().nth(1).unwrap_or("/");
     let path = path.split('?').next().unwrap_or(path);
-    let (status, body) = if path == "/ready" {
+    let (status, body) = if paths.contains(&path) {
         ("200 OK", "ok")
     } else {
         ("404 Not Found", "not found")
@@ -185,65 +192,10 @@ async fn answer(mut stream: TcpStream) {
     let _ = stream.shutdown().await;
 }
 
-/// A response from [`http_get`].
-#[derive(Debug, Clone)]
-pub struct HttpResponse {
-    pub status: u16,
-    pub body: Vec<u8>,
-}
-
-/// `GET path` on `addr` over HTTP/1.1, the whole exchange bounded by
-/// `timeout` (an `ErrorKind::TimedOut` error past it).
-pub async fn http_get(
-    addr: SocketAddr,
-    path: &str,
-    timeout: Duration,
-) -> std::io::Result<HttpResponse> {
-    let exchange = async {
-        let mut stream = TcpStream::connect(addr).await?;
-        let path = if path.starts_with('/') {
-            path.to_string()
-        } else {
-            format!("/{path}")
-        };
-        let request = format!(
-            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: infera-sim-kubelet\r\nConnection: close\r\n\r\n"
-        );
-        stream.write_all(request.as_bytes()).await?;
-        let mut raw = Vec::new();
-        stream.take(1 << 20).read_to_end(&mut raw).await?;
-        parse_response(&raw)
-    };
-    match tokio::time::timeout(timeout, exchange).await {
-        Ok(r) => r,
-        Err(_) => Err(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            format!("GET http://{addr}{path}: no answer within {timeout:?}"),
-        )),
-    }
-}
-
-fn parse_response(raw: &[u8]) -> std::io::Result<HttpResponse> {
-    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "malformed HTTP response");
-    let end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(bad)?;
-    let head = String::from_utf8_lossy(&raw[..end]);
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(bad)?;
-    Ok(HttpResponse {
-        status,
-        body: raw[end + 4..].to_vec(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::http_get;
 
     #[test]
     fn cidr_parses_and_rejects() {
@@ -266,24 +218,37 @@ mod tests {
         assert!(allocate(cidr).is_some());
     }
 
+    /// Each port answers its own paths (the readiness port `/ready`, the
+    /// engine port its health checks) and 404 on the other's, then refuses
+    /// once closed.
     #[tokio::test]
-    async fn ready_listener_answers_then_refuses() {
+    async fn listeners_answer_their_paths_then_refuse() {
+        let cases: [(u16, &[&str], &str, &str); 2] = [
+            (30090, READY_PATHS, "/ready", "/health"),
+            (30000, ENGINE_PATHS, "/health", "/ready"),
+        ];
         let cidr = Cidr::parse(LOOPBACK_POD_CIDR).unwrap_or_else(|e| panic!("{e}"));
-        let ip = allocate(cidr).unwrap_or_else(|| panic!("no address"));
-        let addr = SocketAddr::from((ip.addr(), 30090));
-        let listener = ReadyListener::open(addr).unwrap_or_else(|e| panic!("{e}"));
         let t = Duration::from_secs(2);
-        let ok = http_get(addr, "/ready", t)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((ok.status, ok.body.as_slice()), (200, b"ok".as_slice()));
-        let other = http_get(addr, "/health", t)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(other.status, 404);
-        drop(listener);
-        tokio::task::yield_now().await;
-        let refused = http_get(addr, "/ready", t).await;
-        assert!(refused.is_err(), "{refused:?}");
+        for (port, paths, ok_path, other_path) in cases {
+            let ip = allocate(cidr).unwrap_or_else(|| panic!("no address"));
+            let addr = SocketAddr::from((ip.addr(), port));
+            let listener = Listener::open(addr, paths).unwrap_or_else(|e| panic!("{e}"));
+            let ok = http_get(addr, &format!("{ok_path}?x=1"), t)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                (ok.status, ok.body.as_slice()),
+                (200, b"ok".as_slice()),
+                "{ok_path}"
+            );
+            let other = http_get(addr, other_path, t)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(other.status, 404, "{other_path} on {port}");
+            drop(listener);
+            tokio::task::yield_now().await;
+            let refused = http_get(addr, ok_path, t).await;
+            assert!(refused.is_err(), "{refused:?}");
+        }
     }
 }

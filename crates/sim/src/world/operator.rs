@@ -1,5 +1,6 @@
 //! The infera operator over the API: InferaDeployment → Deployments through
-//! `infera_model::operator::render` (the function lint uses), replacing the whole
+//! `infera_model::operator::render_as` (the function lint uses), as the
+//! scenario's `operator` generation renders them, replacing the whole
 //! spec when it differs (so hand edits revert), on every change of an
 //! InferaDeployment or of a Deployment it owns and every 15 s of scenario
 //! time; `status.services` (`kind`, `replicas`, `readyReplicas`) and
@@ -19,19 +20,13 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::{Value, json};
 
 use super::{Shared, status_code, toleration};
+use crate::json::{i64_at, str_at};
 use crate::store::Kind;
+use infera_model::api::INFERA_DEPLOYMENT;
 
 type Key = (String, String);
 
 const RESYNC: Duration = Duration::from_secs(15);
-
-fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or("")
-}
-
-fn i64_at(v: &Value, p: &str) -> Option<i64> {
-    v.pointer(p).and_then(Value::as_i64)
-}
 
 fn key_of(v: &Value) -> Key {
     (
@@ -155,9 +150,9 @@ impl Operator {
                 None => spec["tolerations"] = json!([toleration()]),
             }
         }
-        crate::api::defaults::apply(Kind::Deployment, &mut obj);
+        crate::defaults::apply(Kind::Deployment, &mut obj);
         obj["metadata"]["namespace"] = Value::from(str_at(idep, "/metadata/namespace"));
-        obj["metadata"]["ownerReferences"] = json!([{"apiVersion": "infera.amd.com/v1alpha1", "kind": "InferaDeployment",
+        obj["metadata"]["ownerReferences"] = json!([{"apiVersion": INFERA_DEPLOYMENT.api_version, "kind": INFERA_DEPLOYMENT.kind,
             "name": str_at(idep, "/metadata/name"), "uid": str_at(idep, "/metadata/uid"),
             "controller": true, "blockOwnerDeletion": true}]);
         obj
@@ -170,7 +165,8 @@ impl Operator {
         if idep.pointer("/metadata/deletionTimestamp").is_some() {
             return;
         }
-        let Ok(workloads) = infera_model::operator::render(&idep) else {
+        let generation = self.shared.scenario.operator;
+        let Ok(workloads) = infera_model::operator::render_as(&idep, generation) else {
             return;
         };
         let mut services = serde_json::Map::new();

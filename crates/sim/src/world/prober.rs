@@ -1,22 +1,23 @@
 //! What the kubelet reads from a pod spec — the infera engine a container
-//! runs, its readiness port, the readiness/startup probes, preStop — and the
-//! probe itself: an `httpGet` on the worker's readiness port is sent for
-//! real to the pod's listener; a probe on another port (e.g. the engine's
-//! `/health`) passes once weights are loaded, an exec/tcp/other probe once
-//! the container runs (as before the listener existed).
+//! runs, its readiness and engine ports, the readiness/startup probes,
+//! preStop — and the probe itself, sent for real to the port the pod's probe
+//! names: on the worker's readiness port to its `/ready` listener (open once
+//! registered: routable), on the engine port to the engine's listener (open
+//! once weights are loaded: `GET /health` answers 200 before the worker
+//! registers — Ready before routable, as the operator before PR #176
+//! probes). A probe on any other port of a worker passes once weights are
+//! loaded (modelled, nothing listens there); exec and other probes once the
+//! container runs.
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::listener::http_get;
+use crate::json::str_at;
+use crate::net::http_get;
 
 use infera_model::worker::{READINESS_PORT_ENV, main_container_position};
-
-fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or("")
-}
 
 /// What a probe checks.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +27,11 @@ pub(super) enum Check {
     ReadinessPort {
         path: Option<String>,
     },
+    /// The same on the engine port.
+    EnginePort {
+        path: Option<String>,
+    },
+    /// Another port of a worker: passes once weights are loaded.
     EngineUp,
     Running,
 }
@@ -155,14 +161,16 @@ fn probe_port(p: &Value, container: &Value) -> Option<i64> {
 pub(super) fn probe_of(p: &Value, container: &Value, engine: Option<&Engine>) -> Probe {
     let port = probe_port(p, container);
     let http = p.get("httpGet").is_some_and(Value::is_object);
+    let path = || {
+        let path = str_at(p, "/httpGet/path");
+        let path = if path.is_empty() { "/" } else { path };
+        http.then(|| path.to_string())
+    };
     let check = match (engine, port) {
         (Some(e), Some(port)) if port == i64::from(e.readiness_port) => {
-            let path = str_at(p, "/httpGet/path");
-            let path = if path.is_empty() { "/" } else { path };
-            Check::ReadinessPort {
-                path: http.then(|| path.to_string()),
-            }
+            Check::ReadinessPort { path: path() }
         }
+        (Some(e), Some(port)) if port == e.port => Check::EnginePort { path: path() },
         (Some(_), Some(_)) => Check::EngineUp,
         _ => Check::Running,
     };
@@ -215,32 +223,125 @@ impl Check {
     pub fn expected(&self, s: Seen) -> bool {
         match self {
             Check::ReadinessPort { .. } => s.registered,
-            Check::EngineUp => s.loaded,
+            Check::EnginePort { .. } | Check::EngineUp => s.loaded,
             Check::Running => s.running,
         }
     }
 }
 
-/// Run one probe. `addr` is the pod's readiness socket; `wall_timeout` is
-/// the probe's timeout in wall time. An HTTP probe succeeds on 200..399
-/// (as the kubelet's), and fails on a refused connection or a timeout.
+impl Engine {
+    /// Where a probe of `check` on a pod at `ip` goes, if it goes anywhere.
+    pub fn target(&self, check: &Check, ip: Ipv4Addr) -> Option<SocketAddr> {
+        let port = match check {
+            Check::ReadinessPort { .. } => self.readiness_port,
+            Check::EnginePort { .. } => u16::try_from(self.port).ok()?,
+            Check::EngineUp | Check::Running => return None,
+        };
+        Some(SocketAddr::from((ip, port)))
+    }
+}
+
+/// Run one probe. `addr` is where it goes ([`Engine::target`]);
+/// `wall_timeout` is the probe's timeout in wall time. An HTTP probe
+/// succeeds on 200..399 (as the kubelet's), and fails on a refused
+/// connection or a timeout.
 pub(super) async fn run(
     check: &Check,
     addr: Option<SocketAddr>,
     wall_timeout: Duration,
     s: Seen,
 ) -> bool {
-    match (check, addr) {
-        (Check::ReadinessPort { path: Some(path) }, Some(addr)) => {
-            http_get(addr, path, wall_timeout)
-                .await
-                .is_ok_and(|r| (200..400).contains(&r.status))
-        }
-        (Check::ReadinessPort { path: None }, Some(addr)) => {
+    let path = match check {
+        Check::ReadinessPort { path } | Check::EnginePort { path } => path,
+        other => return other.expected(s),
+    };
+    let Some(addr) = addr else {
+        return false;
+    };
+    match path {
+        Some(path) => http_get(addr, path, wall_timeout)
+            .await
+            .is_ok_and(|r| (200..400).contains(&r.status)),
+        None => {
             let connect = tokio::net::TcpStream::connect(addr);
             matches!(tokio::time::timeout(wall_timeout, connect).await, Ok(Ok(_)))
         }
-        (Check::ReadinessPort { .. }, None) => false,
-        (other, _) => other.expected(s),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A probe is classified by the port it names: the readiness port, the
+    /// engine port (by number or by the container port's name), another port,
+    /// or no port at all.
+    #[test]
+    fn probes_are_classified_by_their_port() {
+        let container = json!({"ports": [{"name": "http", "containerPort": 30000}]});
+        let engine = Engine {
+            role: "decode".into(),
+            engine: "sglang".into(),
+            model: "m".into(),
+            port: 30000,
+            readiness_port: 30090,
+        };
+        let path = |p: &str| Some(p.to_string());
+        let cases = [
+            (
+                json!({"httpGet": {"path": "/ready", "port": 30090}}),
+                Check::ReadinessPort {
+                    path: path("/ready"),
+                },
+            ),
+            (
+                json!({"tcpSocket": {"port": 30090}}),
+                Check::ReadinessPort { path: None },
+            ),
+            (
+                json!({"httpGet": {"path": "/health", "port": 30000}}),
+                Check::EnginePort {
+                    path: path("/health"),
+                },
+            ),
+            (
+                json!({"httpGet": {"path": "/health", "port": "http"}}),
+                Check::EnginePort {
+                    path: path("/health"),
+                },
+            ),
+            (
+                json!({"httpGet": {"port": 30000}}),
+                Check::EnginePort { path: path("/") },
+            ),
+            (
+                json!({"httpGet": {"path": "/metrics", "port": 9400}}),
+                Check::EngineUp,
+            ),
+            (json!({"exec": {"command": ["true"]}}), Check::Running),
+        ];
+        for (probe, want) in cases {
+            assert_eq!(
+                probe_of(&probe, &container, Some(&engine)).check,
+                want,
+                "{probe}"
+            );
+        }
+        let ip = Ipv4Addr::new(10, 244, 0, 7);
+        let health = Check::EnginePort {
+            path: path("/health"),
+        };
+        assert_eq!(
+            engine.target(&health, ip),
+            Some(SocketAddr::from((ip, 30000)))
+        );
+        let ready = Check::ReadinessPort { path: None };
+        assert_eq!(
+            engine.target(&ready, ip),
+            Some(SocketAddr::from((ip, 30090)))
+        );
+        assert_eq!(engine.target(&Check::EngineUp, ip), None);
     }
 }

@@ -1,6 +1,14 @@
-//! The API server's defaulting (what `kube-apiserver` fills in on create and
-//! update), for the fields the simulated controllers and `kubectl` rely on.
-//! Only fields that are absent are set, so user values always win.
+//! Defaulting: what `kube-apiserver` fills in on create and update, for the
+//! fields the simulated controllers and `kubectl` rely on. Only fields that
+//! are absent are set, so user values always win.
+//!
+//! Upstream keeps these beside the API types, not in the server
+//! (k8s.io/kubernetes `pkg/apis/core/v1/defaults.go`,
+//! `pkg/apis/apps/v1/defaults.go`), so that the registry and clients share
+//! them; here likewise: the [`crate::store`] defaults every object created
+//! or replaced, the API server previews defaults for a dry-run create, and the
+//! world's operator compares against defaulted Deployments. None of them
+//! depends on another for it.
 
 use serde_json::{Map, Value, json};
 
