@@ -4,10 +4,12 @@ use infera_model::engine::{Engine, EngineKind};
 
 declare_rule! {
     /// ## What it does
-    /// Flags a plain Deployment or LeaderWorkerSet whose main container runs
+    /// Flags a plain Deployment whose main container runs
     /// a model server the engine catalogue knows (vLLM, SGLang, TGI, NIM,
     /// Triton, the infera engine) and rolls surge pods in (maxSurge > 0
     /// after upstream rounding) with no readiness probe on that container.
+    /// (A LeaderWorkerSet's surge groups are IR012's; a StatefulSet never
+    /// surges.)
     ///
     /// ## Why is this bad?
     /// Without a probe a pod counts Ready the moment its containers run. The
