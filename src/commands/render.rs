@@ -6,15 +6,6 @@ use infera_model::operator;
 use crate::cli::{OutputFormat, RenderArgs};
 use crate::exit::Exit;
 
-/// The ServiceAccount, Role and RoleBinding the operator creates beside the
-/// workloads (none when the document does not parse as an InferaDeployment:
-/// `render_as` has reported that already).
-fn discovery_objects(value: &serde_json::Value) -> Vec<serde_json::Value> {
-    serde_json::from_value::<operator::InferaDeployment>(value.clone())
-        .map(|idep| operator::discovery_objects(&idep))
-        .unwrap_or_default()
-}
-
 /// The generation to render as: `--operator`, else the `operator` key of
 /// the `.infera-lint.yaml` found upward from the cwd, else the latest.
 fn generation(args: &RenderArgs) -> anyhow::Result<operator::Generation> {
@@ -49,14 +40,14 @@ pub fn render_command(args: &RenderArgs) -> anyhow::Result<Exit> {
                     continue;
                 }
                 count += 1;
-                match operator::render_as(&value, generation) {
+                match operator::typed(value) {
                     Err(e) => {
                         eprintln!("error: {}:{line}: {e}", args.file.display());
                         exit = Exit::Usage;
                     }
-                    Ok(ws) => {
-                        printed.extend(ws);
-                        extra.extend(discovery_objects(&value));
+                    Ok(idep) => {
+                        printed.extend(operator::render_typed(&idep, generation));
+                        extra.extend(operator::discovery_objects(&idep));
                     }
                 }
             }

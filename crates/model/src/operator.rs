@@ -454,15 +454,18 @@ pub fn render_as(
     idep: &serde_json::Value,
     generation: Generation,
 ) -> Result<Vec<RenderedWorkload>, OperatorError> {
+    Ok(render_typed(&typed(idep.clone())?, generation))
+}
+
+/// The typed InferaDeployment of a wire-form object (its `kind` checked).
+pub fn typed(idep: serde_json::Value) -> Result<InferaDeployment, OperatorError> {
     let kind = idep.get("kind").and_then(|k| k.as_str()).unwrap_or("");
     if kind != INFERA_DEPLOYMENT.kind {
         return Err(OperatorError::NotAnInferaDeployment(format!(
             "kind is {kind:?}"
         )));
     }
-    let typed: InferaDeployment =
-        serde_json::from_value(idep.clone()).map_err(|e| OperatorError::Invalid(e.to_string()))?;
-    Ok(render_typed(&typed, generation))
+    serde_json::from_value(idep).map_err(|e| OperatorError::Invalid(e.to_string()))
 }
 
 /// Render every service of a typed InferaDeployment, in service-name order.
