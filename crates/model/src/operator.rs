@@ -1726,23 +1726,32 @@ mod tests {
     /// `/boot` mount, the GAIE frontend sidecar and its pod label.
     #[test]
     fn entrypoint_env_boot_and_gaie_as_the_operator_writes_them() {
-        struct Case {
-            name: &'static str,
-            spec: serde_json::Value,
-            service: &'static str,
-            command_has: &'static [&'static str],
-            command_lacks: &'static [&'static str],
-            env_names: &'static [&'static str],
-            mounts: &'static [&'static str],
-            sidecar: bool,
+        for case in &fidelity_cases() {
+            for generation in [Generation::Pre176, Generation::LATEST] {
+                check_fidelity(case, generation);
+            }
         }
+    }
+
+    struct FidelityCase {
+        name: &'static str,
+        spec: serde_json::Value,
+        service: &'static str,
+        command_has: &'static [&'static str],
+        command_lacks: &'static [&'static str],
+        env_names: &'static [&'static str],
+        mounts: &'static [&'static str],
+        sidecar: bool,
+    }
+
+    fn fidelity_cases() -> Vec<FidelityCase> {
         let worker = json!({"componentType": "worker", "args": ["--tp-size", "2"],
                             "resources": {"sharedMemory": "1Gi"}});
         let extra = json!({"componentType": "worker",
             "extraPodSpec": {"containers": [{"name": "main", "image": "x",
                 "command": ["python3", "-m", "infera.engine.sglang"]}]}});
-        let cases = [
-            Case {
+        vec![
+            FidelityCase {
                 name: "default NATS: flags after discovery, env after envs",
                 spec: json!({"envs": [{"name": "A", "value": "1"}],
                              "services": {"w": worker.clone()}}),
@@ -1754,7 +1763,7 @@ mod tests {
                 mounts: &["dshm", BOOT_VOLUME],
                 sidecar: false,
             },
-            Case {
+            FidelityCase {
                 name: "nats given without deploy: no broker, no flags",
                 spec: json!({"nats": {"storageSize": "1Gi"}, "services": {"w": worker.clone()}}),
                 service: "w",
@@ -1764,7 +1773,7 @@ mod tests {
                 mounts: &["dshm", BOOT_VOLUME],
                 sidecar: false,
             },
-            Case {
+            FidelityCase {
                 name: "server: selector flag after the discovery backend",
                 spec: json!({"services": {"s": {"componentType": "server"}}}),
                 service: "s",
@@ -1782,7 +1791,7 @@ mod tests {
                 mounts: &[BOOT_VOLUME],
                 sidecar: false,
             },
-            Case {
+            FidelityCase {
                 name: "GAIE flat worker: sidecar and label",
                 spec: json!({"gaie": {"enabled": true, "tokenizerPath": "tok"},
                              "services": {"w": worker.clone()}}),
@@ -1793,7 +1802,7 @@ mod tests {
                 mounts: &["dshm", BOOT_VOLUME],
                 sidecar: true,
             },
-            Case {
+            FidelityCase {
                 name: "GAIE extraPodSpec worker: sidecar, template untouched otherwise",
                 spec: json!({"gaie": {"enabled": true, "tokenizerPath": "tok"},
                              "services": {"w": extra}}),
@@ -1804,7 +1813,7 @@ mod tests {
                 mounts: &[],
                 sidecar: true,
             },
-            Case {
+            FidelityCase {
                 name: "GAIE server: no sidecar",
                 spec: json!({"gaie": {"enabled": true, "tokenizerPath": "tok"},
                              "services": {"s": {"componentType": "server"}}}),
@@ -1821,124 +1830,130 @@ mod tests {
                 mounts: &[BOOT_VOLUME],
                 sidecar: false,
             },
-        ];
-        for case in &cases {
-            for generation in [Generation::Pre176, Generation::LATEST] {
-                let mut doc = idep(json!({}));
-                let spec = doc["spec"].as_object_mut().unwrap();
-                for (k, v) in case.spec.as_object().unwrap() {
-                    spec.insert(k.clone(), v.clone());
-                }
-                let ws = render_as(&doc, generation).unwrap();
-                let w = ws.iter().find(|w| w.service == case.service).unwrap();
-                let at = format!("{} ({generation:?})", case.name);
-                let main = &w.pod.containers[main_container_index(&w.pod)];
-                assert!(main.args.is_none(), "{at}: no args");
-                let command = main.command.clone().unwrap_or_default().join(" ");
-                for want in case.command_has {
-                    let want = want.split_whitespace().collect::<Vec<_>>().join(" ");
-                    assert!(command.contains(&want), "{at}: {command:?} lacks {want:?}");
-                }
-                for not in case.command_lacks {
-                    assert!(!command.contains(not), "{at}: {command:?} has {not:?}");
-                }
-                let names: Vec<&str> = main
-                    .env
-                    .iter()
-                    .flatten()
-                    .map(|e| e.name.as_str())
-                    .filter(|n| *n != READINESS_PORT_ENV)
-                    .collect();
-                assert_eq!(names, case.env_names, "{at}: env order");
-                let mounts: Vec<&str> = main
-                    .volume_mounts
-                    .iter()
-                    .flatten()
-                    .map(|m| m.name.as_str())
-                    .collect();
-                assert_eq!(mounts, case.mounts, "{at}: mounts");
-                let sidecar = w
-                    .pod
-                    .containers
-                    .iter()
-                    .find(|c| c.name == GAIE_FRONTEND_CONTAINER);
-                assert_eq!(sidecar.is_some(), case.sidecar, "{at}: sidecar");
-                assert_eq!(
-                    w.pod_labels.get(GAIE_FRONTEND_LABEL).map(String::as_str),
-                    case.sidecar.then_some("true"),
-                    "{at}: label"
-                );
-                let tmpl = &w.object["spec"]["template"];
-                assert_eq!(
-                    tmpl["metadata"]["labels"][GAIE_FRONTEND_LABEL].as_str(),
-                    case.sidecar.then_some("true"),
-                    "{at}: object label"
-                );
-                if let Some(s) = sidecar {
-                    assert_eq!(
-                        s.command.clone().unwrap().join(" "),
-                        "python3 -m infera.server --router-mode direct --host 0.0.0.0 \
-                         --port 8000 --router-tokenizer-path tok --discovery-backend kubernetes \
-                         --k8s-label-selector infera.amd.com/deployment=demo \
-                         --kv-event-transport nats --nats-server nats://demo-nats:4222 \
-                         --request-transport nats",
-                        "{at}: sidecar command"
-                    );
-                    let env: Vec<&str> = s.env.iter().flatten().map(|e| e.name.as_str()).collect();
-                    assert_eq!(
-                        env,
-                        [
-                            NATS_SERVER_ENV,
-                            "POD_NAME",
-                            "POD_NAMESPACE",
-                            LABEL_SELECTOR_ENV
-                        ],
-                        "{at}: sidecar env"
-                    );
-                    let probe = s
-                        .readiness_probe
-                        .as_ref()
-                        .unwrap()
-                        .http_get
-                        .as_ref()
-                        .unwrap();
-                    assert_eq!(
-                        (probe.path.as_deref(), &probe.port),
-                        (Some(GAIE_READY_PATH), &IntOrString::Int(8000)),
-                        "{at}"
-                    );
-                    assert_eq!(
-                        s.ports.as_ref().unwrap()[0].name.as_deref(),
-                        Some("frontend")
-                    );
-                }
-                if case.mounts.contains(&BOOT_VOLUME) {
-                    let boot = w
-                        .pod
-                        .volumes
-                        .iter()
-                        .flatten()
-                        .find(|v| v.name == BOOT_VOLUME)
-                        .unwrap();
-                    let hp = boot.host_path.as_ref().unwrap();
-                    assert_eq!(
-                        (hp.path.as_str(), hp.type_.as_deref()),
-                        ("/boot", Some("Directory"))
-                    );
-                    let m = main
-                        .volume_mounts
-                        .iter()
-                        .flatten()
-                        .find(|m| m.name == BOOT_VOLUME)
-                        .unwrap();
-                    assert_eq!(
-                        (m.mount_path.as_str(), m.read_only),
-                        ("/boot", Some(true)),
-                        "{at}"
-                    );
-                }
-            }
+        ]
+    }
+
+    fn check_fidelity(case: &FidelityCase, generation: Generation) {
+        let mut doc = idep(json!({}));
+        let spec = doc["spec"].as_object_mut().unwrap();
+        for (k, v) in case.spec.as_object().unwrap() {
+            spec.insert(k.clone(), v.clone());
         }
+        let ws = render_as(&doc, generation).unwrap();
+        let w = ws.iter().find(|w| w.service == case.service).unwrap();
+        let at = format!("{} ({generation:?})", case.name);
+        let main = &w.pod.containers[main_container_index(&w.pod)];
+        assert!(main.args.is_none(), "{at}: no args");
+        let command = main.command.clone().unwrap_or_default().join(" ");
+        for want in case.command_has {
+            let want = want.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(command.contains(&want), "{at}: {command:?} lacks {want:?}");
+        }
+        for not in case.command_lacks {
+            assert!(!command.contains(not), "{at}: {command:?} has {not:?}");
+        }
+        let names: Vec<&str> = main
+            .env
+            .iter()
+            .flatten()
+            .map(|e| e.name.as_str())
+            .filter(|n| *n != READINESS_PORT_ENV)
+            .collect();
+        assert_eq!(names, case.env_names, "{at}: env order");
+        let mounts: Vec<&str> = main
+            .volume_mounts
+            .iter()
+            .flatten()
+            .map(|m| m.name.as_str())
+            .collect();
+        assert_eq!(mounts, case.mounts, "{at}: mounts");
+        let sidecar = w
+            .pod
+            .containers
+            .iter()
+            .find(|c| c.name == GAIE_FRONTEND_CONTAINER);
+        assert_eq!(sidecar.is_some(), case.sidecar, "{at}: sidecar");
+        assert_eq!(
+            w.pod_labels.get(GAIE_FRONTEND_LABEL).map(String::as_str),
+            case.sidecar.then_some("true"),
+            "{at}: label"
+        );
+        let tmpl = &w.object["spec"]["template"];
+        assert_eq!(
+            tmpl["metadata"]["labels"][GAIE_FRONTEND_LABEL].as_str(),
+            case.sidecar.then_some("true"),
+            "{at}: object label"
+        );
+        if let Some(s) = sidecar {
+            check_gaie_sidecar(s, &at);
+        }
+        if case.mounts.contains(&BOOT_VOLUME) {
+            check_boot(&w.pod, main, &at);
+        }
+    }
+
+    fn check_gaie_sidecar(s: &Container, at: &str) {
+        assert_eq!(
+            s.command.clone().unwrap().join(" "),
+            "python3 -m infera.server --router-mode direct --host 0.0.0.0 \
+     --port 8000 --router-tokenizer-path tok --discovery-backend kubernetes \
+     --k8s-label-selector infera.amd.com/deployment=demo \
+     --kv-event-transport nats --nats-server nats://demo-nats:4222 \
+     --request-transport nats",
+            "{at}: sidecar command"
+        );
+        let env: Vec<&str> = s.env.iter().flatten().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            env,
+            [
+                NATS_SERVER_ENV,
+                "POD_NAME",
+                "POD_NAMESPACE",
+                LABEL_SELECTOR_ENV
+            ],
+            "{at}: sidecar env"
+        );
+        let probe = s
+            .readiness_probe
+            .as_ref()
+            .unwrap()
+            .http_get
+            .as_ref()
+            .unwrap();
+        assert_eq!(
+            (probe.path.as_deref(), &probe.port),
+            (Some(GAIE_READY_PATH), &IntOrString::Int(8000)),
+            "{at}"
+        );
+        assert_eq!(
+            s.ports.as_ref().unwrap()[0].name.as_deref(),
+            Some("frontend")
+        );
+    }
+
+    fn check_boot(pod: &PodSpec, main: &Container, at: &str) {
+        let boot = pod
+            .volumes
+            .iter()
+            .flatten()
+            .find(|v| v.name == BOOT_VOLUME)
+            .unwrap();
+        let hp = boot.host_path.as_ref().unwrap();
+        assert_eq!(
+            (hp.path.as_str(), hp.type_.as_deref()),
+            ("/boot", Some("Directory"))
+        );
+        let m = main
+            .volume_mounts
+            .iter()
+            .flatten()
+            .find(|m| m.name == BOOT_VOLUME)
+            .unwrap();
+        assert_eq!(
+            (m.mount_path.as_str(), m.read_only),
+            ("/boot", Some(true)),
+            "{at}"
+        );
     }
 
     #[test]
