@@ -601,13 +601,7 @@ fn gaie_frontend(idep: &InferaDeployment, gaie: &serde_json::Value) -> Container
     cmd.push("--router-tokenizer-path".to_string());
     cmd.push(text("tokenizerPath").unwrap_or_default().to_string());
     let mut env: Vec<EnvVar> = idep.spec.envs.clone().unwrap_or_default();
-    if k8s_discovery(idep) {
-        cmd.extend(["--discovery-backend", "kubernetes", "--k8s-label-selector"].map(String::from));
-        cmd.push(discovery_selector(name));
-    } else {
-        cmd.push("--etcd-endpoint".to_string());
-        cmd.push(idep.spec.etcd_endpoint.clone().unwrap_or_default());
-    }
+    push_discovery_flags(&mut cmd, idep, true);
     let transport = if nats_deployed(idep) {
         cmd.extend(nats_flags(name));
         env.push(value_env(NATS_SERVER_ENV, nats_url(name)));
@@ -796,16 +790,7 @@ fn flat_command(
     cmd.push(module);
     cmd.extend(["--host", "0.0.0.0", "--port"].map(String::from));
     cmd.push(port.to_string());
-    if k8s_discovery(idep) {
-        cmd.extend(["--discovery-backend", "kubernetes"].map(String::from));
-        if component == Component::Server {
-            cmd.push("--k8s-label-selector".to_string());
-            cmd.push(discovery_selector(name));
-        }
-    } else {
-        cmd.push("--etcd-endpoint".to_string());
-        cmd.push(idep.spec.etcd_endpoint.clone().unwrap_or_default());
-    }
+    push_discovery_flags(&mut cmd, idep, component == Component::Server);
     if component == Component::Worker && role != Role::Mixed {
         cmd.push("--disaggregation-mode".to_string());
         cmd.push(role.as_str().to_string());
@@ -815,6 +800,23 @@ fn flat_command(
     }
     cmd.extend(svc.args.iter().flatten().cloned());
     cmd
+}
+
+/// The discovery flags of an entrypoint: `--discovery-backend kubernetes`
+/// (with `--k8s-label-selector <selector>` for what watches workers), or
+/// `--etcd-endpoint <endpoint>` with `discoveryBackend: etcd`.
+fn push_discovery_flags(cmd: &mut Vec<String>, idep: &InferaDeployment, watches_workers: bool) {
+    if k8s_discovery(idep) {
+        cmd.extend(["--discovery-backend", "kubernetes"].map(String::from));
+        if watches_workers {
+            let name = idep.metadata.name.as_deref().unwrap_or_default();
+            cmd.push("--k8s-label-selector".to_string());
+            cmd.push(discovery_selector(name));
+        }
+    } else {
+        cmd.push("--etcd-endpoint".to_string());
+        cmd.push(idep.spec.etcd_endpoint.clone().unwrap_or_default());
+    }
 }
 
 /// `--kv-event-transport nats --nats-server <url>`: the KV-event plane over
@@ -1744,6 +1746,15 @@ mod tests {
         sidecar: bool,
     }
 
+    /// A flat server's env with NATS and Kubernetes discovery, in order.
+    const SERVER_ENV: &[&str] = &[
+        NATS_SERVER_ENV,
+        "POD_NAME",
+        "POD_NAMESPACE",
+        "POD_IP",
+        LABEL_SELECTOR_ENV,
+    ];
+
     fn fidelity_cases() -> Vec<FidelityCase> {
         let worker = json!({"componentType": "worker", "args": ["--tp-size", "2"],
                             "resources": {"sharedMemory": "1Gi"}});
@@ -1781,13 +1792,7 @@ mod tests {
                     --discovery-backend kubernetes --k8s-label-selector \
                     infera.amd.com/deployment=demo --kv-event-transport nats"],
                 command_lacks: &["--disaggregation-mode"],
-                env_names: &[
-                    NATS_SERVER_ENV,
-                    "POD_NAME",
-                    "POD_NAMESPACE",
-                    "POD_IP",
-                    LABEL_SELECTOR_ENV,
-                ],
+                env_names: SERVER_ENV,
                 mounts: &[BOOT_VOLUME],
                 sidecar: false,
             },
@@ -1820,13 +1825,7 @@ mod tests {
                 service: "s",
                 command_has: &["--k8s-label-selector"],
                 command_lacks: &["--router-mode"],
-                env_names: &[
-                    NATS_SERVER_ENV,
-                    "POD_NAME",
-                    "POD_NAMESPACE",
-                    "POD_IP",
-                    LABEL_SELECTOR_ENV,
-                ],
+                env_names: SERVER_ENV,
                 mounts: &[BOOT_VOLUME],
                 sidecar: false,
             },
