@@ -13,8 +13,8 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, ExecAction,
-    HTTPGetAction, Lifecycle, LifecycleHandler, ObjectFieldSelector, PodSpec, PodTemplateSpec,
-    Probe, ResourceRequirements, Volume, VolumeMount,
+    HTTPGetAction, HostPathVolumeSource, Lifecycle, LifecycleHandler, ObjectFieldSelector, PodSpec,
+    PodTemplateSpec, Probe, ResourceRequirements, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
@@ -40,6 +40,18 @@ pub const READY_PATH: &str = "/ready";
 /// The env var with which the operator tells a server which pods to watch.
 pub const LABEL_SELECTOR_ENV: &str = "INFERA_K8S_LABEL_SELECTOR";
 pub const DEFAULT_SERVER_PORT: i32 = 8000;
+/// Env naming the operator-managed NATS broker (`nats://<idep>-nats:4222`).
+pub const NATS_SERVER_ENV: &str = "NATS_SERVER";
+pub const NATS_CLIENT_PORT: u16 = 4222;
+/// The node's `/boot`, mounted read-only into every flat pod as `boot-config`.
+pub const BOOT_VOLUME: &str = "boot-config";
+pub const BOOT_PATH: &str = "/boot";
+/// The GAIE frontend sidecar of a worker pod, its port name and pod label.
+pub const GAIE_FRONTEND_CONTAINER: &str = "infera-frontend";
+pub const GAIE_FRONTEND_PORT_NAME: &str = "frontend";
+pub const GAIE_FRONTEND_LABEL: &str = "infera.amd.com/gaie-frontend";
+pub const DEFAULT_GAIE_FRONTEND_PORT: i32 = 8000;
+pub const GAIE_READY_PATH: &str = "/v1/models";
 pub const DEFAULT_WORKER_PORT: i32 = 30000;
 /// Injected probe timings (§2).
 pub const PROBE_INITIAL_DELAY_SECONDS: i32 = 15;
@@ -532,6 +544,109 @@ fn discovery_env(idep_name: &str, component: Component) -> Vec<EnvVar> {
     env
 }
 
+/// A literal env var.
+fn value_env(name: &str, value: String) -> EnvVar {
+    EnvVar {
+        name: name.to_string(),
+        value: Some(value),
+        ..EnvVar::default()
+    }
+}
+
+/// True unless `spec.nats` is given without `deploy: true` (the operator
+/// deploys a NATS broker by default).
+fn nats_deployed(idep: &InferaDeployment) -> bool {
+    idep.spec.nats.as_ref().is_none_or(|n| {
+        n.is_null() || n.get("deploy").and_then(serde_json::Value::as_bool) == Some(true)
+    })
+}
+
+/// The operator-managed broker's client URL.
+fn nats_url(idep_name: &str) -> String {
+    format!("nats://{idep_name}-nats:{NATS_CLIENT_PORT}")
+}
+
+/// `spec.gaie` when `enabled: true`.
+fn gaie_spec(idep: &InferaDeployment) -> Option<&serde_json::Value> {
+    idep.spec
+        .gaie
+        .as_ref()
+        .filter(|g| g.get("enabled").and_then(serde_json::Value::as_bool) == Some(true))
+}
+
+/// The `infera-frontend` sidecar the operator adds to every worker pod of a
+/// GAIE-enabled InferaDeployment (flat or `extraPodSpec`): a
+/// `infera.server --router-mode direct` on `gaie.frontendPort` (8000) that
+/// the InferencePool targets, with its own discovery flags, NATS transport
+/// and env, ready on `GET /v1/models`.
+fn gaie_frontend(idep: &InferaDeployment, gaie: &serde_json::Value) -> Container {
+    let name = idep.metadata.name.as_deref().unwrap_or_default();
+    let text = |key: &str| gaie.get(key).and_then(serde_json::Value::as_str);
+    let port = gaie
+        .get("frontendPort")
+        .and_then(serde_json::Value::as_i64)
+        .and_then(|p| i32::try_from(p).ok())
+        .filter(|p| *p != 0)
+        .unwrap_or(DEFAULT_GAIE_FRONTEND_PORT);
+    let mut cmd: Vec<String> = [
+        "python3",
+        "-m",
+        "infera.server",
+        "--router-mode",
+        "direct",
+        "--host",
+        "0.0.0.0",
+        "--port",
+    ]
+    .map(String::from)
+    .to_vec();
+    cmd.push(port.to_string());
+    cmd.push("--router-tokenizer-path".to_string());
+    cmd.push(text("tokenizerPath").unwrap_or_default().to_string());
+    let mut env: Vec<EnvVar> = idep.spec.envs.clone().unwrap_or_default();
+    push_discovery_flags(&mut cmd, idep, true);
+    let transport = if nats_deployed(idep) {
+        cmd.extend(nats_flags(name));
+        env.push(value_env(NATS_SERVER_ENV, nats_url(name)));
+        "nats"
+    } else {
+        "http"
+    };
+    cmd.extend(["--request-transport", transport].map(String::from));
+    if k8s_discovery(idep) {
+        // Pod identity without POD_IP (the sidecar registers nothing), and
+        // the selector it watches workers with.
+        let discovery = discovery_env(name, Component::Server);
+        env.extend(discovery.into_iter().filter(|e| e.name != "POD_IP"));
+    }
+    let image = text("eppImage")
+        .filter(|i| !i.is_empty())
+        .map(str::to_string)
+        .or_else(|| idep.spec.image.clone());
+    Container {
+        name: GAIE_FRONTEND_CONTAINER.to_string(),
+        image,
+        command: Some(cmd),
+        env: (!env.is_empty()).then_some(env),
+        ports: Some(vec![ContainerPort {
+            name: Some(GAIE_FRONTEND_PORT_NAME.to_string()),
+            container_port: port,
+            ..ContainerPort::default()
+        }]),
+        readiness_probe: Some(Probe {
+            http_get: Some(HTTPGetAction {
+                path: Some(GAIE_READY_PATH.to_string()),
+                port: IntOrString::Int(port),
+                ..HTTPGetAction::default()
+            }),
+            initial_delay_seconds: Some(5),
+            period_seconds: Some(10),
+            ..Probe::default()
+        }),
+        ..Container::default()
+    }
+}
+
 /// The objects besides the workloads that the operator creates for an
 /// InferaDeployment with Kubernetes discovery: the ServiceAccount, Role and
 /// RoleBinding `<idep>-disc` (§8). Empty with `discoveryBackend: etcd`.
@@ -594,7 +709,9 @@ fn service_port(svc: &ServiceSpec, component: Component) -> i32 {
         })
 }
 
-/// The pod the flat fields describe: one container `infera`.
+/// The pod the flat fields describe: one container `infera` whose whole
+/// entrypoint is its `command` ([`flat_command`]; no `args`), the env of
+/// [`flat_env`], and the volumes of [`flat_volumes`].
 fn flat_pod(
     idep: &InferaDeployment,
     svc: &ServiceSpec,
@@ -602,45 +719,11 @@ fn flat_pod(
     role: Role,
 ) -> PodSpec {
     let port = service_port(svc, component);
-    let backend = idep
-        .spec
-        .backend_framework
-        .as_deref()
-        .unwrap_or("sglang")
-        .to_string();
-    let module = match component {
-        Component::Server => "infera.server".to_string(),
-        Component::Worker => format!("infera.engine.{backend}"),
-    };
-    let mut args = vec![
-        "--host".to_string(),
-        "0.0.0.0".to_string(),
-        "--port".to_string(),
-        port.to_string(),
-    ];
-    if component == Component::Worker && role != Role::Mixed {
-        args.push("--disaggregation-mode".to_string());
-        args.push(role.as_str().to_string());
-    }
-    args.extend(svc.args.iter().flatten().cloned());
-
-    let mut env: Vec<EnvVar> = idep.spec.envs.clone().unwrap_or_default();
-    if k8s_discovery(idep) {
-        let name = idep.metadata.name.as_deref().unwrap_or_default();
-        env.extend(discovery_env(name, component));
-    }
-    for e in svc.env.iter().flatten() {
-        if let Some(existing) = env.iter_mut().find(|x| x.name == e.name) {
-            *existing = e.clone();
-        } else {
-            env.push(e.clone());
-        }
-    }
-
+    let command = flat_command(idep, svc, component, role, port);
+    let env = flat_env(idep, svc, component);
+    let (volumes, mounts) = flat_volumes(svc);
     let mut requests = BTreeMap::new();
     let mut limits = BTreeMap::new();
-    let mut volumes = Vec::new();
-    let mut mounts = Vec::new();
     if let Some(res) = &svc.resources {
         if let Some(cpu) = &res.cpu {
             requests.insert("cpu".to_string(), cpu.clone());
@@ -659,21 +742,6 @@ fn flat_pod(
                 limits.insert(gpu_type, Quantity(gpu.raw()));
             }
         }
-        if let Some(shm) = &res.shared_memory {
-            volumes.push(Volume {
-                name: "dshm".to_string(),
-                empty_dir: Some(EmptyDirVolumeSource {
-                    medium: Some("Memory".to_string()),
-                    size_limit: Some(shm.clone()),
-                }),
-                ..Volume::default()
-            });
-            mounts.push(VolumeMount {
-                name: "dshm".to_string(),
-                mount_path: "/dev/shm".to_string(),
-                ..VolumeMount::default()
-            });
-        }
     }
     let resources = (!requests.is_empty() || !limits.is_empty()).then(|| ResourceRequirements {
         requests: (!requests.is_empty()).then_some(requests),
@@ -684,18 +752,151 @@ fn flat_pod(
     let container = Container {
         name: "infera".to_string(),
         image: svc.image.clone().or_else(|| idep.spec.image.clone()),
-        command: Some(vec!["python3".to_string(), "-m".to_string(), module]),
-        args: Some(args),
+        command: Some(command),
         env: (!env.is_empty()).then_some(env),
         resources,
-        volume_mounts: (!mounts.is_empty()).then_some(mounts),
+        volume_mounts: Some(mounts),
         ..Container::default()
     };
     PodSpec {
         containers: vec![container],
-        volumes: (!volumes.is_empty()).then_some(volumes),
+        volumes: Some(volumes),
         ..PodSpec::default()
     }
+}
+
+/// The flat container's entrypoint, all of it in `command` as the operator
+/// writes it (§8.1): `python3 -m <module> --host 0.0.0.0 --port P`, the
+/// discovery flags (a server adds the selector it watches workers with), a
+/// prefill/decode worker's `--disaggregation-mode`, the NATS KV-event flags
+/// when NATS is deployed, then the service's `args`.
+fn flat_command(
+    idep: &InferaDeployment,
+    svc: &ServiceSpec,
+    component: Component,
+    role: Role,
+    port: i32,
+) -> Vec<String> {
+    let name = idep.metadata.name.as_deref().unwrap_or_default();
+    let module = match component {
+        Component::Server => "infera.server".to_string(),
+        Component::Worker => format!(
+            "infera.engine.{}",
+            if idep.spec.backend_framework.as_deref() == Some("vllm") {
+                "vllm"
+            } else {
+                "sglang"
+            }
+        ),
+    };
+    let mut cmd: Vec<String> = ["python3", "-m"].map(String::from).to_vec();
+    cmd.push(module);
+    cmd.extend(["--host", "0.0.0.0", "--port"].map(String::from));
+    cmd.push(port.to_string());
+    push_discovery_flags(&mut cmd, idep, component == Component::Server);
+    if component == Component::Worker && role != Role::Mixed {
+        cmd.push("--disaggregation-mode".to_string());
+        cmd.push(role.as_str().to_string());
+    }
+    if nats_deployed(idep) {
+        cmd.extend(nats_flags(name));
+    }
+    cmd.extend(svc.args.iter().flatten().cloned());
+    cmd
+}
+
+/// The discovery flags of an entrypoint: `--discovery-backend kubernetes`
+/// (with `--k8s-label-selector <selector>` for what watches workers), or
+/// `--etcd-endpoint <endpoint>` with `discoveryBackend: etcd`.
+fn push_discovery_flags(cmd: &mut Vec<String>, idep: &InferaDeployment, watches_workers: bool) {
+    if k8s_discovery(idep) {
+        cmd.extend(["--discovery-backend", "kubernetes"].map(String::from));
+        if watches_workers {
+            let name = idep.metadata.name.as_deref().unwrap_or_default();
+            cmd.push("--k8s-label-selector".to_string());
+            cmd.push(discovery_selector(name));
+        }
+    } else {
+        cmd.push("--etcd-endpoint".to_string());
+        cmd.push(idep.spec.etcd_endpoint.clone().unwrap_or_default());
+    }
+}
+
+/// `--kv-event-transport nats --nats-server <url>`: the KV-event plane over
+/// the operator-managed broker.
+fn nats_flags(idep_name: &str) -> [String; 4] {
+    [
+        "--kv-event-transport".to_string(),
+        "nats".to_string(),
+        "--nats-server".to_string(),
+        nats_url(idep_name),
+    ]
+}
+
+/// The flat container's env: spec-level `envs`, `NATS_SERVER` when NATS is
+/// deployed, the discovery env, then the service's `env` (which replaces a
+/// variable of the same name, where the operator appends a duplicate whose
+/// last occurrence wins: the same value in the container).
+fn flat_env(idep: &InferaDeployment, svc: &ServiceSpec, component: Component) -> Vec<EnvVar> {
+    let name = idep.metadata.name.as_deref().unwrap_or_default();
+    let mut env: Vec<EnvVar> = idep.spec.envs.clone().unwrap_or_default();
+    if nats_deployed(idep) {
+        env.push(value_env(NATS_SERVER_ENV, nats_url(name)));
+    }
+    if k8s_discovery(idep) {
+        env.extend(discovery_env(name, component));
+    }
+    for e in svc.env.iter().flatten() {
+        if let Some(existing) = env.iter_mut().find(|x| x.name == e.name) {
+            *existing = e.clone();
+        } else {
+            env.push(e.clone());
+        }
+    }
+    env
+}
+
+/// The flat pod's volumes and the main container's mounts: `dshm` (a memory
+/// `emptyDir` at `/dev/shm`) with `sharedMemory`, then always the node's
+/// `/boot` (hostPath, type `Directory`, read-only), which the engine reads
+/// the kernel config from.
+fn flat_volumes(svc: &ServiceSpec) -> (Vec<Volume>, Vec<VolumeMount>) {
+    let mut volumes = Vec::with_capacity(2);
+    let mut mounts = Vec::with_capacity(2);
+    if let Some(shm) = svc
+        .resources
+        .as_ref()
+        .and_then(|r| r.shared_memory.as_ref())
+    {
+        volumes.push(Volume {
+            name: "dshm".to_string(),
+            empty_dir: Some(EmptyDirVolumeSource {
+                medium: Some("Memory".to_string()),
+                size_limit: Some(shm.clone()),
+            }),
+            ..Volume::default()
+        });
+        mounts.push(VolumeMount {
+            name: "dshm".to_string(),
+            mount_path: "/dev/shm".to_string(),
+            ..VolumeMount::default()
+        });
+    }
+    volumes.push(Volume {
+        name: BOOT_VOLUME.to_string(),
+        host_path: Some(HostPathVolumeSource {
+            path: BOOT_PATH.to_string(),
+            type_: Some("Directory".to_string()),
+        }),
+        ..Volume::default()
+    });
+    mounts.push(VolumeMount {
+        name: BOOT_VOLUME.to_string(),
+        mount_path: BOOT_PATH.to_string(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    });
+    (volumes, mounts)
 }
 
 /// With extraPodSpec, the discovery env is added to the main container
@@ -957,6 +1158,10 @@ fn render_service(
     {
         pod.service_account_name = Some(discovery_account(&idep_name));
     }
+    let gaie = gaie_spec(idep).filter(|_| component == Component::Worker);
+    if let Some(gaie) = gaie {
+        pod.containers.push(gaie_frontend(idep, gaie));
+    }
     let facts = StrategyFacts {
         component,
         multinode,
@@ -964,7 +1169,10 @@ fn render_service(
         probe_injected,
     };
     let (strategy, why) = predict_strategy(&facts, svc, &pod, &readiness);
-    let labels = pod_labels(&idep_name, name, svc);
+    let mut labels = pod_labels(&idep_name, name, svc);
+    if gaie.is_some() {
+        labels.insert(GAIE_FRONTEND_LABEL.to_string(), "true".to_string());
+    }
     let object = if with_object {
         let rendered = Rendered {
             kind,
@@ -1310,21 +1518,27 @@ mod tests {
         assert_eq!(c["name"], "infera");
         assert_eq!(
             c["command"],
-            json!(["python3", "-m", "infera.engine.sglang"])
-        );
-        assert_eq!(
-            c["args"],
             json!([
+                "python3",
+                "-m",
+                "infera.engine.sglang",
                 "--host",
                 "0.0.0.0",
                 "--port",
                 "30000",
+                "--discovery-backend",
+                "kubernetes",
                 "--disaggregation-mode",
                 "prefill",
+                "--kv-event-transport",
+                "nats",
+                "--nats-server",
+                "nats://demo-nats:4222",
                 "--tp-size",
                 "2"
             ])
         );
+        assert!(c.get("args").is_none(), "the operator sets no args");
         assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/ready");
         assert_eq!(c["readinessProbe"]["httpGet"]["port"], 30090);
         assert_eq!(c["readinessProbe"]["timeoutSeconds"], 10);
@@ -1508,6 +1722,239 @@ mod tests {
                 [0]
             .get("readinessProbe")
             .is_none()
+        );
+    }
+
+    /// The pod facts outside PR #176, alike in both generations and checked
+    /// against the published operator by the lab's render differential:
+    /// the whole entrypoint in `command`, `NATS_SERVER` after `envs`, the
+    /// `/boot` mount, the GAIE frontend sidecar and its pod label.
+    #[test]
+    fn entrypoint_env_boot_and_gaie_as_the_operator_writes_them() {
+        for case in &fidelity_cases() {
+            for generation in [Generation::Pre176, Generation::LATEST] {
+                check_fidelity(case, generation);
+            }
+        }
+    }
+
+    struct FidelityCase {
+        name: &'static str,
+        spec: serde_json::Value,
+        service: &'static str,
+        command_has: &'static [&'static str],
+        command_lacks: &'static [&'static str],
+        env_names: &'static [&'static str],
+        mounts: &'static [&'static str],
+        sidecar: bool,
+    }
+
+    /// A flat server's env with NATS and Kubernetes discovery, in order.
+    const SERVER_ENV: &[&str] = &[
+        NATS_SERVER_ENV,
+        "POD_NAME",
+        "POD_NAMESPACE",
+        "POD_IP",
+        LABEL_SELECTOR_ENV,
+    ];
+
+    fn fidelity_cases() -> Vec<FidelityCase> {
+        let worker = json!({"componentType": "worker", "args": ["--tp-size", "2"],
+                            "resources": {"sharedMemory": "1Gi"}});
+        let extra = json!({"componentType": "worker",
+            "extraPodSpec": {"containers": [{"name": "main", "image": "x",
+                "command": ["python3", "-m", "infera.engine.sglang"]}]}});
+        vec![
+            FidelityCase {
+                name: "default NATS: flags after discovery, env after envs",
+                spec: json!({"envs": [{"name": "A", "value": "1"}],
+                             "services": {"w": worker.clone()}}),
+                service: "w",
+                command_has: &["--discovery-backend kubernetes --kv-event-transport nats \
+                                --nats-server nats://demo-nats:4222 --tp-size 2"],
+                command_lacks: &["--k8s-label-selector", "--router-mode"],
+                env_names: &["A", NATS_SERVER_ENV, "POD_NAME", "POD_NAMESPACE", "POD_IP"],
+                mounts: &["dshm", BOOT_VOLUME],
+                sidecar: false,
+            },
+            FidelityCase {
+                name: "nats given without deploy: no broker, no flags",
+                spec: json!({"nats": {"storageSize": "1Gi"}, "services": {"w": worker.clone()}}),
+                service: "w",
+                command_has: &["--discovery-backend kubernetes --tp-size 2"],
+                command_lacks: &["--kv-event-transport", NATS_SERVER_ENV],
+                env_names: &["POD_NAME", "POD_NAMESPACE", "POD_IP"],
+                mounts: &["dshm", BOOT_VOLUME],
+                sidecar: false,
+            },
+            FidelityCase {
+                name: "server: selector flag after the discovery backend",
+                spec: json!({"services": {"s": {"componentType": "server"}}}),
+                service: "s",
+                command_has: &["python3 -m infera.server --host 0.0.0.0 --port 8000 \
+                    --discovery-backend kubernetes --k8s-label-selector \
+                    infera.amd.com/deployment=demo --kv-event-transport nats"],
+                command_lacks: &["--disaggregation-mode"],
+                env_names: SERVER_ENV,
+                mounts: &[BOOT_VOLUME],
+                sidecar: false,
+            },
+            FidelityCase {
+                name: "GAIE flat worker: sidecar and label",
+                spec: json!({"gaie": {"enabled": true, "tokenizerPath": "tok"},
+                             "services": {"w": worker.clone()}}),
+                service: "w",
+                command_has: &["--kv-event-transport nats"],
+                command_lacks: &["--router-mode"],
+                env_names: &[NATS_SERVER_ENV, "POD_NAME", "POD_NAMESPACE", "POD_IP"],
+                mounts: &["dshm", BOOT_VOLUME],
+                sidecar: true,
+            },
+            FidelityCase {
+                name: "GAIE extraPodSpec worker: sidecar, template untouched otherwise",
+                spec: json!({"gaie": {"enabled": true, "tokenizerPath": "tok"},
+                             "services": {"w": extra}}),
+                service: "w",
+                command_has: &["python3 -m infera.engine.sglang"],
+                command_lacks: &["--nats-server", "--discovery-backend"],
+                env_names: &["POD_NAME", "POD_NAMESPACE", "POD_IP"],
+                mounts: &[],
+                sidecar: true,
+            },
+            FidelityCase {
+                name: "GAIE server: no sidecar",
+                spec: json!({"gaie": {"enabled": true, "tokenizerPath": "tok"},
+                             "services": {"s": {"componentType": "server"}}}),
+                service: "s",
+                command_has: &["--k8s-label-selector"],
+                command_lacks: &["--router-mode"],
+                env_names: SERVER_ENV,
+                mounts: &[BOOT_VOLUME],
+                sidecar: false,
+            },
+        ]
+    }
+
+    fn check_fidelity(case: &FidelityCase, generation: Generation) {
+        let mut doc = idep(json!({}));
+        let spec = doc["spec"].as_object_mut().unwrap();
+        for (k, v) in case.spec.as_object().unwrap() {
+            spec.insert(k.clone(), v.clone());
+        }
+        let ws = render_as(&doc, generation).unwrap();
+        let w = ws.iter().find(|w| w.service == case.service).unwrap();
+        let at = format!("{} ({generation:?})", case.name);
+        let main = &w.pod.containers[main_container_index(&w.pod)];
+        assert!(main.args.is_none(), "{at}: no args");
+        let command = main.command.clone().unwrap_or_default().join(" ");
+        for want in case.command_has {
+            let want = want.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(command.contains(&want), "{at}: {command:?} lacks {want:?}");
+        }
+        for not in case.command_lacks {
+            assert!(!command.contains(not), "{at}: {command:?} has {not:?}");
+        }
+        let names: Vec<&str> = main
+            .env
+            .iter()
+            .flatten()
+            .map(|e| e.name.as_str())
+            .filter(|n| *n != READINESS_PORT_ENV)
+            .collect();
+        assert_eq!(names, case.env_names, "{at}: env order");
+        let mounts: Vec<&str> = main
+            .volume_mounts
+            .iter()
+            .flatten()
+            .map(|m| m.name.as_str())
+            .collect();
+        assert_eq!(mounts, case.mounts, "{at}: mounts");
+        let sidecar = w
+            .pod
+            .containers
+            .iter()
+            .find(|c| c.name == GAIE_FRONTEND_CONTAINER);
+        assert_eq!(sidecar.is_some(), case.sidecar, "{at}: sidecar");
+        assert_eq!(
+            w.pod_labels.get(GAIE_FRONTEND_LABEL).map(String::as_str),
+            case.sidecar.then_some("true"),
+            "{at}: label"
+        );
+        let tmpl = &w.object["spec"]["template"];
+        assert_eq!(
+            tmpl["metadata"]["labels"][GAIE_FRONTEND_LABEL].as_str(),
+            case.sidecar.then_some("true"),
+            "{at}: object label"
+        );
+        if let Some(s) = sidecar {
+            check_gaie_sidecar(s, &at);
+        }
+        if case.mounts.contains(&BOOT_VOLUME) {
+            check_boot(&w.pod, main, &at);
+        }
+    }
+
+    fn check_gaie_sidecar(s: &Container, at: &str) {
+        assert_eq!(
+            s.command.clone().unwrap().join(" "),
+            "python3 -m infera.server --router-mode direct --host 0.0.0.0 \
+     --port 8000 --router-tokenizer-path tok --discovery-backend kubernetes \
+     --k8s-label-selector infera.amd.com/deployment=demo \
+     --kv-event-transport nats --nats-server nats://demo-nats:4222 \
+     --request-transport nats",
+            "{at}: sidecar command"
+        );
+        let env: Vec<&str> = s.env.iter().flatten().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            env,
+            [
+                NATS_SERVER_ENV,
+                "POD_NAME",
+                "POD_NAMESPACE",
+                LABEL_SELECTOR_ENV
+            ],
+            "{at}: sidecar env"
+        );
+        let probe = s
+            .readiness_probe
+            .as_ref()
+            .unwrap()
+            .http_get
+            .as_ref()
+            .unwrap();
+        assert_eq!(
+            (probe.path.as_deref(), &probe.port),
+            (Some(GAIE_READY_PATH), &IntOrString::Int(8000)),
+            "{at}"
+        );
+        assert_eq!(
+            s.ports.as_ref().unwrap()[0].name.as_deref(),
+            Some("frontend")
+        );
+    }
+
+    fn check_boot(pod: &PodSpec, main: &Container, at: &str) {
+        let boot = pod
+            .volumes
+            .iter()
+            .flatten()
+            .find(|v| v.name == BOOT_VOLUME)
+            .unwrap();
+        let hp = boot.host_path.as_ref().unwrap();
+        assert_eq!(
+            (hp.path.as_str(), hp.type_.as_deref()),
+            ("/boot", Some("Directory"))
+        );
+        let m = main
+            .volume_mounts
+            .iter()
+            .flatten()
+            .find(|m| m.name == BOOT_VOLUME)
+            .unwrap();
+        assert_eq!(
+            (m.mount_path.as_str(), m.read_only),
+            ("/boot", Some(true)),
+            "{at}"
         );
     }
 
