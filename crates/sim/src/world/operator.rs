@@ -43,6 +43,9 @@ struct Operator {
     deployments: HashMap<Key, Value>,
     /// Deployment -> (the spec last applied or found equal, its generation).
     applied: HashMap<Key, (String, i64)>,
+    /// InferaDeployment UIDs whose discovery ServiceAccount, Role and
+    /// RoleBinding were applied (or are not served by this API server).
+    discovery: BTreeSet<String>,
     dirty: BTreeSet<Key>,
 }
 
@@ -71,6 +74,7 @@ pub(super) async fn run(shared: Arc<Shared>) {
         ideps: HashMap::new(),
         deployments: HashMap::new(),
         applied: HashMap::new(),
+        discovery: BTreeSet::new(),
         dirty: BTreeSet::new(),
     };
     loop {
@@ -169,6 +173,7 @@ impl Operator {
         let Ok(workloads) = infera_model::operator::render_as(&idep, generation) else {
             return;
         };
+        self.ensure_discovery(&idep).await;
         let mut services = serde_json::Map::new();
         let mut all_ready = true;
         for w in workloads {
@@ -250,6 +255,50 @@ impl Operator {
                 }
                 Some(current)
             }
+        }
+    }
+
+    /// Apply the discovery ServiceAccount, Role and RoleBinding the
+    /// operator creates beside the workloads (`<idep>-disc`, which the
+    /// worker pods name as their `serviceAccountName`: a real API server's
+    /// ServiceAccount admission refuses the pods until it exists). Once per
+    /// InferaDeployment; a kind the API server does not serve (the embedded
+    /// simulator has no RBAC and no ServiceAccount admission) is skipped.
+    async fn ensure_discovery(&mut self, idep: &Value) {
+        let uid = str_at(idep, "/metadata/uid").to_string();
+        if self.discovery.contains(&uid) {
+            return;
+        }
+        let Ok(typed) = infera_model::operator::typed(idep.clone()) else {
+            return;
+        };
+        let owner = json!([{"apiVersion": INFERA_DEPLOYMENT.api_version, "kind": INFERA_DEPLOYMENT.kind,
+            "name": str_at(idep, "/metadata/name"), "uid": uid,
+            "controller": true, "blockOwnerDeletion": true}]);
+        let mut done = true;
+        for mut obj in infera_model::operator::discovery_objects(&typed) {
+            obj["metadata"]["ownerReferences"] = owner.clone();
+            done &= self.apply_object(obj).await;
+        }
+        if done {
+            self.discovery.insert(uid);
+        }
+    }
+
+    /// Server-side apply one object; true when it is there now or its kind
+    /// is not served here (404).
+    async fn apply_object(&self, obj: Value) -> bool {
+        let (api_version, kind) = (str_at(&obj, "/apiVersion"), str_at(&obj, "/kind"));
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+        let resource = ApiResource::from_gvk(&gvk);
+        let (ns, name) = key_of(&obj);
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.shared.client.clone(), &ns, &resource);
+        let params = PatchParams::apply("infera-operator").force();
+        match api.patch(&name, &params, &Patch::Apply(&obj)).await {
+            Ok(_) => true,
+            Err(e) => status_code(&e) == Some(404),
         }
     }
 
