@@ -102,6 +102,12 @@ fn pod_spec(spec: &mut Map<String, Value>) {
     set_default(spec, "dnsPolicy", json!("ClusterFirst"));
     set_default(spec, "schedulerName", json!("default-scheduler"));
     set_default(spec, "securityContext", json!({}));
+    // The v1 conversion writes the deprecated alias beside the name
+    // (`Convert_core_PodSpec_To_v1_PodSpec`: DeprecatedServiceAccount =
+    // ServiceAccountName), so a stored pod spec carries both.
+    if let Some(name) = spec.get("serviceAccountName").cloned() {
+        set_default(spec, "serviceAccount", name);
+    }
     for list in ["containers", "initContainers"] {
         if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
             for container in containers.iter_mut().filter_map(Value::as_object_mut) {
