@@ -120,6 +120,7 @@ fn cases() -> Vec<(&'static str, &'static str, String, bool)> {
         ("IR008", "one replica, Recreate", deployment(1, "{type: Recreate}", "{name: web, image: nginx}"), true),
         ("IR008", "one replica, maxSurge 0", deployment(1, "{rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}", "{name: web, image: nginx}"), true),
         ("IR008", "two replicas, Recreate (every pod goes first)", deployment(2, "{type: Recreate}", "{name: web, image: nginx}"), true),
+        ("IR008", "scaled to zero: nothing serves, nothing to keep", deployment(0, "{rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}", "{name: web, image: nginx}"), false),
         ("IR008", "one replica, surge first", deployment(1, "{rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}", "{name: web, image: nginx}"), false),
         ("IR008", "one replica, maxSurge 1 and maxUnavailable 1", deployment(1, "{rollingUpdate: {maxSurge: 1, maxUnavailable: 1}}", VLLM_PROBED), true),
         ("IR008", "two replicas, maxSurge 1 and maxUnavailable 1", deployment(2, "{rollingUpdate: {maxSurge: 1, maxUnavailable: 1}}", VLLM_PROBED), false),

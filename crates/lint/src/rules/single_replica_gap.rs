@@ -59,7 +59,8 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
         return;
     };
     let left = i64::from(replicas) - unavailable;
-    if left >= 1 {
+    // Scaled to zero, nothing serves before or after: no gap to open.
+    if replicas == 0 || left >= 1 {
         return;
     }
     let how = match (w.kind, w.roll) {
