@@ -130,6 +130,17 @@ fn container_defaults(c: &mut Map<String, Value>) {
     set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
     set_default(c, "terminationMessagePolicy", json!("File"));
     set_default(c, "resources", json!({}));
+    // SetDefaults_ObjectFieldSelector: a fieldRef without apiVersion reads v1.
+    if let Some(env) = c.get_mut("env").and_then(Value::as_array_mut) {
+        for var in env.iter_mut() {
+            if let Some(field_ref) = var
+                .pointer_mut("/valueFrom/fieldRef")
+                .and_then(Value::as_object_mut)
+            {
+                set_default(field_ref, "apiVersion", json!("v1"));
+            }
+        }
+    }
     if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
         for port in ports.iter_mut().filter_map(Value::as_object_mut) {
             set_default(port, "protocol", json!("TCP"));
