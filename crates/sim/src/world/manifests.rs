@@ -49,9 +49,7 @@ pub(super) async fn target(
             .unwrap_or("")
             .to_string()
     };
-    let (api_version, kind) = (s("/apiVersion"), s("/kind"));
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
-    let gvk = GroupVersionKind::gvk(group, version, &kind);
+    let gvk = gvk_of(manifest);
     let found: Result<(ApiResource, ApiCapabilities), _> =
         retry(|| async { kube::discovery::pinned_kind(client, &gvk).await }).await;
     let (resource, caps) = found.map_err(|e| {
@@ -83,6 +81,14 @@ pub(super) async fn target(
         namespace,
         name,
     })
+}
+
+/// The group, version and kind an object's `apiVersion` and `kind` name.
+pub(super) fn gvk_of(obj: &Value) -> GroupVersionKind {
+    let field = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let api_version = field("/apiVersion");
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    GroupVersionKind::gvk(group, version, field("/kind"))
 }
 
 pub(super) fn api_for(client: &kube::Client, t: &Target) -> Api<DynamicObject> {

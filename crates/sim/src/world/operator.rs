@@ -288,10 +288,7 @@ impl Operator {
     /// Server-side apply one object; true when it is there now or its kind
     /// is not served here (404).
     async fn apply_object(&self, obj: Value) -> bool {
-        let (api_version, kind) = (str_at(&obj, "/apiVersion"), str_at(&obj, "/kind"));
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
-        let resource = ApiResource::from_gvk(&gvk);
+        let resource = ApiResource::from_gvk(&super::manifests::gvk_of(&obj));
         let (ns, name) = key_of(&obj);
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.shared.client.clone(), &ns, &resource);
