@@ -15,6 +15,10 @@ pub enum Exit {
     Usage,
     /// A rollout stalled, was aborted, or timed out.
     Stalled,
+    /// Complete, but infera was blind (a partition, a blackhole) while a
+    /// role may have fallen below the floor, and the server's timestamps
+    /// could not settle it: the minimum cannot be established.
+    Unproven,
     /// Interrupted by Ctrl-C (SIGINT).
     Interrupted,
 }
@@ -26,6 +30,7 @@ impl Exit {
             Exit::Findings => 1,
             Exit::Usage => 2,
             Exit::Stalled => 3,
+            Exit::Unproven => 4,
             Exit::Interrupted => 130,
         }
     }

@@ -19,19 +19,27 @@
 
 mod command;
 mod complete;
+mod evidence;
 pub mod exit;
 mod many;
 mod many_report;
+mod pods;
 mod report;
 mod roles;
+mod server_clock;
 mod session;
 mod timeline;
 mod tracker;
+mod verdict;
 
 pub use command::{AuditCommandError, Options, SETTLE, audit_target, audit_target_with};
 pub use many::{Selected, Selection, audit_many_with, target_label};
 pub use many_report::ManyReport;
-pub use report::{Outcome, Outputs, Report, ReportError, RoleReport, StepRecord, format_seconds};
+pub use report::{
+    Outcome, Outputs, Report, ReportError, RoleBounds, RoleReport, StepRecord, Undecided,
+    Unobserved, format_seconds,
+};
+pub use server_clock::{PROMPT, ServerClock};
 pub use roles::{
     Target, TargetError, common_selector, deployment_selector, parse_role_flag, parse_selector,
     roles_from_inferadeployment, selector_string,
@@ -40,7 +48,6 @@ pub use session::{AuditError, AuditSession, run_auditor};
 pub use timeline::{Timeline, TimelinePoint, minutes_seconds};
 pub use tracker::{
     Auditor, DEPLOYMENT_LABEL, RoleCounts, RoleSpec, SERVICE_LABEL, Step, WORKER_INFO_ANNOTATION,
-    pod_is_ready, pod_is_routable,
 };
 
 #[cfg(test)]

@@ -22,15 +22,17 @@ pub struct ManyReport {
     pub reports: Vec<Report>,
 }
 
-/// Worse exits rank higher: a gap is worse than success, a stall worse
-/// than a gap, an interruption worst (the evidence is partial).
+/// Worse exits rank higher: an unproven minimum is worse than success, a
+/// certain gap worse than an unproven one, a stall worse than a gap, an
+/// interruption worst (the evidence is partial).
 fn rank(e: Exit) -> u8 {
     match e {
         Exit::Ok => 0,
-        Exit::Findings => 1,
-        Exit::Usage => 2,
-        Exit::Stalled => 3,
-        Exit::Interrupted => 4,
+        Exit::Unproven => 1,
+        Exit::Findings => 2,
+        Exit::Usage => 3,
+        Exit::Stalled => 4,
+        Exit::Interrupted => 5,
     }
 }
 
@@ -222,6 +224,8 @@ impl ManyReport {
                     .iter()
                     .map(|(role, points)| (format!("{label} {role}"), points.clone())),
             );
+            timeline.uncertain.extend(r.timeline.uncertain.iter().cloned());
+            timeline.unobserved.extend(r.timeline.unobserved.iter().copied());
             for (merged, own) in timeline.samples.iter_mut().zip(&r.timeline.samples) {
                 merged.extend(own.iter().cloned());
             }
@@ -247,6 +251,14 @@ impl ManyReport {
             operator_generation: None,
             min_ready: first.map_or(1, |r| r.min_ready),
             synced: self.reports.iter().all(|r| r.synced),
+            unobserved: self
+                .reports
+                .iter()
+                .flat_map(|r| r.unobserved.iter().cloned())
+                .collect(),
+            reconstructed_changes: self.reports.iter().map(|r| r.reconstructed_changes).sum(),
+            samples_unobserved: first.map_or(0, |r| r.samples_unobserved),
+            clock_skew_s: first.and_then(|r| r.clock_skew_s),
             samples_csv_error: None,
             timeline,
             chart_services: Some(chart_services),

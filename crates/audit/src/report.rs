@@ -50,24 +50,98 @@ pub struct RoleReport {
     pub services: Vec<String>,
     /// Lowest Ready count any sample saw (`null`: no sample was taken).
     pub min_ready_sampled: Option<u32>,
-    /// Lowest Ready count at any instant (`null`: the pod list never arrived).
+    /// Lowest Ready count at any instant (`null`: the pod list never
+    /// arrived, or infera was blind while it may have changed: see
+    /// `bounds`).
     pub min_ready_exact: Option<u32>,
-    /// Lowest routable count at any instant.
+    /// Lowest routable count at any instant (`null` as above).
     pub min_routable_exact: Option<u32>,
+    /// Time certainly below the floor.
     pub seconds_below_min_ready: f64,
     pub seconds_below_min_routable: f64,
-    /// Longest continuous time with Ready or routable below the floor.
+    /// Longest continuous time with Ready or routable certainly below the floor.
     pub longest_gap_s: f64,
+    /// Present when infera was blind while this role may have changed:
+    /// what the evidence bounds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<RoleBounds>,
     /// Lowest routable count any sample saw (table only; not in the JSON).
     #[serde(skip)]
     pub min_routable_sampled: Option<u32>,
+    /// (low, high) of the minima: the truth lies between them.
+    #[serde(skip)]
+    pub min_ready_range: Option<(u32, u32)>,
+    #[serde(skip)]
+    pub min_routable_range: Option<(u32, u32)>,
+}
+
+/// What the evidence bounds of a role that infera did not see throughout.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoleBounds {
+    /// The true minimum lies in `[low, high]`.
+    pub min_ready: [u32; 2],
+    pub min_routable: [u32; 2],
+    /// Time possibly below the floor (certainly: the role's own fields).
+    pub seconds_possibly_below_min_ready: f64,
+    pub seconds_possibly_below_min_routable: f64,
+    pub longest_possible_gap_s: f64,
+    /// Time during which a count of this role was not known.
+    pub unobserved_s: f64,
+    /// The spans that leave it open whether the role held the floor.
+    pub undecided: Vec<Undecided>,
+}
+
+/// A span in which a role may or may not have held the floor.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Undecided {
+    pub from: String,
+    pub to: String,
+    pub from_s: f64,
+    pub to_s: f64,
+    /// Lowest (low, high) bounds of the counts in the span.
+    pub ready: [u32; 2],
+    pub routable: [u32; 2],
+}
+
+/// An interval in which a watch was not current (JSON: `unobserved`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Unobserved {
+    /// The watched resource (`pods`).
+    pub watch: String,
+    /// UTC, this machine's clock.
+    pub from: String,
+    pub to: String,
+    /// Reported seconds since the audit started.
+    pub from_s: f64,
+    pub to_s: f64,
+    pub seconds: f64,
+    /// Why infera was blind (the first failure).
+    pub reason: String,
+    /// Whether any audited pod changed meanwhile (`false`: the re-list or
+    /// resume showed the same pods with the same transitions, so the
+    /// figures stay exact).
+    pub changed: bool,
+    #[serde(skip)]
+    pub(crate) wall: (Duration, Duration),
 }
 
 impl RoleReport {
-    /// Whether the role held the floor in both counts at every instant.
+    /// Whether the role certainly held the floor in both counts at every
+    /// instant.
     pub fn held(&self, min_ready: u32) -> bool {
-        self.min_ready_exact.is_some_and(|m| m >= min_ready)
-            && self.min_routable_exact.is_some_and(|m| m >= min_ready)
+        self.min_ready_range.is_some_and(|m| m.0 >= min_ready)
+            && self.min_routable_range.is_some_and(|m| m.0 >= min_ready)
+    }
+
+    /// Whether the role certainly fell below the floor.
+    pub fn fell(&self, min_ready: u32) -> bool {
+        self.min_ready_range.is_some_and(|m| m.1 < min_ready)
+            || self.min_routable_range.is_some_and(|m| m.1 < min_ready)
+    }
+
+    /// Neither held nor fell for certain: infera was blind when it mattered.
+    pub fn undecided(&self, min_ready: u32) -> bool {
+        self.min_ready_range.is_some() && !self.held(min_ready) && !self.fell(min_ready)
     }
 }
 
@@ -102,6 +176,21 @@ pub struct Report {
     pub operator_generation: Option<String>,
     #[serde(skip)]
     pub min_ready: u32,
+    /// Intervals in which infera was blind (a partition, a blackhole, a
+    /// re-list): what it did not see is part of the evidence.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unobserved: Vec<Unobserved>,
+    /// Changes timed from the server's own timestamps (they arrived late,
+    /// or a re-list or the Events told of them).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub reconstructed_changes: u64,
+    /// Samples not taken because infera was blind.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub samples_unobserved: u64,
+    /// The API server's clock minus this machine's, from `Date` headers,
+    /// when it is at least a second (server timestamps are corrected by it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clock_skew_s: Option<f64>,
     /// Whether the pod list ever arrived (otherwise there are no numbers).
     #[serde(skip)]
     pub synced: bool,
@@ -115,6 +204,10 @@ pub struct Report {
     /// them with their target); `None`: the roles' own.
     #[serde(skip)]
     pub chart_services: Option<Vec<Vec<String>>>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 pub use super::timeline::ReportError;
@@ -243,18 +336,34 @@ pub(crate) fn new_table(header: Vec<&str>) -> comfy_table::Table {
     table
 }
 
+/// `0` or `0–1`.
+pub(crate) fn range_text((low, high): (u32, u32)) -> String {
+    if low == high {
+        low.to_string()
+    } else {
+        format!("{low}–{high}")
+    }
+}
+
+/// `12:00:05` of an RFC 3339 time (the time of day, to the second).
+fn clock_time(rfc3339: &str) -> &str {
+    rfc3339.get(11..19).unwrap_or(rfc3339)
+}
+
 fn opt(v: Option<u32>) -> String {
     v.map_or_else(|| "-".to_string(), |v| v.to_string())
 }
 
 impl Report {
     /// Exit code: 0 complete and every role held the floor; 1 complete but a
-    /// role fell below it; 3 stalled, aborted, timed out or reverted; 130
-    /// interrupted.
+    /// role fell below it; 4 complete, but infera was blind while a role may
+    /// have fallen (the minimum cannot be established); 3 stalled, aborted,
+    /// timed out or reverted; 130 interrupted.
     pub fn exit(&self) -> Exit {
         match self.outcome {
             Outcome::Complete if self.all_held() => Exit::Ok,
-            Outcome::Complete => Exit::Findings,
+            Outcome::Complete if self.any_fell() || !self.synced => Exit::Findings,
+            Outcome::Complete => Exit::Unproven,
             Outcome::Stalled | Outcome::Aborted | Outcome::Timeout | Outcome::Reverted => {
                 Exit::Stalled
             }
@@ -265,6 +374,11 @@ impl Report {
     /// Whether every role held the floor in both counts at every instant.
     pub fn all_held(&self) -> bool {
         self.synced && self.roles.iter().all(|r| r.held(self.min_ready))
+    }
+
+    /// Whether some role certainly fell below the floor.
+    pub fn any_fell(&self) -> bool {
+        self.roles.iter().any(|r| r.fell(self.min_ready))
     }
 
     /// The table per role, as text (comfy-table).
@@ -283,8 +397,8 @@ impl Report {
             r.services.join(","),
             self.samples.to_string(),
             opt(r.min_ready_sampled),
-            opt(r.min_ready_exact),
-            opt(r.min_routable_exact),
+            r.min_ready_range.map_or_else(|| "-".to_string(), range_text),
+            r.min_routable_range.map_or_else(|| "-".to_string(), range_text),
             format!(
                 "{} / {}",
                 format_seconds(r.seconds_below_min_ready),
@@ -322,41 +436,105 @@ impl Report {
         }
         if self.all_held() {
             return format!(
-                "{head}: never fewer than {min} Ready and {min} routable pod{} per role",
-                if min == 1 { "" } else { "s" }
+                "{head}: never fewer than {min} Ready and {min} routable pod{} per role{}",
+                if min == 1 { "" } else { "s" },
+                self.unobserved_note()
             );
         }
-        let mut problems = Vec::new();
-        for r in self.roles.iter().filter(|r| !r.held(min)) {
-            let mut parts = Vec::new();
-            if let Some(m) = r.min_ready_exact.filter(|m| *m < min) {
-                parts.push(format!(
-                    "{m} Ready for {}",
-                    format_seconds(r.seconds_below_min_ready)
-                ));
-            }
-            if let Some(m) = r.min_routable_exact.filter(|m| *m < min) {
-                parts.push(format!(
-                    "{m} routable for {}",
-                    format_seconds(r.seconds_below_min_routable)
-                ));
-            }
-            let mut text = format!(
-                "{} fell to {} (longest gap {})",
-                r.role,
-                parts.join(" and "),
-                format_seconds(r.longest_gap_s)
-            );
-            let sampled_ok = r.min_ready_sampled.is_some_and(|m| m >= min)
-                && r.min_routable_sampled.is_some_and(|m| m >= min);
-            if sampled_ok {
-                text.push_str(", which no sample saw");
-            } else if r.min_ready_exact.is_some_and(|m| m >= min) {
-                text.push_str(" while staying Ready, a silent outage");
-            }
-            problems.push(text);
+        let mut problems: Vec<String> = self
+            .roles
+            .iter()
+            .filter(|r| r.fell(min))
+            .map(|r| self.fell_text(r))
+            .collect();
+        let undecided: Vec<String> = self
+            .roles
+            .iter()
+            .filter(|r| r.undecided(min))
+            .map(|r| self.undecided_text(r))
+            .collect();
+        if !undecided.is_empty() {
+            problems.push(format!(
+                "the minimum cannot be established: {}",
+                undecided.join("; ")
+            ));
         }
-        format!("{head}: {}", problems.join("; "))
+        format!("{head}: {}{}", problems.join("; "), self.unobserved_note())
+    }
+
+    /// ` (unobserved 55s: …)` when infera was blind at some point.
+    fn unobserved_note(&self) -> String {
+        if self.unobserved.is_empty() {
+            return String::new();
+        }
+        let total: f64 = self.unobserved.iter().map(|u| u.seconds).sum();
+        let how = if self.unobserved.iter().all(|u| !u.changed) {
+            "nothing changed while unobserved, so the figures stay exact"
+        } else if self.roles.iter().all(|r| r.bounds.as_ref().is_none_or(|b| b.undecided.is_empty())) {
+            "what changed meanwhile was reconstructed from the API server's timestamps"
+        } else {
+            "bounds where the API server's timestamps could not settle it"
+        };
+        format!(" (unobserved {} in {} interval{}; {how})", format_seconds(total), self.unobserved.len(), if self.unobserved.len() == 1 { "" } else { "s" })
+    }
+
+    fn fell_text(&self, r: &RoleReport) -> String {
+        let min = self.min_ready;
+        let mut parts = Vec::new();
+        if let Some(m) = r.min_ready_range.filter(|m| m.1 < min) {
+            parts.push(format!(
+                "{} Ready for {}",
+                range_text(m),
+                format_seconds(r.seconds_below_min_ready)
+            ));
+        }
+        if let Some(m) = r.min_routable_range.filter(|m| m.1 < min) {
+            parts.push(format!(
+                "{} routable for {}",
+                range_text(m),
+                format_seconds(r.seconds_below_min_routable)
+            ));
+        }
+        let mut text = format!(
+            "{} fell to {} (longest gap {})",
+            r.role,
+            parts.join(" and "),
+            format_seconds(r.longest_gap_s)
+        );
+        if let Some(b) = &r.bounds
+            && b.longest_possible_gap_s > r.longest_gap_s
+        {
+            let _ = write!(text, ", possibly {}", format_seconds(b.longest_possible_gap_s));
+        }
+        let sampled_ok = r.min_ready_sampled.is_some_and(|m| m >= min)
+            && r.min_routable_sampled.is_some_and(|m| m >= min);
+        if sampled_ok {
+            text.push_str(", which no sample saw");
+        } else if r.min_ready_range.is_some_and(|m| m.0 >= min) {
+            text.push_str(" while staying Ready, a silent outage");
+        }
+        text
+    }
+
+    /// `decode 0–1 Ready and 0–1 routable from 12:00:05 to 12:01:00`.
+    fn undecided_text(&self, r: &RoleReport) -> String {
+        let Some(b) = &r.bounds else {
+            return format!("{} was not observed throughout", r.role);
+        };
+        let spans: Vec<String> = b
+            .undecided
+            .iter()
+            .map(|u| {
+                format!(
+                    "{} Ready and {} routable from {} to {}",
+                    range_text((u.ready[0], u.ready[1])),
+                    range_text((u.routable[0], u.routable[1])),
+                    clock_time(&u.from),
+                    clock_time(&u.to)
+                )
+            })
+            .collect();
+        format!("{} {}", r.role, spans.join(", "))
     }
 
     /// The JSON document (`--report FILE.json`).

@@ -30,7 +30,10 @@ fn pod(name: &str, service: &str, ready: bool, registered: bool, terminating: bo
         "annotations": annotations,
     });
     if terminating {
-        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z".into();
+        // A deadline past any synthetic instant here: the deletion request
+        // carries no usable time, so these prompt events are timed by
+        // their arrival (the partition tests below use real timestamps).
+        meta["deletionTimestamp"] = "2099-01-01T00:00:00Z".into();
     }
     serde_json::from_value(serde_json::json!({
         "metadata": meta,
@@ -105,18 +108,44 @@ fn gap_shorter_than_the_sample_interval_is_caught_exactly() {
 }
 
 #[test]
-fn relist_after_a_dropped_watch_creates_no_gap() {
+fn a_relist_that_finds_the_same_pods_stays_exact_and_says_why() {
     let t0 = Instant::now();
     let mut a = decode_auditor();
     let serving = pod("w-1", "decode", true, true, false);
     list(&mut a, std::slice::from_ref(&serving), t0);
     // The watch drops; the watcher re-lists. Between Init and InitDone the
-    // buffer is being filled: the counts must not pass through 0.
+    // buffer is being filled: the counts must not pass through 0, and a
+    // sample taken meanwhile is not an observation.
     a.apply(&Event::Init, secs(t0, 5.0));
+    assert!(!a.is_current());
     a.sample(secs(t0, 5.5));
     a.apply(&Event::InitApply(serving.clone()), secs(t0, 6.0));
     a.apply(&Event::InitDone, secs(t0, 6.0));
-    // A second re-list in which the pod was replaced while we were away.
+    assert!(a.is_current());
+    assert_eq!(a.counts()[0].ready, 1);
+    let r = a.finish(Outcome::Complete, secs(t0, 10.0));
+    let d = &r.roles[0];
+    assert_eq!((d.min_ready_exact, d.min_routable_exact), (Some(1), Some(1)));
+    assert_eq!(r.exit(), crate::exit::Exit::Ok);
+    assert_eq!(r.samples_unobserved, 1);
+    assert_eq!(r.unobserved.len(), 1);
+    assert!(!r.unobserved[0].changed);
+    assert_eq!(
+        r.sentence(),
+        "0 samples over 10s: never fewer than 1 Ready and 1 routable pod per role \
+         (unobserved 6s in 1 interval; nothing changed while unobserved, so the figures stay exact)"
+    );
+}
+
+/// The honest answer: a pod replaced while the watch was down, with no
+/// timestamp to say when, leaves the minimum open (0 or 1), never "never
+/// fewer than 1".
+#[test]
+fn relist_after_a_dropped_watch_bounds_what_it_did_not_see() {
+    let t0 = Instant::now();
+    let mut a = decode_auditor();
+    list(&mut a, &[pod("w-1", "decode", true, true, false)], t0);
+    a.sample(t0);
     a.apply(&Event::Init, secs(t0, 8.0));
     a.apply(
         &Event::InitApply(pod("w-2", "decode", true, true, false)),
@@ -124,17 +153,27 @@ fn relist_after_a_dropped_watch_creates_no_gap() {
     );
     a.apply(&Event::InitDone, secs(t0, 8.0));
     assert_eq!(a.counts()[0].ready, 1);
+    assert_eq!(a.unresolved_deletions(), [(Some("prod".to_string()), "w-1".to_string())]);
     let r = a.finish(Outcome::Complete, secs(t0, 10.0));
     let d = &r.roles[0];
-    assert_eq!(d.min_ready_exact, Some(1));
-    assert_eq!(d.min_routable_exact, Some(1));
-    assert_eq!(d.seconds_below_min_ready, 0.0);
-    assert_eq!(d.longest_gap_s, 0.0);
-    assert_eq!(r.exit(), crate::exit::Exit::Ok);
-    assert_eq!(
-        r.sentence(),
-        "1 sample over 10s: never fewer than 1 Ready and 1 routable pod per role"
+    assert_eq!((d.min_ready_exact, d.min_routable_exact), (None, None));
+    assert_eq!((d.min_ready_range, d.min_routable_range), (Some((0, 1)), Some((0, 1))));
+    let b = d.bounds.as_ref().expect("bounds");
+    assert_eq!(b.undecided.len(), 1);
+    assert_eq!((b.undecided[0].from_s, b.undecided[0].to_s), (0.0, 8.0));
+    assert_eq!(r.exit(), crate::exit::Exit::Unproven);
+    assert_eq!(r.exit().code(), 4);
+    let sentence = r.sentence();
+    assert!(
+        sentence.contains("the minimum cannot be established: decode 0–2 Ready and 0–2 routable from"),
+        "{sentence}"
     );
+    assert!(!sentence.contains("never fewer"), "{sentence}");
+    let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    assert_eq!(json["unobserved"][0]["watch"], "pods");
+    assert_eq!(json["unobserved"][0]["changed"], true);
+    assert_eq!(json["roles"][0]["bounds"]["min_ready"], serde_json::json!([0, 1]));
+    assert!(json["roles"][0]["min_ready_exact"].is_null());
 }
 
 #[test]

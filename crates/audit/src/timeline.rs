@@ -33,6 +33,11 @@ pub struct Timeline {
     pub samples: Vec<Vec<TimelinePoint>>,
     /// Step markers: wall offset and label.
     pub steps: Vec<(Duration, String)>,
+    /// Intervals in which infera was blind (wall offsets).
+    pub unobserved: Vec<(Duration, Duration)>,
+    /// Per role, the spans in which its counts were uncertain (bounds,
+    /// not figures): shaded apart from a gap.
+    pub uncertain: Vec<Vec<(Duration, Duration)>>,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
@@ -211,6 +216,7 @@ impl Timeline {
             .draw()
             .map_err(|e| err(&e))?;
         self.draw_below(&mut chart, points, floor, top, end)?;
+        self.draw_unobserved(&mut chart, i, top, end)?;
         let step_line = |value: fn(&TimelinePoint) -> u32| {
             let mut line = Vec::with_capacity(points.len() * 2);
             for (j, p) in points.iter().enumerate() {
@@ -293,6 +299,29 @@ impl Timeline {
         Ok(())
     }
 
+    /// Shade the spans in which role `i`'s counts were not known (infera
+    /// was blind and the server's timestamps did not settle them): grey,
+    /// apart from a gap. The lines there show the counts known for certain.
+    fn draw_unobserved(
+        &self,
+        chart: &mut Chart<'_, '_>,
+        i: usize,
+        top: u32,
+        end: f64,
+    ) -> Result<(), String> {
+        let spans = self.uncertain.get(i).map(Vec::as_slice).unwrap_or_default();
+        chart
+            .draw_series(spans.iter().map(|(from, to)| {
+                let x1 = self.x(*to).min(end);
+                Rectangle::new(
+                    [(self.x(*from), 0.0), (x1, f64::from(top))],
+                    UNOBSERVED_SHADE.mix(0.55).filled(),
+                )
+            }))
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
     /// Every step of this role's services is a grey line; only the
     /// milestones get a label, staggered downwards when they would overlap
     /// the previous one, and right-aligned near the right edge so they stay
@@ -348,6 +377,7 @@ const BLUE_LINE: RGBColor = RGBColor(31, 119, 180);
 const ORANGE_LINE: RGBColor = RGBColor(255, 127, 14);
 const READY_SHADE: RGBColor = RGBColor(214, 39, 40);
 const ROUTABLE_SHADE: RGBColor = RGBColor(255, 190, 120);
+const UNOBSERVED_SHADE: RGBColor = RGBColor(150, 150, 150);
 
 /// One legend row above the panels (never over the data).
 fn draw_legend(
@@ -388,6 +418,11 @@ fn draw_legend(
         ROUTABLE_SHADE.mix(0.5).filled(),
     ))?;
     label(band, &mut x, "Ready, but routable below min".into())?;
+    band.draw(&Rectangle::new(
+        [(x, y - 7), (x + 20, y + 7)],
+        UNOBSERVED_SHADE.mix(0.55).filled(),
+    ))?;
+    label(band, &mut x, "unobserved (bounds)".into())?;
     band.draw(&PathElement::new(
         vec![(x + 10, y - 8), (x + 10, y + 8)],
         BLACK.mix(0.3),
@@ -507,6 +542,8 @@ mod tests {
                 ),
             ],
             samples: Vec::new(),
+            unobserved: vec![(Duration::from_secs(50), Duration::from_secs(70))],
+            uncertain: vec![Vec::new(), vec![(Duration::from_secs(50), Duration::from_secs(70))]],
             steps: vec![
                 (Duration::from_secs(10), "decode trigger".into()),
                 (Duration::from_secs(200), "prefill trigger".into()),
@@ -521,5 +558,7 @@ mod tests {
         let ready_shade = svg.matches("fill=\"#D62728\"").count();
         let routable_shade = svg.matches("fill=\"#FFBE78\"").count();
         assert_eq!((ready_shade, routable_shade), (2, 2), "{svg}");
+        // decode's unobserved span is shaded apart (and in the legend).
+        assert_eq!(svg.matches("fill=\"#969696\"").count(), 2, "{svg}");
     }
 }

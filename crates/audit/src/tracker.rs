@@ -1,5 +1,6 @@
-//! The [`Auditor`]: exact, event-driven Ready/routable counts per role, plus
-//! the periodic samples the field check takes.
+//! The [`Auditor`]: event-driven Ready/routable counts per role, exact where
+//! infera watched and bounded where it was blind, plus the periodic samples
+//! the field check takes.
 //!
 //! Routable follows the router (operator-semantics §5) for infera workers;
 //! a pod that runs no infera worker has no registration and counts as
@@ -10,17 +11,21 @@
 //! (no sleeping, no timing-dependent asserts). The watch loop that feeds it
 //! from a cluster lives in [`super::session`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher::Event;
 
 use infera_cluster::reflect::{Delta, Reflector, namespaced_key};
+use infera_cluster::sight::{Beat, Sight, Skew, Transition};
 
-use super::report::{Outcome, Report, RoleReport, StepRecord};
-use super::timeline::{Timeline, TimelinePoint};
+use super::evidence::{Accum, Bounds, sweep};
+use super::pods::{Facts, Histories, Moment};
+use super::report::{Outcome, Report, StepRecord, Unobserved};
+use super::server_clock::ServerClock;
+use super::timeline::TimelinePoint;
 
 /// The worker's registration annotation and the operator's labels
 /// (operator-semantics §1, §5).
@@ -28,10 +33,6 @@ pub use infera_model::worker::{
     LABEL_DEPLOYMENT as DEPLOYMENT_LABEL, LABEL_SERVICE as SERVICE_LABEL, WORKER_INFO_ANNOTATION,
 };
 
-/// Points kept per role in the in-memory timeline before it is decimated.
-const TIMELINE_CAP: usize = 4096;
-/// Step markers kept (a rollout has a handful per pod; this bounds a runaway).
-const STEPS_CAP: usize = 10_000;
 
 /// One role of the audited target and how to recognise its pods.
 ///
@@ -94,216 +95,86 @@ pub struct Step {
     pub at: Instant,
 }
 
-/// Whether `pod` counts as Ready: condition Ready True and not terminating.
-pub fn pod_is_ready(pod: &Pod) -> bool {
-    if pod.metadata.deletion_timestamp.is_some() {
-        return false;
-    }
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|conds| {
-            conds
-                .iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-        })
-}
 
-/// Whether `pod` is routable (operator-semantics §5): the worker-info
-/// annotation is present, `status.phase` is Running and there is no
-/// `deletionTimestamp`.
-pub fn pod_is_routable(pod: &Pod) -> bool {
-    if pod.metadata.deletion_timestamp.is_some() {
-        return false;
-    }
-    let annotated = pod
-        .metadata
-        .annotations
-        .as_ref()
-        .is_some_and(|a| a.contains_key(WORKER_INFO_ANNOTATION));
-    let running = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .is_some_and(|p| p == "Running");
-    annotated && running
-}
+/// Points kept per role in the in-memory timeline before it is decimated.
+pub(crate) const TIMELINE_CAP: usize = 4096;
+/// Step markers kept (a rollout has a handful per pod; this bounds a runaway).
+const STEPS_CAP: usize = 10_000;
+/// How long after the fact a change is still open to rewriting by a late
+/// event's server timestamp while infera is current (the pods' histories
+/// are folded into the roles' statistics past it).
+const SETTLE: Duration = Duration::from_secs(30);
 
-/// Whether `pod` runs an infera worker, which registers with the router
-/// (operator-semantics §5): a container whose command or args start
-/// `infera.engine.*`, or the worker-info annotation already present.
-pub fn pod_is_infera_worker(pod: &Pod) -> bool {
-    let annotated = pod
-        .metadata
-        .annotations
-        .as_ref()
-        .is_some_and(|a| a.contains_key(WORKER_INFO_ANNOTATION));
-    annotated
-        || pod.spec.as_ref().is_some_and(|spec| {
-            spec.containers.iter().any(|c| {
-                c.command
-                    .iter()
-                    .flatten()
-                    .chain(c.args.iter().flatten())
-                    .any(|part| part.contains("infera.engine."))
-            })
-        })
-}
-
-/// Whether `pod` serves traffic as the router sees it: an infera worker
-/// when it is routable ([`pod_is_routable`]); any other pod (no
-/// registration exists for it) when it is Ready.
-pub fn pod_is_serving(pod: &Pod) -> bool {
-    if pod_is_infera_worker(pod) {
-        pod_is_routable(pod)
-    } else {
-        pod.metadata.deletion_timestamp.is_none() && pod_is_ready(pod)
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct PodState {
-    role: usize,
-    ready: bool,
-    routable: bool,
-}
-
-/// Exact statistics of one count (Ready or routable) of one role.
+/// One role's settled statistics and timeline (older than the histories).
 #[derive(Debug, Clone)]
-struct CountStats {
-    current: u32,
-    min_exact: u32,
-    min_sampled: Option<u32>,
-    below_since: Option<Instant>,
-    below_total: Duration,
+pub(crate) struct RoleSlot {
+    pub(crate) spec: RoleSpec,
+    pub(crate) accum: Accum,
+    pub(crate) timeline: Vec<TimelinePoint>,
+    /// Closed spans during which a count was uncertain, and the open one.
+    pub(crate) uncertain: Vec<(Duration, Duration)>,
+    pub(crate) uncertain_open: Option<Duration>,
+    /// Lowest count each sample saw (Ready, routable).
+    pub(crate) min_sampled: Option<(u32, u32)>,
 }
 
-impl CountStats {
-    fn new() -> Self {
-        CountStats {
-            current: 0,
-            min_exact: u32::MAX,
-            min_sampled: None,
-            below_since: None,
-            below_total: Duration::ZERO,
-        }
-    }
-
-    fn set(&mut self, value: u32, floor: u32, now: Instant) {
-        self.current = value;
-        self.min_exact = self.min_exact.min(value);
-        if value < floor {
-            self.below_since.get_or_insert(now);
-        } else if let Some(since) = self.below_since.take() {
-            self.below_total += now.saturating_duration_since(since);
-        }
-    }
-
-    fn below_total_at(&self, now: Instant) -> Duration {
-        self.below_total
-            + self
-                .below_since
-                .map_or(Duration::ZERO, |s| now.saturating_duration_since(s))
-    }
-}
-
+/// An unobserved interval in progress.
 #[derive(Debug, Clone)]
-struct RoleStats {
-    spec: RoleSpec,
-    ready: CountStats,
-    routable: CountStats,
-    /// Start of the current gap: either count below the floor.
-    gap_since: Option<Instant>,
-    longest_gap: Duration,
-    timeline: Vec<TimelinePoint>,
-}
-
-impl RoleStats {
-    fn update(&mut self, ready: u32, routable: u32, floor: u32, now: Instant, origin: Instant) {
-        if ready == self.ready.current
-            && routable == self.routable.current
-            && !self.timeline.is_empty()
-        {
-            return;
-        }
-        self.ready.set(ready, floor, now);
-        self.routable.set(routable, floor, now);
-        let below = ready < floor || routable < floor;
-        if below {
-            self.gap_since.get_or_insert(now);
-        } else if let Some(since) = self.gap_since.take() {
-            self.longest_gap = self.longest_gap.max(now.saturating_duration_since(since));
-        }
-        self.timeline.push(TimelinePoint {
-            at: now.saturating_duration_since(origin),
-            ready,
-            routable,
-        });
-        if self.timeline.len() >= TIMELINE_CAP {
-            decimate_min(&mut self.timeline);
-        }
-    }
-
-    fn longest_gap_at(&self, now: Instant) -> Duration {
-        let open = self
-            .gap_since
-            .map_or(Duration::ZERO, |s| now.saturating_duration_since(s));
-        self.longest_gap.max(open)
-    }
-}
-
-/// Halve a step series keeping the minimum of each merged pair, so a gap
-/// never disappears from a decimated timeline (it can only widen).
-fn decimate_min(points: &mut Vec<TimelinePoint>) {
-    let merged: Vec<TimelinePoint> = points
-        .chunks(2)
-        .map(|pair| {
-            let mut p = pair[0].clone();
-            for q in &pair[1..] {
-                p.ready = p.ready.min(q.ready);
-                p.routable = p.routable.min(q.routable);
-            }
-            p
-        })
-        .collect();
-    *points = merged;
+struct Blind {
+    since: Instant,
+    reason: String,
+    changes_before: u64,
 }
 
 /// Per-role Ready/routable tracker fed by `kube::runtime::watcher` events.
 ///
-/// * [`apply`](Self::apply) updates the exact counts on every event, so the
-///   minimum and the time below `min_ready` are exact to the event, however
-///   short the gap.
+/// * [`apply`](Self::apply) records every change of every pod, timed by its
+///   arrival, or by the server's own timestamp when it arrived late; the
+///   role counts are swept from those histories, so minima and time below
+///   `min_ready` are exact to the event, however short the gap.
+/// * What infera did not see is part of the evidence: a re-list, a failed
+///   watch request ([`watch_error`](Self::watch_error)) or an unanswered
+///   heartbeat ([`beat`](Self::beat)) makes the auditor blind from its last
+///   proof of sight; changes it then learns of without a timestamp are
+///   unknown over the blind interval, and the report gives bounds.
 /// * [`sample`](Self::sample) records what a periodic field check would have
-///   seen, from the tracker's own cache (no API request).
-/// * A re-list (`Init` … `InitApply` … `InitDone`, after a dropped watch, a
-///   410 Gone or an API restart) is buffered and swapped in atomically at
-///   `InitDone`: the counts never pass through an empty intermediate state,
-///   so a re-list does not create a phantom gap.
+///   seen, from the cache (no API request), never while blind.
+/// * A re-list (`Init` … `InitApply` … `InitDone`) is buffered and swapped
+///   in atomically at `InitDone`: the live counts never pass through an
+///   empty intermediate state.
 ///
-/// Memory is bounded: pods are kept as three small fields each; the
-/// timeline keeps count changes only and is decimated (minimum-preserving)
-/// past a cap; samples are streamed to an optional CSV writer, not kept.
+/// Memory is bounded: histories are folded into per-role statistics once
+/// settled; the timeline keeps count changes only and is decimated
+/// (minimum-preserving) past a cap; samples are streamed to an optional CSV
+/// writer, not kept.
 pub struct Auditor {
-    roles: Vec<RoleStats>,
-    min_ready: u32,
-    sample_interval: Duration,
-    time_scale: f64,
-    target: String,
+    pub(crate) roles: Vec<RoleSlot>,
+    pub(crate) min_ready: u32,
+    pub(crate) sample_interval: Duration,
+    pub(crate) time_scale: f64,
+    pub(crate) target: String,
     /// Only pods of this namespace count (a cluster-wide watch feeds
     /// auditors of several namespaces); `None`: every pod the watch sees.
     namespace: Option<String>,
-    pods: Reflector<PodState>,
+    live: Reflector<Facts>,
+    pub(crate) histories: Histories,
     /// Set at the first `InitDone`: numbers are only meaningful from then on.
-    origin: Option<Instant>,
-    /// Pairs an `Instant` with the wall clock, to print step times in UTC.
-    clock_anchor: (Instant, SystemTime),
-    samples: u64,
-    sample_series: Vec<TimelinePoint>,
+    pub(crate) origin: Option<Instant>,
+    sight: Option<Sight>,
+    blind: Option<Blind>,
+    pub(crate) unobserved: Vec<Unobserved>,
+    /// Folded into the roles up to here.
+    settled: Option<Instant>,
+    pub(crate) clock: ServerClock,
+    pub(crate) samples: u64,
+    pub(crate) samples_unobserved: u64,
+    /// Samples not yet proven (taken after the last proof of sight).
+    pending_samples: VecDeque<(Instant, Vec<(u32, u32)>)>,
+    pub(crate) sample_series: Vec<TimelinePoint>,
     sample_stride: u64,
     samples_csv: Option<Box<dyn Write + Send>>,
-    samples_csv_error: Option<String>,
-    steps: Vec<StepRecord>,
+    pub(crate) samples_csv_error: Option<String>,
+    pub(crate) steps: Vec<StepRecord>,
     steps_dropped: u64,
 }
 
@@ -339,13 +210,13 @@ impl Auditor {
         Auditor {
             roles: roles
                 .into_iter()
-                .map(|spec| RoleStats {
+                .map(|spec| RoleSlot {
                     spec,
-                    ready: CountStats::new(),
-                    routable: CountStats::new(),
-                    gap_since: None,
-                    longest_gap: Duration::ZERO,
+                    accum: Accum::new(min_ready),
                     timeline: Vec::new(),
+                    uncertain: Vec::new(),
+                    uncertain_open: None,
+                    min_sampled: None,
                 })
                 .collect(),
             min_ready,
@@ -353,10 +224,17 @@ impl Auditor {
             time_scale,
             target: String::new(),
             namespace: None,
-            pods: Reflector::new(),
+            live: Reflector::new(),
+            histories: Histories::default(),
             origin: None,
-            clock_anchor: (Instant::now(), SystemTime::now()),
+            sight: None,
+            blind: None,
+            unobserved: Vec::new(),
+            settled: None,
+            clock: ServerClock::default(),
             samples: 0,
+            samples_unobserved: 0,
+            pending_samples: VecDeque::new(),
             sample_series: Vec::new(),
             sample_stride: 1,
             samples_csv: None,
@@ -414,66 +292,203 @@ impl Auditor {
         self.origin.is_some()
     }
 
-    /// How many times the pod list was (re)received (1 = no re-list).
-    pub fn lists(&self) -> u64 {
-        self.pods.lists()
+    /// Whether the watch is current (synced and not blind): only then may
+    /// a decision rest on [`counts`](Self::counts).
+    pub fn is_current(&self) -> bool {
+        self.synced() && self.blind.is_none()
     }
 
-    /// Apply one watcher event at `now`. Exact: every change of a count is
-    /// recorded at the instant its event is applied.
+    /// Why the audit is blind, if it is.
+    pub fn blind_reason(&self) -> Option<&str> {
+        self.blind.as_ref().map(|b| b.reason.as_str())
+    }
+
+    /// How many times the pod list was (re)received (1 = no re-list).
+    pub fn lists(&self) -> u64 {
+        self.live.lists()
+    }
+
+    /// The API server's clock offset, as measured by the heartbeats.
+    pub fn set_skew(&mut self, skew: Skew) {
+        self.clock.set_skew(skew);
+    }
+
+    /// The clock that places the server's timestamps on this process's.
+    pub fn server_clock(&self) -> &ServerClock {
+        &self.clock
+    }
+
+    /// A request of the watch failed at `now` (connection refused or
+    /// reset, 5xx, 410 Gone): blind from the last proof of sight.
+    pub fn watch_error(&mut self, now: Instant, reason: &str) {
+        if let Some(t) = self.sight.as_mut().map(|s| s.watch_error(now, reason)) {
+            self.transition(t, now);
+        }
+    }
+
+    /// A heartbeat's outcome, known at `now`.
+    pub fn beat(&mut self, beat: &Beat, now: Instant) {
+        if let Some(t) = self.sight.as_mut().map(|s| s.beat(beat, now)) {
+            self.transition(t, now);
+        }
+        self.commit_samples();
+    }
+
+    fn transition(&mut self, t: Transition, now: Instant) {
+        match t {
+            Transition::None => {}
+            Transition::Blind { since, reason } => {
+                let since = self.origin.map_or(since, |o| since.max(o));
+                tracing::info!(target: "infera::audit", "unobserved from {}: {reason}", self.clock.utc(since));
+                while self.pending_samples.back().is_some_and(|s| s.0 > since) {
+                    self.pending_samples.pop_back();
+                    self.samples_unobserved += 1;
+                }
+                self.blind = Some(Blind {
+                    since,
+                    reason,
+                    changes_before: self.histories.changed_while_blind,
+                });
+            }
+            Transition::Sighted { at } => self.end_blind(at.max(now)),
+        }
+    }
+
+    fn end_blind(&mut self, at: Instant) {
+        let Some(b) = self.blind.take() else { return };
+        let changed = self.histories.changed_while_blind > b.changes_before
+            || self.histories.pending.iter().any(|p| p.since == b.since);
+        tracing::info!(target: "infera::audit", "observed again from {} (unobserved {:.1}s)", self.clock.utc(at), at.saturating_duration_since(b.since).as_secs_f64());
+        self.unobserved.push(Unobserved::new(self, b.since, at, b.reason, changed));
+    }
+
+    fn moment(&self, arrival: Instant) -> Moment {
+        Moment {
+            arrival,
+            blind_since: self.blind.as_ref().map(|b| b.since),
+            clock: self.clock,
+        }
+    }
+
+    /// Apply one watcher event at `now`.
     pub fn apply(&mut self, event: &Event<Pod>, now: Instant) {
+        if let Event::Init = event
+            && let Some(t) = self.sight.as_mut().map(|s| s.relisting(now))
+        {
+            self.transition(t, now);
+        }
         let roles = &self.roles;
         let namespace = self.namespace.as_deref();
-        let delta = self.pods.apply(event, namespaced_key, |pod| {
+        let facts_of = |pod: &Pod| {
             if namespace.is_some_and(|ns| pod.metadata.namespace.as_deref() != Some(ns)) {
                 return None;
             }
             let role = roles.iter().position(|r| r.spec.matches(pod))?;
-            Some(PodState {
-                role,
-                ready: pod_is_ready(pod),
-                routable: pod_is_serving(pod),
-            })
-        });
-        if matches!(event, Event::Init | Event::InitApply(_)) {
-            return;
+            Some(Facts::of(pod, role))
+        };
+        let last = match event {
+            Event::Delete(pod) => facts_of(pod),
+            _ => None,
+        };
+        let delta = self.live.apply(event, namespaced_key, facts_of);
+        if let (Event::Apply(_) | Event::Delete(_), Some(s)) = (event, self.sight.as_mut()) {
+            s.event(now);
         }
-        if matches!(delta, Delta::Relisted { .. }) && self.origin.is_none() {
-            self.origin = Some(now);
+        match delta {
+            Delta::Nothing => {}
+            Delta::Upserted(key) => {
+                if let Some(facts) = self.live.get(&key).cloned() {
+                    let m = self.moment(now);
+                    self.histories.observe(&key, &facts, &m);
+                }
+            }
+            Delta::Removed(key, _) => {
+                let m = self.moment(now);
+                self.histories.gone(&key, last.as_ref(), None, &m);
+            }
+            Delta::Relisted { vanished } => self.relisted(vanished, now),
         }
-        self.recount(now);
     }
 
-    fn recount(&mut self, now: Instant) {
-        let Some(origin) = self.origin else { return };
-        let mut ready = vec![0u32; self.roles.len()];
-        let mut routable = vec![0u32; self.roles.len()];
-        for state in self.pods.values() {
-            if let (Some(r), Some(rt)) = (ready.get_mut(state.role), routable.get_mut(state.role)) {
-                *r += u32::from(state.ready);
-                *rt += u32::from(state.routable);
-            }
+    fn relisted(&mut self, vanished: Vec<(String, Facts)>, now: Instant) {
+        if self.origin.is_none() {
+            self.origin = Some(now);
+            self.settled = Some(now);
+            self.sight = Some(Sight::new(now));
         }
-        let floor = self.min_ready;
-        for (i, role) in self.roles.iter_mut().enumerate() {
-            let r = ready.get(i).copied().unwrap_or(0);
-            let rt = routable.get(i).copied().unwrap_or(0);
-            role.update(r, rt, floor, now, origin);
+        let listed: Vec<(String, Facts)> = self
+            .live
+            .iter()
+            .map(|(k, f)| (k.clone(), f.clone()))
+            .collect();
+        let m = self.moment(now);
+        for (key, facts) in &listed {
+            self.histories.observe(key, facts, &m);
+        }
+        for (key, _) in &vanished {
+            self.histories.gone(key, None, None, &m);
+        }
+        if let Some(t) = self.sight.as_mut().map(|s| s.relisted(now)) {
+            self.transition(t, now);
+        }
+    }
+
+    /// Pods whose disappearance a re-list showed without saying when:
+    /// (namespace, name). The caller looks them up in the Events and
+    /// reports what it finds with [`deleted_at`](Self::deleted_at).
+    pub fn unresolved_deletions(&self) -> Vec<(Option<String>, String)> {
+        self.histories
+            .pending
+            .iter()
+            .map(|p| (p.namespace.clone(), p.name.clone()))
+            .collect()
+    }
+
+    /// An Event (the ReplicaSet controller's `SuccessfulDelete`, the
+    /// kubelet's `Killing`) says the pod was deleted at the server's `at`.
+    pub fn deleted_at(&mut self, namespace: Option<&str>, name: &str, at: jiff::Timestamp) -> bool {
+        let at = self.clock.instant(at);
+        self.histories.resolve_deletion(namespace, name, at)
+    }
+
+    /// A proof of sight other than a watch event (a heartbeat answered).
+    fn commit_samples(&mut self) {
+        let proven = match (&self.blind, &self.sight) {
+            (None, Some(s)) => s.last_proof(),
+            _ => return,
+        };
+        while self.pending_samples.front().is_some_and(|s| s.0 <= proven) {
+            if let Some((at, counts)) = self.pending_samples.pop_front() {
+                self.record_sample(at, &counts);
+            }
         }
     }
 
     /// Take one sample at `now` from the cache (what a `kubectl get pods`
     /// every `sample_interval` would have seen). Ignored before the first
-    /// complete list.
+    /// complete list; counted as unobserved while blind.
     pub fn sample(&mut self, now: Instant) {
+        if self.origin.is_none() {
+            return;
+        }
+        if self.blind.is_some() {
+            self.samples_unobserved += 1;
+            return;
+        }
+        let counts = self.counts().iter().map(|c| (c.ready, c.routable)).collect();
+        self.pending_samples.push_back((now, counts));
+        self.commit_samples();
+        self.settle(now);
+    }
+
+    fn record_sample(&mut self, at: Instant, counts: &[(u32, u32)]) {
         let Some(origin) = self.origin else { return };
         self.samples += 1;
-        let elapsed = now.saturating_duration_since(origin);
+        let elapsed = at.saturating_duration_since(origin);
         let elapsed_s = elapsed.as_secs_f64() * self.time_scale;
-        for role in self.roles.iter_mut() {
-            let (r, rt) = (role.ready.current, role.routable.current);
-            role.ready.min_sampled = Some(role.ready.min_sampled.map_or(r, |m| m.min(r)));
-            role.routable.min_sampled = Some(role.routable.min_sampled.map_or(rt, |m| m.min(rt)));
+        let keep = (self.samples - 1).is_multiple_of(self.sample_stride);
+        for (role, &(r, rt)) in self.roles.iter_mut().zip(counts) {
+            role.min_sampled = Some(role.min_sampled.map_or((r, rt), |(a, b)| (a.min(r), b.min(rt))));
             if let Some(out) = self.samples_csv.as_mut()
                 && self.samples_csv_error.is_none()
                 && let Err(e) = writeln!(out, "{elapsed_s:.3},{},{r},{rt}", role.spec.role)
@@ -482,7 +497,7 @@ impl Auditor {
             }
             // The in-memory sample series (markers on the chart) keeps every
             // `sample_stride`-th sample and doubles the stride when full.
-            if (self.samples - 1).is_multiple_of(self.sample_stride) {
+            if keep {
                 self.sample_series.push(TimelinePoint {
                     at: elapsed,
                     ready: r,
@@ -490,8 +505,8 @@ impl Auditor {
                 });
             }
         }
-        if self.sample_series.len() >= TIMELINE_CAP * self.roles.len().max(1) {
-            let n = self.roles.len().max(1);
+        let n = self.roles.len().max(1);
+        if self.sample_series.len() >= TIMELINE_CAP * n {
             let kept: Vec<TimelinePoint> = self
                 .sample_series
                 .chunks(n)
@@ -504,16 +519,66 @@ impl Auditor {
         }
     }
 
+    /// Fold what can no longer change (older than [`SETTLE`], before any
+    /// blind interval or unresolved deletion) into the roles.
+    fn settle(&mut self, now: Instant) {
+        let (Some(origin), Some(settled)) = (self.origin, self.settled) else {
+            return;
+        };
+        let mut horizon = now.checked_sub(SETTLE).unwrap_or(origin);
+        if let Some(b) = &self.blind {
+            horizon = horizon.min(b.since);
+        }
+        if let Some(p) = self.histories.settled_before() {
+            horizon = horizon.min(p);
+        }
+        if horizon <= settled {
+            return;
+        }
+        let cut = horizon.saturating_duration_since(origin);
+        for (i, bounds) in self.role_bounds(origin).into_iter().enumerate() {
+            for b in bounds.into_iter().filter(|b| b.at < cut) {
+                self.roles[i].push(b);
+            }
+        }
+        self.histories.fold_before(horizon);
+        self.settled = Some(horizon);
+    }
+
+    /// Each role's bounds swept from the histories (from the settled
+    /// horizon on).
+    pub(crate) fn role_bounds(&self, origin: Instant) -> Vec<Vec<Bounds>> {
+        (0..self.roles.len())
+            .map(|i| {
+                let pods = self
+                    .histories
+                    .pods
+                    .values()
+                    .filter(|h| h.facts.role == i)
+                    .map(|h| (&h.ready, &h.serving));
+                sweep(pods, origin)
+            })
+            .collect()
+    }
+
     /// Current Ready/routable counts per role (from the cache).
     pub fn counts(&self) -> Vec<RoleCounts> {
-        self.roles
+        let mut counts: Vec<RoleCounts> = self
+            .roles
             .iter()
             .map(|r| RoleCounts {
                 role: r.spec.role.clone(),
-                ready: r.ready.current,
-                routable: r.routable.current,
+                ready: 0,
+                routable: 0,
             })
-            .collect()
+            .collect();
+        for f in self.live.values() {
+            if let Some(c) = counts.get_mut(f.role) {
+                c.ready += u32::from(f.ready);
+                c.routable += u32::from(f.serving);
+            }
+        }
+        counts
     }
 
     /// Record a rollout step marker.
@@ -524,7 +589,7 @@ impl Auditor {
         }
         let origin = self.origin.unwrap_or(step.at);
         let elapsed_s = step.at.saturating_duration_since(origin).as_secs_f64() * self.time_scale;
-        let at = self.utc(step.at);
+        let at = self.clock.utc(step.at);
         self.steps.push(StepRecord {
             service: step.service,
             kind: step.kind,
@@ -536,95 +601,72 @@ impl Auditor {
         });
     }
 
-    fn utc(&self, at: Instant) -> String {
-        let (anchor_instant, anchor_wall) = self.clock_anchor;
-        let wall = match at.checked_duration_since(anchor_instant) {
-            Some(d) => anchor_wall + d,
-            None => anchor_wall - anchor_instant.saturating_duration_since(at),
-        };
-        jiff::Timestamp::try_from(wall)
-            .map(|t| t.round(jiff::Unit::Millisecond).unwrap_or(t).to_string())
-            .unwrap_or_default()
-    }
-
-    fn scaled(&self, d: Duration) -> f64 {
-        round3(d.as_secs_f64() * self.time_scale)
-    }
-
     /// Close the audit at `now` and build the report. Open intervals below
-    /// the floor are counted up to `now`. May be called more than once.
+    /// the floor are counted up to `now`; an audit that ends blind counts
+    /// every pod as unknown from the last proof. May be called more than
+    /// once.
     pub fn finish(&mut self, outcome: Outcome, now: Instant) -> Report {
         if let Some(out) = self.samples_csv.as_mut() {
             let _ = out.flush();
         }
-        let origin = self.origin.unwrap_or(now);
-        let duration = now.saturating_duration_since(origin);
-        let roles = self
-            .roles
-            .iter()
-            .map(|r| {
-                let synced = self.origin.is_some();
-                RoleReport {
-                    role: r.spec.role.clone(),
-                    services: r.spec.services.clone(),
-                    min_ready_sampled: r.ready.min_sampled,
-                    min_ready_exact: synced.then_some(r.ready.min_exact.min(r.ready.current)),
-                    min_routable_exact: synced
-                        .then_some(r.routable.min_exact.min(r.routable.current)),
-                    seconds_below_min_ready: self.scaled(r.ready.below_total_at(now)),
-                    seconds_below_min_routable: self.scaled(r.routable.below_total_at(now)),
-                    longest_gap_s: self.scaled(r.longest_gap_at(now)),
-                    min_routable_sampled: r.routable.min_sampled,
-                }
-            })
-            .collect();
-        let mut timeline = Timeline {
-            time_scale: self.time_scale,
-            duration,
-            roles: self
-                .roles
-                .iter()
-                .map(|r| (r.spec.role.clone(), r.timeline.clone()))
-                .collect(),
-            samples: Vec::new(),
-            steps: self
-                .steps
-                .iter()
-                .map(|s| (s.wall_offset, format!("{} {}", s.service, s.kind)))
-                .collect(),
-        };
-        // Close every step series at `now`, so the chart runs to the end.
-        for ((_, points), role) in timeline.roles.iter_mut().zip(&self.roles) {
-            points.push(TimelinePoint {
-                at: duration,
-                ready: role.ready.current,
-                routable: role.routable.current,
-            });
+        if self.blind.is_none() {
+            while let Some((at, counts)) = self.pending_samples.pop_front() {
+                self.record_sample(at, &counts);
+            }
         }
-        let n = self.roles.len().max(1);
-        timeline.samples = self
-            .sample_series
-            .chunks(n)
-            .map(|chunk| chunk.to_vec())
-            .collect();
-        Report {
-            target: self.target.clone(),
-            outcome,
-            sample_interval_s: round3(self.sample_interval.as_secs_f64()),
-            samples: self.samples,
-            duration_s: self.scaled(duration),
-            roles,
-            steps: self.steps.clone(),
-            operator_generation: None,
-            min_ready: self.min_ready,
-            synced: self.origin.is_some(),
-            samples_csv_error: self.samples_csv_error.clone(),
-            timeline,
-            chart_services: None,
+        let mut closing = self.histories.clone();
+        let mut unobserved = self.unobserved.clone();
+        if let Some(b) = &self.blind {
+            closing.unknown_from(b.since);
+            unobserved.push(Unobserved::new(self, b.since, now, format!("{} (still unobserved at the end)", b.reason), true));
+        }
+        super::verdict::report(self, &closing, unobserved, outcome, now)
+    }
+}
+
+impl RoleSlot {
+    /// Settle one more span of bounds into the statistics and timeline.
+    pub(crate) fn push(&mut self, b: Bounds) {
+        self.accum.push(b);
+        let point = TimelinePoint {
+            at: b.at,
+            ready: b.ready.0,
+            routable: b.routable.0,
+        };
+        if self.timeline.last().is_none_or(|p| (p.ready, p.routable) != (point.ready, point.routable)) {
+            self.timeline.push(point);
+        }
+        if self.timeline.len() >= TIMELINE_CAP {
+            decimate_min(&mut self.timeline);
+        }
+        match (b.uncertain(), self.uncertain_open) {
+            (true, None) => self.uncertain_open = Some(b.at),
+            (false, Some(from)) => {
+                self.uncertain.push((from, b.at));
+                self.uncertain_open = None;
+            }
+            _ => {}
         }
     }
 }
 
-fn round3(x: f64) -> f64 {
+/// Halve a step series keeping the minimum of each merged pair, so a gap
+/// never disappears from a decimated timeline (it can only widen).
+fn decimate_min(points: &mut Vec<TimelinePoint>) {
+    let merged: Vec<TimelinePoint> = points
+        .chunks(2)
+        .map(|pair| {
+            let mut p = pair[0].clone();
+            for q in &pair[1..] {
+                p.ready = p.ready.min(q.ready);
+                p.routable = p.routable.min(q.routable);
+            }
+            p
+        })
+        .collect();
+    *points = merged;
+}
+
+pub(crate) fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }

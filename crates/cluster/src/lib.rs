@@ -13,6 +13,7 @@ mod capacity;
 pub mod rbac;
 pub mod redact;
 pub mod reflect;
+pub mod sight;
 mod status;
 pub mod trace;
 

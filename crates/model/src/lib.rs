@@ -8,6 +8,7 @@ pub mod engine;
 pub mod generation;
 pub mod manifest;
 pub mod operator;
+pub mod pod;
 pub mod rolling;
 pub mod scheduling;
 pub mod worker;

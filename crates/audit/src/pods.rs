@@ -1,0 +1,290 @@
+//! Each audited pod's history: what its object says ([`Facts`]) and, from
+//! the changes between two versions of it, its Ready and serving
+//! [`Track`]s, timed by arrival or by the server's own timestamps, or
+//! unknown while infera was blind.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+
+use infera_model::pod;
+
+use super::evidence::{Known, Track};
+use super::server_clock::{ServerClock, Timed};
+
+/// What one version of a pod's object says, as far as the audit cares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Facts {
+    pub role: usize,
+    pub uid: Option<String>,
+    pub name: String,
+    pub namespace: Option<String>,
+    pub ready: bool,
+    pub serving: bool,
+    worker: bool,
+    ready_at: Option<Timestamp>,
+    deleting_at: Option<Timestamp>,
+    registered_by: Option<Timestamp>,
+    running_at: Option<Timestamp>,
+    created: Option<Timestamp>,
+}
+
+impl Facts {
+    pub fn of(pod: &Pod, role: usize) -> Facts {
+        Facts {
+            role,
+            uid: pod.metadata.uid.clone(),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            namespace: pod.metadata.namespace.clone(),
+            ready: pod::is_ready(pod),
+            serving: pod::is_serving(pod),
+            worker: pod::is_infera_worker(pod),
+            ready_at: pod::ready_condition(pod).and_then(|(_, at)| at),
+            deleting_at: pod::deletion_requested_at(pod),
+            registered_by: pod::registered_by(pod),
+            running_at: pod::running_since(pod),
+            created: pod::created_at(pod),
+        }
+    }
+
+    /// The server's time of this version's Ready value.
+    fn ready_time(&self) -> Option<Timestamp> {
+        match self.deleting_at {
+            Some(d) if !self.ready => Some(d),
+            _ => self.ready_at,
+        }
+    }
+
+    /// The server's time of this version's serving value: the deletion
+    /// request when it stopped for that; for a worker that started serving,
+    /// the later of its registration and its container's start; for any
+    /// other pod, its Ready time.
+    fn serving_time(&self) -> Option<Timestamp> {
+        match (self.deleting_at, self.worker, self.serving) {
+            (Some(d), _, false) => Some(d),
+            (None, true, true) => self.registered_by.max(self.running_at),
+            (None, true, false) => None,
+            _ => self.ready_at,
+        }
+    }
+}
+
+/// A pod whose disappearance was seen only in a re-list: when it stopped
+/// serving is unknown until the namespace's Events say.
+#[derive(Debug, Clone)]
+pub struct PendingDeletion {
+    pub key: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub since: Instant,
+    pub until: Instant,
+}
+
+/// One pod's history.
+#[derive(Debug, Clone)]
+pub struct History {
+    pub facts: Facts,
+    pub ready: Track,
+    pub serving: Track,
+    pub gone: bool,
+}
+
+/// What infera knows of time while it applies one change.
+#[derive(Debug, Clone, Copy)]
+pub struct Moment {
+    pub arrival: Instant,
+    /// Blind since this instant (events arriving now may be late).
+    pub blind_since: Option<Instant>,
+    pub clock: ServerClock,
+}
+
+impl Moment {
+    /// Set `track` to `value` at the change's time: its arrival, the
+    /// server's timestamp, or unknown since infera went blind. Returns
+    /// whether the server's timestamp was used.
+    fn set(&self, track: &mut Track, value: bool, ts: Option<Timestamp>) -> bool {
+        match self
+            .clock
+            .when(ts, self.arrival, self.blind_since.is_some())
+        {
+            Timed::Arrival(at) => {
+                track.set(at, value.into());
+                false
+            }
+            Timed::Server(at) => {
+                track.set(at, value.into());
+                true
+            }
+            Timed::Unknown => {
+                let since = self.blind_since.unwrap_or(self.arrival);
+                track.unknown_until(since, self.arrival, value.into());
+                false
+            }
+        }
+    }
+}
+
+/// Every audited pod's history, by namespaced name.
+#[derive(Debug, Clone, Default)]
+pub struct Histories {
+    pub pods: BTreeMap<String, History>,
+    pub pending: Vec<PendingDeletion>,
+    /// Changes timed from the server's timestamps because they arrived late.
+    pub reconstructed: u64,
+    /// Changes seen (any track moved) while blind, since the last reset.
+    pub changed_while_blind: u64,
+}
+
+impl Histories {
+    /// A version of the pod `key` was seen at `m.arrival`.
+    pub fn observe(&mut self, key: &str, facts: &Facts, m: &Moment) {
+        let replaced = self
+            .pods
+            .get(key)
+            .is_some_and(|h| h.facts.uid.is_some() && facts.uid.is_some() && h.facts.uid != facts.uid);
+        if replaced {
+            // Same name, new object (a StatefulSet's pod): the old one went
+            // before the new one was created.
+            self.gone(key, None, facts.created, m);
+            self.pods.remove(key);
+        }
+        let Some(h) = self.pods.get_mut(key) else {
+            self.first_seen(key, facts, m);
+            return;
+        };
+        let mut moved = false;
+        let mut server = false;
+        if h.facts.ready != facts.ready {
+            server |= m.set(&mut h.ready, facts.ready, facts.ready_time());
+            moved = true;
+        } else if m.blind_since.is_some() && facts.ready_at != h.facts.ready_at {
+            // The same value with a newer transition: it flapped while
+            // infera was blind; unknown until its last transition.
+            if let (Some(since), Timed::Server(at)) =
+                (m.blind_since, m.clock.when(facts.ready_at, m.arrival, true))
+            {
+                h.ready.unknown_until(since, at, facts.ready.into());
+                moved = true;
+            }
+        }
+        if h.facts.serving != facts.serving {
+            server |= m.set(&mut h.serving, facts.serving, facts.serving_time());
+            moved = true;
+        }
+        h.facts = facts.clone();
+        self.count(moved, server, m);
+    }
+
+    fn first_seen(&mut self, key: &str, facts: &Facts, m: &Moment) {
+        let mut h = History {
+            facts: facts.clone(),
+            ready: Track::default(),
+            serving: Track::default(),
+            gone: false,
+        };
+        // A pod starts neither Ready nor serving; it became so at its
+        // transition's time.
+        let born = match m.clock.when(facts.created, m.arrival, m.blind_since.is_some()) {
+            Timed::Arrival(at) | Timed::Server(at) => at,
+            Timed::Unknown => m.blind_since.unwrap_or(m.arrival),
+        };
+        h.ready.set(born, Known::No);
+        h.serving.set(born, Known::No);
+        let mut server = false;
+        if facts.ready {
+            server |= m.set(&mut h.ready, true, facts.ready_time());
+        }
+        if facts.serving {
+            server |= m.set(&mut h.serving, true, facts.serving_time());
+        }
+        self.pods.insert(key.to_string(), h);
+        self.count(true, server, m);
+    }
+
+    /// The pod `key` is gone (a Delete event with its last version, a
+    /// re-list without it, or replaced at `replaced_at`).
+    pub fn gone(
+        &mut self,
+        key: &str,
+        last: Option<&Facts>,
+        replaced_at: Option<Timestamp>,
+        m: &Moment,
+    ) {
+        let Some(h) = self.pods.get_mut(key) else {
+            return;
+        };
+        h.gone = true;
+        if h.ready.last() == Known::No && h.serving.last() == Known::No {
+            return;
+        }
+        let ts = last
+            .and_then(|f| f.deleting_at)
+            .or(h.facts.deleting_at)
+            .or(replaced_at);
+        let server = m.set(&mut h.ready, false, ts) | m.set(&mut h.serving, false, ts);
+        if ts.is_none()
+            && let Some(since) = m.blind_since
+        {
+            self.pending.push(PendingDeletion {
+                key: key.to_string(),
+                namespace: h.facts.namespace.clone(),
+                name: h.facts.name.clone(),
+                since,
+                until: m.arrival,
+            });
+        }
+        self.count(true, server, m);
+    }
+
+    fn count(&mut self, moved: bool, server: bool, m: &Moment) {
+        if moved && m.blind_since.is_some() {
+            self.changed_while_blind += 1;
+        }
+        if server {
+            self.reconstructed += 1;
+        }
+    }
+
+    /// The Events say the pod `namespace/name` was deleted at `at`: fix the
+    /// unknown interval of its pending deletion, if `at` falls in it.
+    pub fn resolve_deletion(&mut self, namespace: Option<&str>, name: &str, at: Instant) -> bool {
+        let Some(i) = self.pending.iter().position(|p| {
+            p.name == name && p.namespace.as_deref() == namespace && at <= p.until
+        }) else {
+            return false;
+        };
+        let p = self.pending.swap_remove(i);
+        let at = at.max(p.since);
+        if let Some(h) = self.pods.get_mut(&p.key) {
+            h.ready.rewrite_from(p.since, &[(at, Known::No)]);
+            h.serving.rewrite_from(p.since, &[(at, Known::No)]);
+        }
+        self.reconstructed += 1;
+        true
+    }
+
+    /// The earliest instant a later reconstruction may still rewrite.
+    pub fn settled_before(&self) -> Option<Instant> {
+        self.pending.iter().map(|p| p.since).min()
+    }
+
+    /// Forget what is settled before `horizon`; drop pods gone by then.
+    pub fn fold_before(&mut self, horizon: Instant) {
+        self.pods.retain(|_, h| {
+            h.ready.fold_before(horizon);
+            h.serving.fold_before(horizon);
+            !(h.gone && h.ready.points().is_empty() && h.serving.points().is_empty())
+        });
+    }
+
+    /// Everything not known to be down is unknown from `since` (the audit
+    /// ended while blind).
+    pub fn unknown_from(&mut self, since: Instant) {
+        for h in self.pods.values_mut().filter(|h| !h.gone) {
+            h.ready.set(since, Known::Unknown);
+            h.serving.set(since, Known::Unknown);
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The [`Report`] an [`Auditor`] ends with: the settled statistics of each
+//! role joined with what its pods' histories still hold, as exact figures
+//! where infera saw (or the server's timestamps tell) everything, and as
+//! bounds where it was blind.
+
+use std::time::{Duration, Instant};
+
+use super::evidence::{Bounds, RoleStats, sweep, undecided};
+use super::pods::Histories;
+use super::report::{Outcome, Report, RoleBounds, RoleReport, Undecided, Unobserved};
+use super::timeline::{Timeline, TimelinePoint};
+use super::tracker::{Auditor, RoleSlot, round3};
+
+impl Unobserved {
+    pub(crate) fn new(
+        a: &Auditor,
+        since: Instant,
+        until: Instant,
+        reason: String,
+        changed: bool,
+    ) -> Unobserved {
+        let origin = a.origin.unwrap_or(since);
+        let from = since.saturating_duration_since(origin);
+        let to = until.saturating_duration_since(origin);
+        Unobserved {
+            watch: "pods".to_string(),
+            from: a.clock.utc(since),
+            to: a.clock.utc(until),
+            from_s: a.scaled(from),
+            to_s: a.scaled(to),
+            seconds: a.scaled(to.saturating_sub(from)),
+            reason,
+            changed,
+            wall: (from, to),
+        }
+    }
+}
+
+impl Auditor {
+    pub(crate) fn scaled(&self, d: Duration) -> f64 {
+        round3(d.as_secs_f64() * self.time_scale)
+    }
+}
+
+/// The report of `a` closed at `now`, with `closing` as the pods'
+/// histories (the auditor's own, or a copy made unknown where it ends
+/// blind).
+pub(crate) fn report(
+    a: &Auditor,
+    closing: &Histories,
+    unobserved: Vec<Unobserved>,
+    outcome: Outcome,
+    now: Instant,
+) -> Report {
+    let origin = a.origin.unwrap_or(now);
+    let duration = now.saturating_duration_since(origin);
+    let synced = a.origin.is_some();
+    let mut slots: Vec<RoleSlot> = a.roles.clone();
+    let mut live_bounds: Vec<Vec<Bounds>> = Vec::new();
+    for (i, slot) in slots.iter_mut().enumerate() {
+        let pods = closing
+            .pods
+            .values()
+            .filter(|h| h.facts.role == i)
+            .map(|h| (&h.ready, &h.serving));
+        let bounds = sweep(pods, origin);
+        if slot.timeline.is_empty() && bounds.first().is_none_or(|b| !b.at.is_zero()) {
+            slot.push(Bounds {
+                at: Duration::ZERO,
+                ready: (0, 0),
+                routable: (0, 0),
+            });
+        }
+        bounds.iter().for_each(|b| slot.push(*b));
+        live_bounds.push(bounds);
+    }
+    let roles = slots
+        .iter()
+        .zip(&live_bounds)
+        .map(|(slot, bounds)| role_report(a, slot, bounds, synced, duration))
+        .collect();
+    let skew = a.clock.skew();
+    Report {
+        target: a.target.clone(),
+        outcome,
+        sample_interval_s: round3(a.sample_interval.as_secs_f64()),
+        samples: a.samples,
+        duration_s: a.scaled(duration),
+        roles,
+        steps: a.steps.clone(),
+        operator_generation: None,
+        min_ready: a.min_ready,
+        timeline: timeline(a, &slots, &unobserved, duration),
+        unobserved,
+        reconstructed_changes: closing.reconstructed,
+        samples_unobserved: a.samples_unobserved,
+        clock_skew_s: (skew.measured() && skew.offset_s().abs() >= 1.0)
+            .then(|| (skew.offset_s() * 10.0).round() / 10.0),
+        synced,
+        samples_csv_error: a.samples_csv_error.clone(),
+        chart_services: None,
+    }
+}
+
+fn role_report(
+    a: &Auditor,
+    slot: &RoleSlot,
+    live: &[Bounds],
+    synced: bool,
+    duration: Duration,
+) -> RoleReport {
+    let s: RoleStats = slot.accum.at_end(duration);
+    let exact = |(lo, hi): (u32, u32)| (synced && lo == hi).then_some(lo);
+    let blind = s.uncertain > Duration::ZERO || s.min_ready.0 != s.min_ready.1 || s.min_routable.0 != s.min_routable.1;
+    let bounds = blind.then(|| RoleBounds {
+        min_ready: [s.min_ready.0, s.min_ready.1],
+        min_routable: [s.min_routable.0, s.min_routable.1],
+        seconds_possibly_below_min_ready: a.scaled(s.below_ready.1),
+        seconds_possibly_below_min_routable: a.scaled(s.below_routable.1),
+        longest_possible_gap_s: a.scaled(s.longest_gap.1),
+        unobserved_s: a.scaled(s.uncertain),
+        undecided: undecided(live, a.min_ready, duration)
+            .into_iter()
+            .map(|(from, to, ready, routable)| Undecided {
+                from: a.clock.utc(origin_plus(a, from)),
+                to: a.clock.utc(origin_plus(a, to)),
+                from_s: a.scaled(from),
+                to_s: a.scaled(to),
+                ready: [ready.0, ready.1],
+                routable: [routable.0, routable.1],
+            })
+            .collect(),
+    });
+    RoleReport {
+        role: slot.spec.role.clone(),
+        services: slot.spec.services.clone(),
+        min_ready_sampled: slot.min_sampled.map(|m| m.0),
+        min_ready_exact: exact(s.min_ready),
+        min_routable_exact: exact(s.min_routable),
+        seconds_below_min_ready: a.scaled(s.below_ready.0),
+        seconds_below_min_routable: a.scaled(s.below_routable.0),
+        longest_gap_s: a.scaled(s.longest_gap.0),
+        bounds,
+        min_routable_sampled: slot.min_sampled.map(|m| m.1),
+        min_ready_range: synced.then_some(s.min_ready),
+        min_routable_range: synced.then_some(s.min_routable),
+    }
+}
+
+fn origin_plus(a: &Auditor, d: Duration) -> Instant {
+    a.origin.map_or_else(Instant::now, |o| o + d)
+}
+
+fn timeline(
+    a: &Auditor,
+    slots: &[RoleSlot],
+    unobserved: &[Unobserved],
+    duration: Duration,
+) -> Timeline {
+    let mut roles = Vec::new();
+    let mut uncertain = Vec::new();
+    for slot in slots {
+        let mut points = slot.timeline.clone();
+        // Close every step series at the end, so the chart runs to it.
+        if let Some(last) = points.last().cloned() {
+            points.push(TimelinePoint {
+                at: duration,
+                ..last
+            });
+        }
+        roles.push((slot.spec.role.clone(), points));
+        let mut spans = slot.uncertain.clone();
+        if let Some(from) = slot.uncertain_open {
+            spans.push((from, duration));
+        }
+        uncertain.push(spans);
+    }
+    let n = a.roles.len().max(1);
+    Timeline {
+        time_scale: a.time_scale,
+        duration,
+        roles,
+        samples: a.sample_series.chunks(n).map(<[TimelinePoint]>::to_vec).collect(),
+        steps: a
+            .steps
+            .iter()
+            .map(|s| (s.wall_offset, format!("{} {}", s.service, s.kind)))
+            .collect(),
+        unobserved: unobserved.iter().map(|u| u.wall).collect(),
+        uncertain,
+    }
+}
