@@ -239,6 +239,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             break
         }
         'infera;sim;serve' {
+            [CompletionResult]::new('--truth', '--truth', [CompletionResultType]::ParameterName, 'Write the simulator''s ground truth (every InferaDeployment service''s Ready and routable counts, at every change) to FILE when it stops')
             [CompletionResult]::new('--scenario', '--scenario', [CompletionResultType]::ParameterName, 'Built-in scenario name or a scenario file')
             [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'Port on 127.0.0.1 (0 picks a free one)')
             [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'Bearer token clients must present (default: a random one)')
@@ -252,6 +253,8 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--compact-every', '--compact-every', [CompletionResultType]::ParameterName, 'Compact the watch history every this long, forcing 410 Gone on resume')
             [CompletionResult]::new('--latency', '--latency', [CompletionResultType]::ParameterName, 'Add this latency to every request')
             [CompletionResult]::new('--restart-api-every', '--restart-api-every', [CompletionResultType]::ParameterName, 'Restart the API server listener every this long (state is kept)')
+            [CompletionResult]::new('--cut', '--cut', [CompletionResultType]::ParameterName, 'Cut the clients off the API server AT after the start FOR this long: open connections are reset, new ones refused; the cluster goes on (repeatable; e.g. `--cut 30s:55s`)')
+            [CompletionResult]::new('--blackhole', '--blackhole', [CompletionResultType]::ParameterName, 'Blackhole the clients'' connections AT after the start FOR this long: held open, nothing delivered either way until it ends (repeatable)')
             [CompletionResult]::new('--plain-http', '--plain-http', [CompletionResultType]::ParameterName, 'Serve plain HTTP instead of HTTPS with a generated CA. kubectl does not send a bearer token over plain HTTP, so only `kube`-based clients and curl can authenticate then')
             [CompletionResult]::new('--no-world', '--no-world', [CompletionResultType]::ParameterName, 'Serve an empty cluster (API server, Deployment/ReplicaSet controllers, scheduler, GC): no nodes, no manifests, no kubelet or operator, for `infera sim attach` to bring them')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')

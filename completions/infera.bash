@@ -1127,12 +1127,16 @@ _infera() {
             return 0
             ;;
         infera__subcmd__sim__subcmd__serve)
-            opts="-v -h -V --scenario --port --plain-http --token --kubeconfig-out --speed --seed --operator --no-world --drop-watches-every --error-rate --conflict-rate --compact-every --latency --restart-api-every --verbose --help --version"
+            opts="-v -h -V --truth --scenario --port --plain-http --token --kubeconfig-out --speed --seed --operator --no-world --drop-watches-every --error-rate --conflict-rate --compact-every --latency --restart-api-every --cut --blackhole --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --truth)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --scenario)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1182,6 +1186,14 @@ _infera() {
                     return 0
                     ;;
                 --restart-api-every)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cut)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --blackhole)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -221,6 +221,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'infera;sim;serve'= {
+            cand --truth 'Write the simulator''s ground truth (every InferaDeployment service''s Ready and routable counts, at every change) to FILE when it stops'
             cand --scenario 'Built-in scenario name or a scenario file'
             cand --port 'Port on 127.0.0.1 (0 picks a free one)'
             cand --token 'Bearer token clients must present (default: a random one)'
@@ -234,6 +235,8 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --compact-every 'Compact the watch history every this long, forcing 410 Gone on resume'
             cand --latency 'Add this latency to every request'
             cand --restart-api-every 'Restart the API server listener every this long (state is kept)'
+            cand --cut 'Cut the clients off the API server AT after the start FOR this long: open connections are reset, new ones refused; the cluster goes on (repeatable; e.g. `--cut 30s:55s`)'
+            cand --blackhole 'Blackhole the clients'' connections AT after the start FOR this long: held open, nothing delivered either way until it ends (repeatable)'
             cand --plain-http 'Serve plain HTTP instead of HTTPS with a generated CA. kubectl does not send a bearer token over plain HTTP, so only `kube`-based clients and curl can authenticate then'
             cand --no-world 'Serve an empty cluster (API server, Deployment/ReplicaSet controllers, scheduler, GC): no nodes, no manifests, no kubelet or operator, for `infera sim attach` to bring them'
             cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'

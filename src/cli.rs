@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use infera_sim::partition::{PartitionKind, ScheduledPartition};
 
 /// Make rolling an LLM-serving worker on Kubernetes safe, and prove it was.
 #[derive(Debug, Parser)]
@@ -459,10 +460,31 @@ pub struct FaultArgs {
     /// Restart the API server listener every this long (state is kept).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub restart_api_every: Option<Duration>,
+    /// Cut the clients off the API server AT after the start FOR this long:
+    /// open connections are reset, new ones refused; the cluster goes on
+    /// (repeatable; e.g. `--cut 30s:55s`).
+    #[arg(long, value_name = "AT:FOR", value_parser = parse_cut)]
+    pub cut: Vec<ScheduledPartition>,
+    /// Blackhole the clients' connections AT after the start FOR this long:
+    /// held open, nothing delivered either way until it ends (repeatable).
+    #[arg(long, value_name = "AT:FOR", value_parser = parse_blackhole)]
+    pub blackhole: Vec<ScheduledPartition>,
+}
+
+fn parse_cut(s: &str) -> Result<ScheduledPartition, String> {
+    ScheduledPartition::parse(PartitionKind::Cut, s)
+}
+
+fn parse_blackhole(s: &str) -> Result<ScheduledPartition, String> {
+    ScheduledPartition::parse(PartitionKind::Blackhole, s)
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct SimServeArgs {
+    /// Write the simulator's ground truth (every InferaDeployment service's
+    /// Ready and routable counts, at every change) to FILE when it stops.
+    #[arg(long, value_name = "FILE")]
+    pub truth: Option<PathBuf>,
     /// Built-in scenario name or a scenario file.
     #[arg(long, value_name = "NAME|FILE", default_value = "pd-1p1d")]
     pub scenario: String,

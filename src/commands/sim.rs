@@ -17,6 +17,7 @@ impl From<&FaultArgs> for FaultConfig {
             compact_every: a.compact_every,
             latency: a.latency,
             restart_api_every: a.restart_api_every,
+            partitions: a.cut.iter().chain(&a.blackhole).cloned().collect(),
         }
     }
 }
@@ -81,6 +82,14 @@ pub async fn serve(args: SimServeArgs) -> anyhow::Result<Exit> {
     println!("  infera rollout restart idep/NAME --kubeconfig {kubeconfig} --dry-run");
     println!("Ctrl-C stops the simulator.");
     let _ = tokio::signal::ctrl_c().await;
+    if let Some(path) = &args.truth
+        && let Err(e) = std::fs::write(path, sim.truth().to_json())
+    {
+        eprintln!(
+            "error: cannot write the ground truth to {}: {e}",
+            path.display()
+        );
+    }
     sim.shutdown().await;
     Ok(Exit::Ok)
 }

@@ -8,6 +8,7 @@ mod audit_many;
 mod credentials;
 mod kubectl_plugin;
 mod operator_generation;
+mod partition;
 mod report_html;
 mod rollout;
 mod rollout_gitops;

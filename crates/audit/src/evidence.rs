@@ -239,8 +239,16 @@ impl Accum {
         add_below(&mut s.below_routable, b.routable, floor, span);
         let certain = b.ready.1 < floor || b.routable.1 < floor;
         let possible = b.ready.0 < floor || b.routable.0 < floor;
-        self.runs.0 = if certain { self.runs.0 + span } else { Duration::ZERO };
-        self.runs.1 = if possible { self.runs.1 + span } else { Duration::ZERO };
+        self.runs.0 = if certain {
+            self.runs.0 + span
+        } else {
+            Duration::ZERO
+        };
+        self.runs.1 = if possible {
+            self.runs.1 + span
+        } else {
+            Duration::ZERO
+        };
         s.longest_gap = (
             s.longest_gap.0.max(self.runs.0),
             s.longest_gap.1.max(self.runs.1),
@@ -286,7 +294,11 @@ fn add_below(acc: &mut (Duration, Duration), (low, high): (u32, u32), floor: u32
 
 /// The spans during which `bounds` leave it open whether the role held
 /// `floor`: (from, to, ready bounds, routable bounds) at their lowest.
-pub fn undecided(bounds: &[Bounds], floor: u32, end: Duration) -> Vec<(Duration, Duration, (u32, u32), (u32, u32))> {
+pub fn undecided(
+    bounds: &[Bounds],
+    floor: u32,
+    end: Duration,
+) -> Vec<(Duration, Duration, (u32, u32), (u32, u32))> {
     let mut out: Vec<(Duration, Duration, (u32, u32), (u32, u32))> = Vec::new();
     for (i, b) in bounds.iter().enumerate() {
         let until = bounds.get(i + 1).map_or(end, |n| n.at).min(end);
@@ -336,7 +348,10 @@ mod tests {
         o2.fold_before(at(35));
         n2.fold_before(at(35));
         let mut acc = Accum::new(1);
-        bounds.iter().filter(|b| b.at < secs(35)).for_each(|b| acc.push(*b));
+        bounds
+            .iter()
+            .filter(|b| b.at < secs(35))
+            .for_each(|b| acc.push(*b));
         sweep([(&o2, &o2), (&n2, &n2)].into_iter(), t0)
             .into_iter()
             .for_each(|b| acc.push(b));

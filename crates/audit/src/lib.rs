@@ -39,11 +39,11 @@ pub use report::{
     Outcome, Outputs, Report, ReportError, RoleBounds, RoleReport, StepRecord, Undecided,
     Unobserved, format_seconds,
 };
-pub use server_clock::{PROMPT, ServerClock};
 pub use roles::{
     Target, TargetError, common_selector, deployment_selector, parse_role_flag, parse_selector,
     roles_from_inferadeployment, selector_string,
 };
+pub use server_clock::{PROMPT, ServerClock};
 pub use session::{AuditError, AuditSession, run_auditor};
 pub use timeline::{Timeline, TimelinePoint, minutes_seconds};
 pub use tracker::{

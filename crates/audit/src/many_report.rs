@@ -224,8 +224,12 @@ impl ManyReport {
                     .iter()
                     .map(|(role, points)| (format!("{label} {role}"), points.clone())),
             );
-            timeline.uncertain.extend(r.timeline.uncertain.iter().cloned());
-            timeline.unobserved.extend(r.timeline.unobserved.iter().copied());
+            timeline
+                .uncertain
+                .extend(r.timeline.uncertain.iter().cloned());
+            timeline
+                .unobserved
+                .extend(r.timeline.unobserved.iter().copied());
             for (merged, own) in timeline.samples.iter_mut().zip(&r.timeline.samples) {
                 merged.extend(own.iter().cloned());
             }

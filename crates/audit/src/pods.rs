@@ -140,10 +140,9 @@ pub struct Histories {
 impl Histories {
     /// A version of the pod `key` was seen at `m.arrival`.
     pub fn observe(&mut self, key: &str, facts: &Facts, m: &Moment) {
-        let replaced = self
-            .pods
-            .get(key)
-            .is_some_and(|h| h.facts.uid.is_some() && facts.uid.is_some() && h.facts.uid != facts.uid);
+        let replaced = self.pods.get(key).is_some_and(|h| {
+            h.facts.uid.is_some() && facts.uid.is_some() && h.facts.uid != facts.uid
+        });
         if replaced {
             // Same name, new object (a StatefulSet's pod): the old one went
             // before the new one was created.
@@ -186,7 +185,10 @@ impl Histories {
         };
         // A pod starts neither Ready nor serving; it became so at its
         // transition's time.
-        let born = match m.clock.when(facts.created, m.arrival, m.blind_since.is_some()) {
+        let born = match m
+            .clock
+            .when(facts.created, m.arrival, m.blind_since.is_some())
+        {
             Timed::Arrival(at) | Timed::Server(at) => at,
             Timed::Unknown => m.blind_since.unwrap_or(m.arrival),
         };
@@ -250,9 +252,11 @@ impl Histories {
     /// The Events say the pod `namespace/name` was deleted at `at`: fix the
     /// unknown interval of its pending deletion, if `at` falls in it.
     pub fn resolve_deletion(&mut self, namespace: Option<&str>, name: &str, at: Instant) -> bool {
-        let Some(i) = self.pending.iter().position(|p| {
-            p.name == name && p.namespace.as_deref() == namespace && at <= p.until
-        }) else {
+        let Some(i) = self
+            .pending
+            .iter()
+            .position(|p| p.name == name && p.namespace.as_deref() == namespace && at <= p.until)
+        else {
             return false;
         };
         let p = self.pending.swap_remove(i);

@@ -397,8 +397,10 @@ impl Report {
             r.services.join(","),
             self.samples.to_string(),
             opt(r.min_ready_sampled),
-            r.min_ready_range.map_or_else(|| "-".to_string(), range_text),
-            r.min_routable_range.map_or_else(|| "-".to_string(), range_text),
+            r.min_ready_range
+                .map_or_else(|| "-".to_string(), range_text),
+            r.min_routable_range
+                .map_or_else(|| "-".to_string(), range_text),
             format!(
                 "{} / {}",
                 format_seconds(r.seconds_below_min_ready),
@@ -470,12 +472,21 @@ impl Report {
         let total: f64 = self.unobserved.iter().map(|u| u.seconds).sum();
         let how = if self.unobserved.iter().all(|u| !u.changed) {
             "nothing changed while unobserved, so the figures stay exact"
-        } else if self.roles.iter().all(|r| r.bounds.as_ref().is_none_or(|b| b.undecided.is_empty())) {
+        } else if self
+            .roles
+            .iter()
+            .all(|r| r.bounds.as_ref().is_none_or(|b| b.undecided.is_empty()))
+        {
             "what changed meanwhile was reconstructed from the API server's timestamps"
         } else {
             "bounds where the API server's timestamps could not settle it"
         };
-        format!(" (unobserved {} in {} interval{}; {how})", format_seconds(total), self.unobserved.len(), if self.unobserved.len() == 1 { "" } else { "s" })
+        format!(
+            " (unobserved {} in {} interval{}; {how})",
+            format_seconds(total),
+            self.unobserved.len(),
+            if self.unobserved.len() == 1 { "" } else { "s" }
+        )
     }
 
     fn fell_text(&self, r: &RoleReport) -> String {
@@ -504,7 +515,11 @@ impl Report {
         if let Some(b) = &r.bounds
             && b.longest_possible_gap_s > r.longest_gap_s
         {
-            let _ = write!(text, ", possibly {}", format_seconds(b.longest_possible_gap_s));
+            let _ = write!(
+                text,
+                ", possibly {}",
+                format_seconds(b.longest_possible_gap_s)
+            );
         }
         let sampled_ok = r.min_ready_sampled.is_some_and(|m| m >= min)
             && r.min_routable_sampled.is_some_and(|m| m >= min);

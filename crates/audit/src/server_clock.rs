@@ -46,10 +46,23 @@ impl ServerClock {
         self.skew
     }
 
+    /// The offset applied: the measured one when it is at least the `Date`
+    /// header's own precision (1 s) plus its uncertainty; below that it is
+    /// indistinguishable from none (and server timestamps are truncated to
+    /// the second anyway).
+    pub fn offset_s(&self) -> f64 {
+        let offset = self.skew.offset_s();
+        if offset.abs() >= 1.0 + self.skew.uncertainty_s() {
+            offset
+        } else {
+            0.0
+        }
+    }
+
     /// The local instant at which the server's clock read `ts`.
     pub fn instant(&self, ts: Timestamp) -> Instant {
         let server_s = ts.as_millisecond() as f64 / 1000.0;
-        let local_s = server_s - self.skew.offset_s();
+        let local_s = server_s - self.offset_s();
         let anchor_s = match self.anchor_wall.duration_since(SystemTime::UNIX_EPOCH) {
             Ok(d) => d.as_secs_f64(),
             Err(e) => -e.duration().as_secs_f64(),
@@ -114,11 +127,16 @@ mod tests {
         };
         let ten_ago = now - Duration::from_secs(10);
         match clock.when(Some(ts(ten_ago)), now, false) {
-            Timed::Server(t) => assert!(t.max(ten_ago) - t.min(ten_ago) < Duration::from_millis(50)),
+            Timed::Server(t) => {
+                assert!(t.max(ten_ago) - t.min(ten_ago) < Duration::from_millis(50))
+            }
             other => panic!("{other:?}"),
         }
         let just_now = now - Duration::from_millis(300);
-        assert_eq!(clock.when(Some(ts(just_now)), now, false), Timed::Arrival(now));
+        assert_eq!(
+            clock.when(Some(ts(just_now)), now, false),
+            Timed::Arrival(now)
+        );
         assert_eq!(clock.when(None, now, true), Timed::Unknown);
         assert_eq!(clock.when(None, now, false), Timed::Arrival(now));
     }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tokio::sync::{oneshot, watch};
@@ -18,6 +19,7 @@ use tokio::sync::{oneshot, watch};
 use super::report::{Outcome, Report};
 use super::tracker::{Auditor, RoleCounts, Step};
 use infera_cluster::ClusterError;
+use infera_cluster::sight::{self, Skew};
 
 /// Errors of a running audit.
 #[derive(Debug, thiserror::Error)]
@@ -246,6 +248,13 @@ async fn watch_loop(
     let period = lock(&auditors)
         .first()
         .map_or(Duration::from_secs(10), Auditor::sample_wall_interval);
+    let client = api.clone().into_client();
+    let mut beats = sight::spawn_heartbeat(
+        client.clone(),
+        sight::HEARTBEAT_PERIOD,
+        sight::HEARTBEAT_TIMEOUT,
+    );
+    let mut skew = Skew::default();
     let mut stream = watcher(api, config)
         .backoff(infera_cluster::watch_backoff())
         .boxed();
@@ -264,23 +273,12 @@ async fn watch_loop(
             _ = &mut stop => return Ok(()),
             event = stream.next() => match event {
                 Some(Ok(event)) => {
-                    let now = Instant::now();
-                    let mut group = lock(&auditors);
-                    let was_synced = group.iter().all(Auditor::synced);
-                    for a in group.iter_mut() {
-                        a.apply(&event, now);
-                    }
-                    if !was_synced && group.iter().all(Auditor::synced) {
-                        // Sample 1 is the state at the first list; then every period.
-                        group.iter_mut().for_each(|a| a.sample(now));
-                        drop(group);
-                        let mut t = tokio::time::interval_at(
-                            tokio::time::Instant::from_std(now) + period,
-                            period,
-                        );
-                        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                        ticker = Some(t);
+                    let relisted = matches!(event, watcher::Event::InitDone);
+                    if apply_event(&auditors, &event, period, &mut ticker) {
                         let _ = synced.send(true);
+                    }
+                    if relisted {
+                        resolve_deletions(&client, &auditors).await;
                     }
                 }
                 Some(Err(e)) => {
@@ -289,18 +287,126 @@ async fn watch_loop(
                         return Err(err);
                     }
                     tracing::info!(target: "infera::audit::session", "watch restart: {err}; re-listing with backoff");
-                    // Transient (5xx, 429, connection reset): the backoff
-                    // retries and the watcher re-lists; the numbers stay
-                    // exact because the re-list is swapped in atomically.
+                    let now = Instant::now();
+                    let reason = err.to_string();
+                    lock(&auditors).iter_mut().for_each(|a| a.watch_error(now, &reason));
                 }
                 None => return Ok(()),
             },
+            Some(beat) = beats.recv() => {
+                if let Some(answer) = &beat.answered
+                    && let Some(date) = answer.date
+                {
+                    skew.observe(beat.sent_wall, answer.at_wall, date);
+                }
+                let now = Instant::now();
+                for a in lock(&auditors).iter_mut() {
+                    a.set_skew(skew);
+                    a.beat(&beat, now);
+                }
+            }
             _ = tick => {
                 let now = Instant::now();
                 lock(&auditors).iter_mut().for_each(|a| a.sample(now));
             }
         }
     }
+}
+
+/// Apply one watcher event to every auditor of the group; on the first
+/// complete list, take sample 1 and start the sampling tick. Returns
+/// whether the group just synced.
+fn apply_event(
+    auditors: &Mutex<Vec<Auditor>>,
+    event: &watcher::Event<Pod>,
+    period: Duration,
+    ticker: &mut Option<tokio::time::Interval>,
+) -> bool {
+    let now = Instant::now();
+    let mut group = lock(auditors);
+    let was_synced = group.iter().all(Auditor::synced);
+    for a in group.iter_mut() {
+        a.apply(event, now);
+    }
+    if was_synced || !group.iter().all(Auditor::synced) {
+        return false;
+    }
+    // Sample 1 is the state at the first list; then every period.
+    group.iter_mut().for_each(|a| a.sample(now));
+    let mut t = tokio::time::interval_at(tokio::time::Instant::from_std(now) + period, period);
+    t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    *ticker = Some(t);
+    true
+}
+
+/// After a re-list, ask the namespace's Events when the pods that vanished
+/// meanwhile were deleted ([`pod_deletions`]) and tell the auditors.
+async fn resolve_deletions(client: &Client, auditors: &Mutex<Vec<Auditor>>) {
+    let wanted: Vec<(Option<String>, String)> = lock(auditors)
+        .iter()
+        .flat_map(Auditor::unresolved_deletions)
+        .collect();
+    if wanted.is_empty() {
+        return;
+    }
+    let mut namespaces: Vec<Option<String>> = wanted.iter().map(|w| w.0.clone()).collect();
+    namespaces.sort();
+    namespaces.dedup();
+    for ns in namespaces {
+        match pod_deletions(client, ns.as_deref()).await {
+            Ok(found) => {
+                let mut group = lock(auditors);
+                for (name, at) in found {
+                    for a in group.iter_mut() {
+                        a.deleted_at(ns.as_deref(), &name, at);
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::info!(target: "infera::audit::session", "cannot read the Events to date vanished pods: {}", infera_cluster::redact::kube_error(&e));
+            }
+        }
+    }
+}
+
+/// When the namespace's Events say pods were deleted: the ReplicaSet
+/// controller's `SuccessfulDelete` ("Deleted pod: NAME", recorded as it
+/// deletes) and the kubelet's `Killing` (as it starts stopping the
+/// container), the earliest per pod.
+pub async fn pod_deletions(
+    client: &Client,
+    namespace: Option<&str>,
+) -> Result<Vec<(String, jiff::Timestamp)>, kube::Error> {
+    use k8s_openapi::api::core::v1::Event as CoreEvent;
+    let api: Api<CoreEvent> = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    let mut found: std::collections::BTreeMap<String, jiff::Timestamp> = Default::default();
+    for selector in ["reason=SuccessfulDelete", "reason=Killing"] {
+        let list = api.list(&ListParams::default().fields(selector)).await?;
+        for e in list.items {
+            let pod = match selector {
+                "reason=Killing" => e.involved_object.name.clone(),
+                _ => e
+                    .message
+                    .as_deref()
+                    .and_then(|m| m.strip_prefix("Deleted pod: "))
+                    .map(str::to_string),
+            };
+            let at = e
+                .event_time
+                .as_ref()
+                .map(|t| t.0)
+                .or(e.first_timestamp.as_ref().map(|t| t.0))
+                .or(e.metadata.creation_timestamp.as_ref().map(|t| t.0));
+            if let (Some(pod), Some(at)) = (pod, at) {
+                let slot = found.entry(pod).or_insert(at);
+                *slot = (*slot).min(at);
+            }
+        }
+    }
+    Ok(found.into_iter().collect())
 }
 
 /// Run an audit until `stop` resolves, then return the report with the

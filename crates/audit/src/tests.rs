@@ -125,7 +125,10 @@ fn a_relist_that_finds_the_same_pods_stays_exact_and_says_why() {
     assert_eq!(a.counts()[0].ready, 1);
     let r = a.finish(Outcome::Complete, secs(t0, 10.0));
     let d = &r.roles[0];
-    assert_eq!((d.min_ready_exact, d.min_routable_exact), (Some(1), Some(1)));
+    assert_eq!(
+        (d.min_ready_exact, d.min_routable_exact),
+        (Some(1), Some(1))
+    );
     assert_eq!(r.exit(), crate::exit::Exit::Ok);
     assert_eq!(r.samples_unobserved, 1);
     assert_eq!(r.unobserved.len(), 1);
@@ -153,11 +156,17 @@ fn relist_after_a_dropped_watch_bounds_what_it_did_not_see() {
     );
     a.apply(&Event::InitDone, secs(t0, 8.0));
     assert_eq!(a.counts()[0].ready, 1);
-    assert_eq!(a.unresolved_deletions(), [(Some("prod".to_string()), "w-1".to_string())]);
+    assert_eq!(
+        a.unresolved_deletions(),
+        [(Some("prod".to_string()), "w-1".to_string())]
+    );
     let r = a.finish(Outcome::Complete, secs(t0, 10.0));
     let d = &r.roles[0];
     assert_eq!((d.min_ready_exact, d.min_routable_exact), (None, None));
-    assert_eq!((d.min_ready_range, d.min_routable_range), (Some((0, 1)), Some((0, 1))));
+    assert_eq!(
+        (d.min_ready_range, d.min_routable_range),
+        (Some((0, 1)), Some((0, 1)))
+    );
     let b = d.bounds.as_ref().expect("bounds");
     assert_eq!(b.undecided.len(), 1);
     assert_eq!((b.undecided[0].from_s, b.undecided[0].to_s), (0.0, 8.0));
@@ -165,14 +174,18 @@ fn relist_after_a_dropped_watch_bounds_what_it_did_not_see() {
     assert_eq!(r.exit().code(), 4);
     let sentence = r.sentence();
     assert!(
-        sentence.contains("the minimum cannot be established: decode 0–2 Ready and 0–2 routable from"),
+        sentence
+            .contains("the minimum cannot be established: decode 0–2 Ready and 0–2 routable from"),
         "{sentence}"
     );
     assert!(!sentence.contains("never fewer"), "{sentence}");
     let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
     assert_eq!(json["unobserved"][0]["watch"], "pods");
     assert_eq!(json["unobserved"][0]["changed"], true);
-    assert_eq!(json["roles"][0]["bounds"]["min_ready"], serde_json::json!([0, 1]));
+    assert_eq!(
+        json["roles"][0]["bounds"]["min_ready"],
+        serde_json::json!([0, 1])
+    );
     assert!(json["roles"][0]["min_ready_exact"].is_null());
 }
 

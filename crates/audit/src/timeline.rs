@@ -543,7 +543,10 @@ mod tests {
             ],
             samples: Vec::new(),
             unobserved: vec![(Duration::from_secs(50), Duration::from_secs(70))],
-            uncertain: vec![Vec::new(), vec![(Duration::from_secs(50), Duration::from_secs(70))]],
+            uncertain: vec![
+                Vec::new(),
+                vec![(Duration::from_secs(50), Duration::from_secs(70))],
+            ],
             steps: vec![
                 (Duration::from_secs(10), "decode trigger".into()),
                 (Duration::from_secs(200), "prefill trigger".into()),

@@ -33,7 +33,6 @@ pub use infera_model::worker::{
     LABEL_DEPLOYMENT as DEPLOYMENT_LABEL, LABEL_SERVICE as SERVICE_LABEL, WORKER_INFO_ANNOTATION,
 };
 
-
 /// One role of the audited target and how to recognise its pods.
 ///
 /// A pod belongs to the role when every `selector` pair matches its labels
@@ -94,7 +93,6 @@ pub struct Step {
     /// When it happened (wall clock of this process).
     pub at: Instant,
 }
-
 
 /// Points kept per role in the in-memory timeline before it is decimated.
 pub(crate) const TIMELINE_CAP: usize = 4096;
@@ -359,7 +357,8 @@ impl Auditor {
         let changed = self.histories.changed_while_blind > b.changes_before
             || self.histories.pending.iter().any(|p| p.since == b.since);
         tracing::info!(target: "infera::audit", "observed again from {} (unobserved {:.1}s)", self.clock.utc(at), at.saturating_duration_since(b.since).as_secs_f64());
-        self.unobserved.push(Unobserved::new(self, b.since, at, b.reason, changed));
+        self.unobserved
+            .push(Unobserved::new(self, b.since, at, b.reason, changed));
     }
 
     fn moment(&self, arrival: Instant) -> Moment {
@@ -475,7 +474,11 @@ impl Auditor {
             self.samples_unobserved += 1;
             return;
         }
-        let counts = self.counts().iter().map(|c| (c.ready, c.routable)).collect();
+        let counts = self
+            .counts()
+            .iter()
+            .map(|c| (c.ready, c.routable))
+            .collect();
         self.pending_samples.push_back((now, counts));
         self.commit_samples();
         self.settle(now);
@@ -488,7 +491,10 @@ impl Auditor {
         let elapsed_s = elapsed.as_secs_f64() * self.time_scale;
         let keep = (self.samples - 1).is_multiple_of(self.sample_stride);
         for (role, &(r, rt)) in self.roles.iter_mut().zip(counts) {
-            role.min_sampled = Some(role.min_sampled.map_or((r, rt), |(a, b)| (a.min(r), b.min(rt))));
+            role.min_sampled = Some(
+                role.min_sampled
+                    .map_or((r, rt), |(a, b)| (a.min(r), b.min(rt))),
+            );
             if let Some(out) = self.samples_csv.as_mut()
                 && self.samples_csv_error.is_none()
                 && let Err(e) = writeln!(out, "{elapsed_s:.3},{},{r},{rt}", role.spec.role)
@@ -618,7 +624,13 @@ impl Auditor {
         let mut unobserved = self.unobserved.clone();
         if let Some(b) = &self.blind {
             closing.unknown_from(b.since);
-            unobserved.push(Unobserved::new(self, b.since, now, format!("{} (still unobserved at the end)", b.reason), true));
+            unobserved.push(Unobserved::new(
+                self,
+                b.since,
+                now,
+                format!("{} (still unobserved at the end)", b.reason),
+                true,
+            ));
         }
         super::verdict::report(self, &closing, unobserved, outcome, now)
     }
@@ -633,7 +645,11 @@ impl RoleSlot {
             ready: b.ready.0,
             routable: b.routable.0,
         };
-        if self.timeline.last().is_none_or(|p| (p.ready, p.routable) != (point.ready, point.routable)) {
+        if self
+            .timeline
+            .last()
+            .is_none_or(|p| (p.ready, p.routable) != (point.ready, point.routable))
+        {
             self.timeline.push(point);
         }
         if self.timeline.len() >= TIMELINE_CAP {

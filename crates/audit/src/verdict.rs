@@ -79,7 +79,7 @@ pub(crate) fn report(
         .zip(&live_bounds)
         .map(|(slot, bounds)| role_report(a, slot, bounds, synced, duration))
         .collect();
-    let skew = a.clock.skew();
+    let offset = a.clock.offset_s();
     Report {
         target: a.target.clone(),
         outcome,
@@ -94,8 +94,7 @@ pub(crate) fn report(
         unobserved,
         reconstructed_changes: closing.reconstructed,
         samples_unobserved: a.samples_unobserved,
-        clock_skew_s: (skew.measured() && skew.offset_s().abs() >= 1.0)
-            .then(|| (skew.offset_s() * 10.0).round() / 10.0),
+        clock_skew_s: (offset != 0.0).then(|| (offset * 10.0).round() / 10.0),
         synced,
         samples_csv_error: a.samples_csv_error.clone(),
         chart_services: None,
@@ -111,7 +110,9 @@ fn role_report(
 ) -> RoleReport {
     let s: RoleStats = slot.accum.at_end(duration);
     let exact = |(lo, hi): (u32, u32)| (synced && lo == hi).then_some(lo);
-    let blind = s.uncertain > Duration::ZERO || s.min_ready.0 != s.min_ready.1 || s.min_routable.0 != s.min_routable.1;
+    let blind = s.uncertain > Duration::ZERO
+        || s.min_ready.0 != s.min_ready.1
+        || s.min_routable.0 != s.min_routable.1;
     let bounds = blind.then(|| RoleBounds {
         min_ready: [s.min_ready.0, s.min_ready.1],
         min_routable: [s.min_routable.0, s.min_routable.1],
@@ -180,7 +181,11 @@ fn timeline(
         time_scale: a.time_scale,
         duration,
         roles,
-        samples: a.sample_series.chunks(n).map(<[TimelinePoint]>::to_vec).collect(),
+        samples: a
+            .sample_series
+            .chunks(n)
+            .map(<[TimelinePoint]>::to_vec)
+            .collect(),
         steps: a
             .steps
             .iter()

@@ -60,9 +60,14 @@ pub struct Answer {
 pub enum Transition {
     None,
     /// The watch is blind from `since` (its last proof).
-    Blind { since: Instant, reason: String },
+    Blind {
+        since: Instant,
+        reason: String,
+    },
     /// The watch is current again from `at`.
-    Sighted { at: Instant },
+    Sighted {
+        at: Instant,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -163,7 +168,8 @@ impl Sight {
                 ..
             } => {
                 *answered += 1;
-                let settled = last_error.is_none_or(|e| now.saturating_duration_since(e) >= RESUME_GRACE);
+                let settled =
+                    last_error.is_none_or(|e| now.saturating_duration_since(e) >= RESUME_GRACE);
                 if *answered >= 2 && settled {
                     self.sighted(answer.at.max(now))
                 } else {
@@ -314,7 +320,10 @@ pub async fn heartbeat(client: &kube::Client, timeout: Duration) -> Beat {
             )
         }
         Ok(Err(e)) => (None, Some(crate::redact::kube_error(&e))),
-        Err(_) => (None, Some(format!("no answer within {}s", timeout.as_secs()))),
+        Err(_) => (
+            None,
+            Some(format!("no answer within {}s", timeout.as_secs())),
+        ),
     };
     Beat {
         sent,
@@ -379,7 +388,10 @@ mod tests {
             sight.watch_error(s(10), "connection refused"),
             Transition::Blind { since, .. } if since == t0
         ));
-        assert_eq!(sight.watch_error(s(40), "connection refused"), Transition::None);
+        assert_eq!(
+            sight.watch_error(s(40), "connection refused"),
+            Transition::None
+        );
         sight.beat(&answered(s(41), s(41)), s(41));
         // Two answers, but the watch failed 5 s ago: it may not have resumed.
         assert_eq!(sight.beat(&answered(s(45), s(45)), s(45)), Transition::None);

@@ -172,6 +172,9 @@ mod tests {
         assert!(is_routable(&p) && is_ready(&p) && is_serving(&p));
         let (up, at) = ready_condition(&p).expect("a Ready condition");
         assert!(up);
-        assert_eq!(at.map(|t| t.to_string()).as_deref(), Some("2026-12-05T12:00:08Z"));
+        assert_eq!(
+            at.map(|t| t.to_string()).as_deref(),
+            Some("2026-12-05T12:00:08Z")
+        );
     }
 }

@@ -380,6 +380,10 @@ pub struct Driver<'a> {
     next_sample: Instant,
     /// The current leg's trigger fields, checked on every target version.
     revert: RevertWatch,
+    /// The API server's clock offset, from the heartbeats.
+    skew: infera_cluster::sight::Skew,
+    /// Blind since (the watches were not current): no step is taken.
+    blind_since: Option<Instant>,
 }
 
 impl<'a> Driver<'a> {
@@ -451,6 +455,8 @@ impl<'a> Driver<'a> {
             sample_every,
             next_sample: Instant::now(),
             revert: RevertWatch::default(),
+            skew: infera_cluster::sight::Skew::default(),
+            blind_since: None,
         }
     }
 
@@ -616,6 +622,12 @@ impl<'a> Driver<'a> {
         let mut st = LegWatch::new(index);
         loop {
             let now = Instant::now();
+            if !self.sighted(&mut st, now) {
+                if let Some(outcome) = self.wait_event(&mut st).await? {
+                    return Ok(Some(outcome));
+                }
+                continue;
+            }
             let replicas = self.legs[index].replicas as usize;
             if self
                 .trackers
@@ -654,6 +666,47 @@ impl<'a> Driver<'a> {
         }
     }
 
+    /// Whether the watches are current. While they are not, the driver
+    /// takes no step whose safety depends on what it sees (completing the
+    /// leg, the next trigger, a revert or an abort decision), and the stall
+    /// and step timers do not count the blind time as time without
+    /// progress.
+    fn sighted(&mut self, st: &mut LegWatch, now: Instant) -> bool {
+        let leg = self.legs[st.index].name.clone();
+        match (self.auditor.is_current(), self.blind_since) {
+            (true, None) => true,
+            (false, Some(_)) => false,
+            (false, None) => {
+                self.blind_since = Some(now);
+                let why = self
+                    .auditor
+                    .blind_reason()
+                    .unwrap_or("the watch is not current")
+                    .to_string();
+                self.out.event(
+                    &leg,
+                    &format!("BLIND: {why}; taking no step until the watches are current again"),
+                    now,
+                );
+                false
+            }
+            (true, Some(since)) => {
+                self.blind_since = None;
+                let blind = now.saturating_duration_since(since);
+                st.last_progress += blind;
+                if let Some((_, t)) = st.unschedulable_since.as_mut() {
+                    *t += blind;
+                }
+                let text = format!(
+                    "watches current again after {:.1}s blind; resuming",
+                    blind.as_secs_f64() * self.opts.time_scale
+                );
+                self.out.event(&leg, &text, now);
+                true
+            }
+        }
+    }
+
     /// One event of the leg's watch, a `/ready` answer, a tick, or Ctrl-C.
     async fn wait_event(&mut self, st: &mut LegWatch) -> Result<Option<Outcome>, RolloutError> {
         let index = st.index;
@@ -662,6 +715,10 @@ impl<'a> Driver<'a> {
             _ = self.interrupt.as_mut() => {
                 let leg = &self.legs[index].name;
                 self.out.event(leg, "INTERRUPTED: stopped driving; nothing that serves was touched", Instant::now());
+                if let Some(why) = self.auditor.blind_reason() {
+                    let text = format!("the cluster's state is unknown: the watches are not current ({why}); rerun the same command to resume once the API server answers");
+                    self.out.event(leg, &text, Instant::now());
+                }
                 self.print_state();
                 return Ok(Some(Outcome::Interrupted));
             }
@@ -1064,6 +1121,16 @@ impl<'a> Driver<'a> {
                 Ok(0)
             }
             Watched::Target(Ok(_)) => Ok(0),
+            Watched::Beat(beat) => {
+                if let Some(answer) = &beat.answered
+                    && let Some(date) = answer.date
+                {
+                    self.skew.observe(beat.sent_wall, answer.at_wall, date);
+                    self.auditor.set_skew(self.skew);
+                }
+                self.auditor.beat(&beat, now);
+                Ok(0)
+            }
             Watched::Pod(Err(e)) => self.watch_error(&e, "pods"),
             Watched::Deployment(Err(e)) => self.watch_error(&e, "deployments.apps"),
             Watched::Target(Err(e)) => self.watch_error(&e, self.api.resource()),
@@ -1083,6 +1150,7 @@ impl<'a> Driver<'a> {
             return Err(err.into());
         }
         tracing::info!(target: "infera::rollout::drive", "watch restart: {err}; re-listing with backoff");
+        self.auditor.watch_error(Instant::now(), &err.to_string());
         if !self.warned {
             self.warned = true;
             self.out.note(&format!(

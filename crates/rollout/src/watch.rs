@@ -28,6 +28,8 @@ pub(crate) enum Watched {
     /// The InferaDeployment itself (a plain Deployment target comes with
     /// the Deployment watch).
     Target(Result<Event<DynamicObject>, watcher::Error>),
+    /// A heartbeat's outcome (whether the watches can be trusted).
+    Beat(infera_cluster::sight::Beat),
 }
 
 /// The pod watch (the target's selector) and the Deployment watch of the
@@ -51,7 +53,14 @@ pub(crate) fn watch_streams(
     let dep_stream = watcher::watcher(deps_api, watcher::Config::default())
         .backoff(infera_cluster::watch_backoff())
         .map(Watched::Deployment);
+    let mut beats = infera_cluster::sight::spawn_heartbeat(
+        conn.client.clone(),
+        infera_cluster::sight::HEARTBEAT_PERIOD,
+        infera_cluster::sight::HEARTBEAT_TIMEOUT,
+    );
+    let beat_stream = futures::stream::poll_fn(move |cx| beats.poll_recv(cx)).map(Watched::Beat);
     let merged = futures::stream::select(pod_stream.boxed(), dep_stream.boxed());
+    let merged = futures::stream::select(merged, beat_stream.boxed());
     if req.target.kind != TargetKind::InferaDeployment {
         return merged.boxed();
     }

@@ -47,6 +47,10 @@ pub struct FaultConfig {
     /// Latency added to every request.
     #[serde(default, deserialize_with = "opt_duration")]
     pub latency: Option<Duration>,
+    /// Partitions of the clients from the API server: `[{kind: cut|blackhole,
+    /// at: 30s, for: 55s}]` (wall clock from the start).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<crate::partition::ScheduledPartition>,
     /// Close the listener and reopen it on the same port this often (state kept).
     #[serde(
         default,
@@ -88,6 +92,11 @@ impl FaultConfig {
             compact_every: other.compact_every.or(self.compact_every),
             latency: other.latency.or(self.latency),
             restart_api_every: other.restart_api_every.or(self.restart_api_every),
+            partitions: if other.partitions.is_empty() {
+                self.partitions.clone()
+            } else {
+                other.partitions.clone()
+            },
         }
     }
 

@@ -21,10 +21,11 @@ const BELOW: &[(&[&str], &[&str])] = &[
             "json.rs",
             "net.rs",
             "defaults.rs",
+            "partition.rs",
         ],
         &["crate::store", "crate::scenario"],
     ),
-    (&["store.rs", "events.rs"], &["crate::scenario"]),
+    (&["store.rs", "events.rs", "truth.rs"], &["crate::scenario"]),
     (&["scenario.rs"], &[]),
 ];
 

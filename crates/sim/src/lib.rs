@@ -27,8 +27,10 @@ pub mod kind;
 #[cfg(test)]
 mod layering;
 pub mod net;
+pub mod partition;
 pub mod scenario;
 pub mod store;
+pub mod truth;
 pub mod world;
 
 use std::path::Path;
@@ -125,6 +127,9 @@ pub enum SimError {
 /// A simulated cluster: store, controllers and API server, all running.
 pub struct RunningSim {
     api: ApiServer,
+    /// Where clients reach the API server (partitions happen here).
+    door: partition::FrontDoor,
+    truth: truth::Truth,
     clock: SimClock,
     scenario: Scenario,
     token: String,
@@ -135,7 +140,7 @@ pub struct RunningSim {
 impl std::fmt::Debug for RunningSim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunningSim")
-            .field("url", &self.api.url())
+            .field("url", &self.url())
             .field("scenario", &self.scenario.name)
             .field("speed", &self.clock.speed())
             .finish_non_exhaustive()
@@ -163,15 +168,30 @@ impl RunningSim {
         }
         let token = options.token.unwrap_or_else(random_token);
         let mut config = ApiConfig::new(token.clone());
-        config.port = options.port;
         config.tls = options.tls;
-        config.faults = faults;
+        config.faults = faults.clone();
         config.seed = scenario.seed;
         let api = ApiServer::start(store.clone(), config).await?;
+        let door = partition::FrontDoor::start(options.port, api.addr()).map_err(|source| {
+            api::ApiError::Bind {
+                port: options.port,
+                source,
+            }
+        })?;
+        for p in &faults.partitions {
+            let (door, p) = (door.clone(), p.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(p.at).await;
+                door.partition(p.kind, p.lasting);
+            });
+        }
+        let truth = truth::Truth::start(&store);
         let clock = SimClock::new(options.speed);
         let controllers = controllers::start(store, clock.clone(), &scenario);
         let mut sim = RunningSim {
             api,
+            door,
+            truth,
             clock,
             scenario,
             token,
@@ -191,10 +211,16 @@ impl RunningSim {
     }
 
     async fn start_world(&self) -> Result<world::WorldHandle, SimError> {
-        let mut config = self
-            .client_config()
-            .await
+        // The world is inside the cluster: it reaches the API server
+        // directly, not through the clients' front door.
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&self.kubeconfig_for(&self.api.url()))
             .map_err(|e| SimError::Client(e.to_string()))?;
+        let mut config = kube::Config::from_custom_kubeconfig(
+            kubeconfig,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .map_err(|e| SimError::Client(e.to_string()))?;
         config.headers.push((
             http::HeaderName::from_static(api::WORLD_HEADER),
             http::HeaderValue::from_static("embedded"),
@@ -206,8 +232,26 @@ impl RunningSim {
         Ok(handle)
     }
 
+    /// Where clients reach the API server (through the front door).
     pub fn url(&self) -> String {
-        self.api.url()
+        let scheme = if self.api.ca_pem().is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.door.addr())
+    }
+
+    /// Partition the clients from the API server for `duration` (a cut or
+    /// a blackhole); the cluster itself goes on.
+    pub fn partition(&self, kind: partition::PartitionKind, duration: std::time::Duration) {
+        self.door.partition(kind, duration);
+    }
+
+    /// The ground truth: every InferaDeployment service's Ready and
+    /// routable counts as the store saw them.
+    pub fn truth(&self) -> &truth::Truth {
+        &self.truth
     }
 
     pub fn api(&self) -> &ApiServer {
@@ -240,7 +284,11 @@ impl RunningSim {
     /// A kubeconfig (YAML) with one context, `infera-sim`, whose namespace is
     /// the scenario's. It carries the bearer token: write it with mode 0600.
     pub fn kubeconfig_yaml(&self) -> String {
-        let mut cluster = json!({"server": self.url()});
+        self.kubeconfig_for(&self.url())
+    }
+
+    fn kubeconfig_for(&self, server: &str) -> String {
+        let mut cluster = json!({"server": server});
         if let Some(pem) = self.api.ca_pem() {
             cluster["certificate-authority-data"] =
                 base64::engine::general_purpose::STANDARD.encode(pem).into();
