@@ -292,14 +292,13 @@ fn add_below(acc: &mut (Duration, Duration), (low, high): (u32, u32), floor: u32
     }
 }
 
+/// (from, to, lowest Ready bounds, lowest routable bounds) of a span.
+pub type OpenSpan = (Duration, Duration, (u32, u32), (u32, u32));
+
 /// The spans during which `bounds` leave it open whether the role held
 /// `floor`: (from, to, ready bounds, routable bounds) at their lowest.
-pub fn undecided(
-    bounds: &[Bounds],
-    floor: u32,
-    end: Duration,
-) -> Vec<(Duration, Duration, (u32, u32), (u32, u32))> {
-    let mut out: Vec<(Duration, Duration, (u32, u32), (u32, u32))> = Vec::new();
+pub fn undecided(bounds: &[Bounds], floor: u32, end: Duration) -> Vec<OpenSpan> {
+    let mut out: Vec<OpenSpan> = Vec::new();
     for (i, b) in bounds.iter().enumerate() {
         let until = bounds.get(i + 1).map_or(end, |n| n.at).min(end);
         let open = |(lo, hi): (u32, u32)| lo < floor && hi >= floor;
