@@ -471,6 +471,16 @@ pub struct FaultArgs {
     pub blackhole: Vec<ScheduledPartition>,
 }
 
+fn parse_skew(s: &str) -> Result<jiff::SignedDuration, String> {
+    let (negative, rest) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let d = parse_duration(rest)?;
+    let d = jiff::SignedDuration::try_from(d).map_err(|e| e.to_string())?;
+    Ok(if negative { -d } else { d })
+}
+
 fn parse_cut(s: &str) -> Result<ScheduledPartition, String> {
     ScheduledPartition::parse(PartitionKind::Cut, s)
 }
@@ -481,6 +491,11 @@ fn parse_blackhole(s: &str) -> Result<ScheduledPartition, String> {
 
 #[derive(Debug, Clone, Args)]
 pub struct SimServeArgs {
+    /// Run the cluster's clock this far off the host's (`-300s`, `90s`):
+    /// every timestamp it writes and every `Date` header, as a control
+    /// plane with a skewed clock (for testing clients' skew handling).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_skew)]
+    pub clock_skew: Option<jiff::SignedDuration>,
     /// Write the simulator's ground truth (every InferaDeployment service's
     /// Ready and routable counts, at every change) to FILE when it stops.
     #[arg(long, value_name = "FILE")]

@@ -36,6 +36,9 @@ pub async fn serve(args: SimServeArgs) -> anyhow::Result<Exit> {
             return Ok(Exit::Usage);
         }
     };
+    if let Some(skew) = args.clock_skew {
+        infera_sim::clock::set_server_skew(skew);
+    }
     let mut options = SimOptions::new(scenario, args.speed);
     options.seed = args.seed;
     options.port = args.port;

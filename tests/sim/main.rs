@@ -5,6 +5,7 @@
 mod common;
 
 mod audit_many;
+mod clock_skew;
 mod credentials;
 mod kubectl_plugin;
 mod operator_generation;

@@ -96,9 +96,29 @@ impl SimClock {
     }
 }
 
+/// The simulated cluster's clock minus the host's, in milliseconds.
+static SERVER_SKEW_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// Set the simulated cluster's clock offset from the host's (`sim serve
+/// --clock-skew`): every timestamp the cluster writes and every `Date`
+/// header it sends is that far off, as with a control plane whose clock
+/// differs from the client's. Process-wide (one `sim serve` per process).
+pub fn set_server_skew(skew: jiff::SignedDuration) {
+    let ms = i64::try_from(skew.as_millis()).unwrap_or(0);
+    SERVER_SKEW_MS.store(ms, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Now on the simulated cluster's clock.
+pub fn server_now() -> jiff::Timestamp {
+    let ms = SERVER_SKEW_MS.load(std::sync::atomic::Ordering::Relaxed);
+    let now = jiff::Timestamp::now();
+    now.checked_add(jiff::SignedDuration::from_millis(ms))
+        .unwrap_or(now)
+}
+
 /// The current UTC time as an RFC 3339 string with milliseconds.
 pub fn now_timestamp() -> String {
-    let now = jiff::Timestamp::now();
+    let now = server_now();
     match jiff::Timestamp::from_millisecond(now.as_millisecond()) {
         Ok(ms) => ms.to_string(),
         Err(_) => now.to_string(),

@@ -227,14 +227,14 @@ impl Default for Store {
 
 /// Now, as a Kubernetes `Time` (RFC 3339, second precision, UTC).
 pub fn now_rfc3339() -> String {
-    jiff::Timestamp::now()
+    crate::clock::server_now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string()
 }
 
 /// `now + seconds`, as a Kubernetes `Time`.
 pub fn rfc3339_in(seconds: i64) -> String {
-    let now = jiff::Timestamp::now();
+    let now = crate::clock::server_now();
     let then = now
         .checked_add(jiff::SignedDuration::from_secs(seconds))
         .unwrap_or(now);

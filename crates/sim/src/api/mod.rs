@@ -224,6 +224,13 @@ fn tls_material() -> Result<(tokio_rustls::TlsAcceptor, String), ApiError> {
     ))
 }
 
+/// `Sat, 05 Dec 2026 02:15:04 GMT` on the cluster's clock.
+fn http_date() -> String {
+    jiff::fmt::rfc2822::DateTimePrinter::new()
+        .timestamp_to_rfc9110_string(&crate::clock::server_now())
+        .unwrap_or_default()
+}
+
 fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     let socket = TcpSocket::new_v4()?;
     socket.set_reuseaddr(true)?;
@@ -421,9 +428,12 @@ async fn accept_loop(
                 hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     let shared = Arc::clone(&shared);
                     async move {
-                        Ok::<_, std::convert::Infallible>(
-                            handler::handle(shared, req.map(Body::new)).await,
-                        )
+                        let mut response = handler::handle(shared, req.map(Body::new)).await;
+                        // The cluster's clock (skewed with `--clock-skew`).
+                        if let Ok(date) = http::HeaderValue::from_str(&http_date()) {
+                            response.headers_mut().insert(http::header::DATE, date);
+                        }
+                        Ok::<_, std::convert::Infallible>(response)
                     }
                 });
             let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());

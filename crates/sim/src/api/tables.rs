@@ -87,7 +87,7 @@ fn since(ts: Option<&Value>) -> String {
     else {
         return "<unknown>".into();
     };
-    let secs = jiff::Timestamp::now().as_second() - t.as_second();
+    let secs = crate::clock::server_now().as_second() - t.as_second();
     human_duration(secs)
 }
 

@@ -23,8 +23,8 @@ pub(super) struct Subject {
 impl Subject {
     /// Post one event about `container` (its `fieldPath`), in the background.
     pub(super) fn post(&self, container: &str, type_: &str, reason: &str, message: String) {
-        let now = Time(k8s_openapi::jiff::Timestamp::now());
-        let suffix = format!("{:x}", k8s_openapi::jiff::Timestamp::now().as_nanosecond());
+        let now = Time(crate::clock::server_now());
+        let suffix = format!("{:x}", crate::clock::server_now().as_nanosecond());
         let event = Event {
             metadata: ObjectMeta {
                 name: Some(format!("{}.{suffix}", self.pod)),

@@ -196,7 +196,7 @@ async fn restore_ready(shared: &Shared, up: &[String]) {
 }
 
 fn micro_now() -> String {
-    jiff::Timestamp::now()
+    crate::clock::server_now()
         .strftime("%Y-%m-%dT%H:%M:%S.%6fZ")
         .to_string()
 }
