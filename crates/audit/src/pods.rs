@@ -58,16 +58,28 @@ impl Facts {
     }
 
     /// The server's time of this version's serving value: the deletion
-    /// request when it stopped for that; for a worker that started serving,
-    /// the later of its registration and its container's start; for any
-    /// other pod, its Ready time.
+    /// request when it stopped for that; for any pod that is not a worker,
+    /// its Ready time. A worker's start of serving is only bounded (see
+    /// [`Facts::registration_window`]).
     fn serving_time(&self) -> Option<Timestamp> {
         match (self.deleting_at, self.worker, self.serving) {
             (Some(d), _, false) => Some(d),
-            (None, true, true) => self.registered_by.max(self.running_at),
-            (None, true, false) => None,
+            (None, true, _) => None,
             _ => self.ready_at,
         }
+    }
+
+    /// When a serving worker started serving, as far as its object says:
+    /// not before its container started (or it was created), and not after
+    /// the last write of its registration annotation (`managedFields`; the
+    /// same manager may have written it earlier).
+    fn registration_window(&self) -> Option<(Timestamp, Timestamp)> {
+        if !(self.worker && self.serving) {
+            return None;
+        }
+        let upper = self.registered_by?.max(self.running_at?);
+        let lower = self.running_at.or(self.created)?;
+        Some((lower.min(upper), upper))
     }
 }
 
@@ -101,6 +113,30 @@ pub struct Moment {
 }
 
 impl Moment {
+    /// A worker started serving somewhere in `window` (server times): set
+    /// by arrival when it came promptly, else unknown over the window.
+    /// Returns whether the server's timestamps were used.
+    fn set_within(&self, track: &mut Track, window: Option<(Timestamp, Timestamp)>) -> bool {
+        let Some((lower, upper)) = window else {
+            return self.set(track, true, None);
+        };
+        match self
+            .clock
+            .when(Some(upper), self.arrival, self.blind_since.is_some())
+        {
+            Timed::Arrival(at) => {
+                track.set(at, Known::Yes);
+                false
+            }
+            Timed::Server(end) | Timed::Window(_, end) => {
+                let start = self.clock.instant(lower).min(end);
+                track.unknown_until(start, end, Known::Yes);
+                true
+            }
+            Timed::Unknown => self.set(track, true, None),
+        }
+    }
+
     /// Set `track` to `value` at the change's time: its arrival, the
     /// server's timestamp, or unknown since infera went blind. Returns
     /// whether the server's timestamp was used.
@@ -115,6 +151,10 @@ impl Moment {
             }
             Timed::Server(at) => {
                 track.set(at, value.into());
+                true
+            }
+            Timed::Window(from, to) => {
+                track.unknown_until(from, to, value.into());
                 true
             }
             Timed::Unknown => {
@@ -161,7 +201,7 @@ impl Histories {
         } else if m.blind_since.is_some() && facts.ready_at != h.facts.ready_at {
             // The same value with a newer transition: it flapped while
             // infera was blind; unknown until its last transition.
-            if let (Some(since), Timed::Server(at)) =
+            if let (Some(since), Timed::Server(at) | Timed::Window(_, at)) =
                 (m.blind_since, m.clock.when(facts.ready_at, m.arrival, true))
             {
                 h.ready.unknown_until(since, at, facts.ready.into());
@@ -169,7 +209,10 @@ impl Histories {
             }
         }
         if h.facts.serving != facts.serving {
-            server |= m.set(&mut h.serving, facts.serving, facts.serving_time());
+            server |= match facts.registration_window() {
+                Some(w) => m.set_within(&mut h.serving, Some(w)),
+                None => m.set(&mut h.serving, facts.serving, facts.serving_time()),
+            };
             moved = true;
         }
         h.facts = facts.clone();
@@ -189,7 +232,7 @@ impl Histories {
             .clock
             .when(facts.created, m.arrival, m.blind_since.is_some())
         {
-            Timed::Arrival(at) | Timed::Server(at) => at,
+            Timed::Arrival(at) | Timed::Server(at) | Timed::Window(at, _) => at,
             Timed::Unknown => m.blind_since.unwrap_or(m.arrival),
         };
         h.ready.set(born, Known::No);
@@ -199,7 +242,10 @@ impl Histories {
             server |= m.set(&mut h.ready, true, facts.ready_time());
         }
         if facts.serving {
-            server |= m.set(&mut h.serving, true, facts.serving_time());
+            server |= match facts.registration_window() {
+                Some(w) => m.set_within(&mut h.serving, Some(w)),
+                None => m.set(&mut h.serving, true, facts.serving_time()),
+            };
         }
         self.pods.insert(key.to_string(), h);
         self.count(true, server, m);
@@ -249,9 +295,17 @@ impl Histories {
         }
     }
 
-    /// The Events say the pod `namespace/name` was deleted at `at`: fix the
-    /// unknown interval of its pending deletion, if `at` falls in it.
-    pub fn resolve_deletion(&mut self, namespace: Option<&str>, name: &str, at: Instant) -> bool {
+    /// The Events say the pod `namespace/name` was deleted at `at` (within
+    /// `precision` after it: an Event's time is truncated to the second):
+    /// fix the unknown interval of its pending deletion, if `at` falls in
+    /// it.
+    pub fn resolve_deletion(
+        &mut self,
+        namespace: Option<&str>,
+        name: &str,
+        at: Instant,
+        precision: std::time::Duration,
+    ) -> bool {
         let Some(i) = self
             .pending
             .iter()
@@ -261,9 +315,16 @@ impl Histories {
         };
         let p = self.pending.swap_remove(i);
         let at = at.max(p.since);
+        let known = (at + precision).min(p.until).max(at);
+        let points = [(at, Known::Unknown), (known, Known::No)];
+        let points = if known > at {
+            &points[..]
+        } else {
+            &points[1..]
+        };
         if let Some(h) = self.pods.get_mut(&p.key) {
-            h.ready.rewrite_from(p.since, &[(at, Known::No)]);
-            h.serving.rewrite_from(p.since, &[(at, Known::No)]);
+            h.ready.rewrite_from(p.since, points);
+            h.serving.rewrite_from(p.since, points);
         }
         self.reconstructed += 1;
         true

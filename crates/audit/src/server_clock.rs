@@ -92,15 +92,30 @@ impl ServerClock {
     /// timestamp when the event came late (or infera was blind), its
     /// arrival when it came promptly. `None`: no timestamp, and infera was
     /// blind, so the instant is unknown.
+    ///
+    /// A timestamp on a whole second is taken as truncated (a real API
+    /// server writes seconds): the change happened within the second after
+    /// it, so the change is known only to that window.
     pub fn when(&self, ts: Option<Timestamp>, arrival: Instant, blind: bool) -> Timed {
-        match ts.map(|t| self.instant(t)) {
-            Some(t) if blind || arrival.saturating_duration_since(t) > PROMPT => {
-                Timed::Server(t.min(arrival))
-            }
-            Some(_) => Timed::Arrival(arrival),
-            None if blind => Timed::Unknown,
-            None => Timed::Arrival(arrival),
+        let Some(stamp) = ts else {
+            return if blind {
+                Timed::Unknown
+            } else {
+                Timed::Arrival(arrival)
+            };
+        };
+        let t = self.instant(stamp);
+        if !blind && arrival.saturating_duration_since(t) <= PROMPT {
+            return Timed::Arrival(arrival);
         }
+        let t = t.min(arrival);
+        if stamp.subsec_nanosecond() == 0 {
+            let end = (t + Duration::from_secs(1)).min(arrival);
+            if end > t {
+                return Timed::Window(t, end);
+            }
+        }
+        Timed::Server(t)
     }
 }
 
@@ -110,6 +125,9 @@ pub enum Timed {
     Arrival(Instant),
     /// Reconstructed from the server's own timestamp.
     Server(Instant),
+    /// Reconstructed from a timestamp truncated to the second: somewhere
+    /// in this window.
+    Window(Instant, Instant),
     Unknown,
 }
 

@@ -446,8 +446,14 @@ impl Auditor {
     /// An Event (the ReplicaSet controller's `SuccessfulDelete`, the
     /// kubelet's `Killing`) says the pod was deleted at the server's `at`.
     pub fn deleted_at(&mut self, namespace: Option<&str>, name: &str, at: jiff::Timestamp) -> bool {
+        let precision = if at.subsec_nanosecond() == 0 {
+            Duration::from_secs(1)
+        } else {
+            Duration::ZERO
+        };
         let at = self.clock.instant(at);
-        self.histories.resolve_deletion(namespace, name, at)
+        self.histories
+            .resolve_deletion(namespace, name, at, precision)
     }
 
     /// A proof of sight other than a watch event (a heartbeat answered).

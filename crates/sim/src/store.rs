@@ -88,6 +88,9 @@ pub struct StoreEvent {
     /// `object`'s JSON encoding (made once per write, shared by every
     /// watcher and by lists).
     pub json: Arc<[u8]>,
+    /// When the change was made (the host's clock; for a replayed event,
+    /// when it was replayed).
+    pub at: std::time::SystemTime,
 }
 
 /// A past event as the watch history keeps it: the object only in its JSON
@@ -120,6 +123,7 @@ impl Recorded {
     fn event(&self) -> StoreEvent {
         let object = serde_json::from_slice(&self.json).unwrap_or(Value::Null);
         StoreEvent {
+            at: std::time::SystemTime::now(),
             kind: self.kind,
             event: self.event,
             object: Arc::new(object),
@@ -541,6 +545,7 @@ impl Store {
         let stored = StoredObject::new(obj);
         let value = stored.value_arc();
         let event = StoreEvent {
+            at: std::time::SystemTime::now(),
             kind,
             event: EventType::Added,
             object: stored.value_arc(),
@@ -634,6 +639,7 @@ impl Store {
             EventType::Modified
         };
         let event = StoreEvent {
+            at: std::time::SystemTime::now(),
             kind,
             event: event_type,
             object: stored.value_arc(),
@@ -842,6 +848,7 @@ impl Store {
         let value = stored.value().clone();
         state.map(kind).insert(key.clone(), Arc::clone(&stored));
         let event = StoreEvent {
+            at: std::time::SystemTime::now(),
             kind,
             event: EventType::Modified,
             object: stored.value_arc(),
@@ -867,6 +874,7 @@ impl Store {
             meta.insert("resourceVersion".into(), Value::from(rv.to_string()));
         }
         let event = StoreEvent {
+            at: std::time::SystemTime::now(),
             kind,
             event: EventType::Deleted,
             json: encode(&value),
@@ -930,6 +938,7 @@ impl Store {
                 .flat_map(|m| m.iter())
                 .filter(|((n, _), _)| ns.is_none_or(|ns| n == ns))
                 .map(|(_, o)| StoreEvent {
+                    at: std::time::SystemTime::now(),
                     kind,
                     event: EventType::Added,
                     object: o.value_arc(),
