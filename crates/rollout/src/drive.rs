@@ -999,6 +999,33 @@ impl<'a> Driver<'a> {
 
     /// Put the leg's previous template back so its old pods keep serving,
     /// then wait (bounded) until its replacement pods are gone.
+    /// Undo the leg's change, retrying through a partition (a transient
+    /// error: the API server does not answer) until it is done; the cluster's
+    /// state is unknown meanwhile and the output says so. Ctrl-C stops
+    /// retrying (the rerun with `--abort` finishes the undo).
+    async fn undo_until_answered(&mut self, leg: &str) -> Result<(), RolloutError> {
+        let mut backoff = infera_cluster::watch_backoff();
+        loop {
+            match undo_leg(&self.api, &mut self.record, self.is_idep).await {
+                Err(RolloutError::Cluster(e)) if !e.is_fatal() => {
+                    let text = format!(
+                        "abort: the API server does not answer ({e}); the cluster's state is unknown; retrying"
+                    );
+                    self.out.event(leg, &text, Instant::now());
+                    let wait = backoff.next().unwrap_or(Duration::from_secs(5));
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = self.interrupt.as_mut() => {
+                            self.out.event(leg, "INTERRUPTED while aborting: the undo was not applied; rerun with --abort", Instant::now());
+                            return Err(RolloutError::Cluster(e));
+                        }
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
     async fn abort_leg(&mut self, index: usize, now: Instant) -> Result<(), RolloutError> {
         let leg = self.legs[index].name.clone();
         self.out.event(
@@ -1007,7 +1034,7 @@ impl<'a> Driver<'a> {
             now,
         );
         self.revert.disarm();
-        undo_leg(&self.api, &mut self.record, self.is_idep).await?;
+        self.undo_until_answered(&leg).await?;
         self.auditor
             .step(marker(&leg, "aborted", None, Instant::now()));
         let bound = wall(self.opts, self.opts.step_timeout);
