@@ -12,5 +12,6 @@ mod conformance;
 mod faults;
 mod gitops;
 mod operator;
+mod partition;
 mod rbac;
 mod smoke;

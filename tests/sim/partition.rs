@@ -66,49 +66,28 @@ fn check(sim: &Sim, report: &Report, from_ms: u64, to_ms: u64, label: &str) {
             .window(&group, from_ms, to_ms, 1)
             .unwrap_or_else(|| panic!("{label}: no truth for {group}"));
         truth_gap |= ready < 1 || routable < 1;
-        eprintln!(
-            "{label} {role}: truth min {ready}/{routable}, below {:.1}s/{:.1}s; reported min {:?}/{:?}, below {}s/{}s (possibly {:?}/{:?}); exit {}",
-            below_ready.as_secs_f64() * SPEED,
-            below_routable.as_secs_f64() * SPEED,
-            report
-                .roles
-                .iter()
-                .find(|r| r.role == role)
-                .and_then(|r| r.min_ready_range),
-            report
-                .roles
-                .iter()
-                .find(|r| r.role == role)
-                .and_then(|r| r.min_routable_range),
-            report
-                .roles
-                .iter()
-                .find(|r| r.role == role)
-                .map_or(0.0, |r| r.seconds_below_min_ready),
-            report
-                .roles
-                .iter()
-                .find(|r| r.role == role)
-                .map_or(0.0, |r| r.seconds_below_min_routable),
-            report
-                .roles
-                .iter()
-                .find(|r| r.role == role)
-                .and_then(|r| r.bounds.as_ref())
-                .map(|b| b.seconds_possibly_below_min_ready),
-            report
-                .roles
-                .iter()
-                .find(|r| r.role == role)
-                .and_then(|r| r.bounds.as_ref())
-                .map(|b| b.seconds_possibly_below_min_routable),
-            report.exit().code(),
-        );
         let r = report
             .roles
             .iter()
             .find(|r| r.role == role)
             .unwrap_or_else(|| panic!("{label}: no role {role}: {json}"));
+        eprintln!(
+            "{label} {role}: truth min {ready}/{routable}, below {:.1}s/{:.1}s; reported min \
+             {:?}/{:?}, below {}s/{}s (possibly {:?}/{:?}); exit {}",
+            below_ready.as_secs_f64() * SPEED,
+            below_routable.as_secs_f64() * SPEED,
+            r.min_ready_range,
+            r.min_routable_range,
+            r.seconds_below_min_ready,
+            r.seconds_below_min_routable,
+            r.bounds
+                .as_ref()
+                .map(|b| b.seconds_possibly_below_min_ready),
+            r.bounds
+                .as_ref()
+                .map(|b| b.seconds_possibly_below_min_routable),
+            report.exit().code(),
+        );
         let (lo, hi) = r.min_ready_range.expect("synced");
         assert!(
             lo <= ready && ready <= hi,

@@ -88,6 +88,9 @@ impl Facts {
 #[derive(Debug, Clone)]
 pub struct PendingDeletion {
     pub key: String,
+    /// What the pod's tracks said at `since`, before they were made unknown.
+    ready_before: Known,
+    serving_before: Known,
     pub namespace: Option<String>,
     pub name: String,
     pub since: Instant,
@@ -120,6 +123,7 @@ impl Moment {
         let Some((lower, upper)) = window else {
             return self.set(track, true, None);
         };
+        tracing::debug!(target: "infera::audit", "started serving between {lower} and {upper}, arrival {:?} ago", self.arrival.elapsed());
         match self
             .clock
             .when(Some(upper), self.arrival, self.blind_since.is_some())
@@ -141,6 +145,7 @@ impl Moment {
     /// server's timestamp, or unknown since infera went blind. Returns
     /// whether the server's timestamp was used.
     fn set(&self, track: &mut Track, value: bool, ts: Option<Timestamp>) -> bool {
+        tracing::debug!(target: "infera::audit", "change to {value}: server time {ts:?}, arrival {:?} ago, blind {}", self.arrival.elapsed(), self.blind_since.is_some());
         match self
             .clock
             .when(ts, self.arrival, self.blind_since.is_some())
@@ -180,6 +185,7 @@ pub struct Histories {
 impl Histories {
     /// A version of the pod `key` was seen at `m.arrival`.
     pub fn observe(&mut self, key: &str, facts: &Facts, m: &Moment) {
+        tracing::debug!(target: "infera::audit", "observe {key}: ready {} serving {}", facts.ready, facts.serving);
         let replaced = self.pods.get(key).is_some_and(|h| {
             h.facts.uid.is_some() && facts.uid.is_some() && h.facts.uid != facts.uid
         });
@@ -263,6 +269,7 @@ impl Histories {
         let Some(h) = self.pods.get_mut(key) else {
             return;
         };
+        tracing::debug!(target: "infera::audit", "gone {key}");
         h.gone = true;
         if h.ready.last() == Known::No && h.serving.last() == Known::No {
             return;
@@ -271,12 +278,15 @@ impl Histories {
             .and_then(|f| f.deleting_at)
             .or(h.facts.deleting_at)
             .or(replaced_at);
+        let (ready_before, serving_before) = (h.ready.last(), h.serving.last());
         let server = m.set(&mut h.ready, false, ts) | m.set(&mut h.serving, false, ts);
         if ts.is_none()
             && let Some(since) = m.blind_since
         {
             self.pending.push(PendingDeletion {
                 key: key.to_string(),
+                ready_before,
+                serving_before,
                 namespace: h.facts.namespace.clone(),
                 name: h.facts.name.clone(),
                 since,
@@ -314,17 +324,22 @@ impl Histories {
             return false;
         };
         let p = self.pending.swap_remove(i);
+        tracing::debug!(target: "infera::audit", "deletion of {name} dated by an Event at {:?} (precision {precision:?}), unobserved since {:?}", at.elapsed(), p.since.elapsed());
         let at = at.max(p.since);
         let known = (at + precision).min(p.until).max(at);
-        let points = [(at, Known::Unknown), (known, Known::No)];
-        let points = if known > at {
-            &points[..]
-        } else {
-            &points[1..]
+        // The pod held its value from `since` until it was deleted, within
+        // the Event's precision.
+        let points = |before: Known| {
+            let mut v = vec![(p.since, before)];
+            if known > at {
+                v.push((at, Known::Unknown));
+            }
+            v.push((known, Known::No));
+            v
         };
         if let Some(h) = self.pods.get_mut(&p.key) {
-            h.ready.rewrite_from(p.since, points);
-            h.serving.rewrite_from(p.since, points);
+            h.ready.rewrite_from(p.since, &points(p.ready_before));
+            h.serving.rewrite_from(p.since, &points(p.serving_before));
         }
         self.reconstructed += 1;
         true

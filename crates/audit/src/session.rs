@@ -249,15 +249,19 @@ async fn watch_loop(
         .first()
         .map_or(Duration::from_secs(10), Auditor::sample_wall_interval);
     let client = api.clone().into_client();
+    let api = &api;
     let mut beats = sight::spawn_heartbeat(
         client.clone(),
         sight::HEARTBEAT_PERIOD,
         sight::HEARTBEAT_TIMEOUT,
     );
     let mut skew = Skew::default();
-    let mut stream = watcher(api, config)
-        .backoff(infera_cluster::watch_backoff())
-        .boxed();
+    let start = || {
+        watcher(api.clone(), config.clone())
+            .backoff(infera_cluster::watch_backoff())
+            .boxed()
+    };
+    let mut stream = start();
     let mut ticker: Option<tokio::time::Interval> = None;
     loop {
         let tick = async {
@@ -300,9 +304,15 @@ async fn watch_loop(
                     skew.observe(beat.sent_wall, answer.at_wall, date);
                 }
                 let now = Instant::now();
+                let mut resync = false;
                 for a in lock(&auditors).iter_mut() {
                     a.set_skew(skew);
                     a.beat(&beat, now);
+                    resync |= a.take_resync();
+                }
+                if resync {
+                    tracing::info!(target: "infera::audit::session", "the API server answers again: watching afresh (a re-list)");
+                    stream = start();
                 }
             }
             _ = tick => {

@@ -490,3 +490,89 @@ fn verdict_leads_with_the_outcome_when_the_run_did_not_complete() {
     complete.outcome = Outcome::Complete;
     assert_eq!(complete.verdict(), held);
 }
+
+/// The server's time of a synthetic instant, to the millisecond.
+fn stamp(at: Instant) -> String {
+    let now = Instant::now();
+    let wall = match at.checked_duration_since(now) {
+        Some(ahead) => std::time::SystemTime::now() + ahead,
+        None => std::time::SystemTime::now() - now.saturating_duration_since(at),
+    };
+    let t = jiff::Timestamp::try_from(wall).expect("a timestamp");
+    t.round(jiff::Unit::Millisecond).unwrap_or(t).to_string()
+}
+
+/// A worker created at `created`, its container started at `started`,
+/// Ready from `ready`, registered by `registered` (managedFields).
+fn timed_pod(
+    name: &str,
+    created: Instant,
+    started: Instant,
+    ready: Instant,
+    registered: Instant,
+) -> Pod {
+    let mut p = pod(name, "decode", true, true, false);
+    let extra: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"creationTimestamp": stamp(created), "uid": name, "managedFields": [
+            {"manager": "worker", "operation": "Update", "time": stamp(registered),
+             "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:metadata": {"f:annotations": {"f:infera.amd.com/worker-info": {}}}}}]},
+        "status": {"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": stamp(ready)}],
+            "containerStatuses": [{"name": "infera", "image": "i", "imageID": "", "ready": true,
+                "restartCount": 0, "state": {"running": {"startedAt": stamp(started)}}}]}
+    }))
+    .unwrap();
+    p.metadata.creation_timestamp = extra.metadata.creation_timestamp;
+    p.metadata.uid = extra.metadata.uid;
+    p.metadata.managed_fields = extra.metadata.managed_fields;
+    p.status = extra.status;
+    p
+}
+
+/// A pod replaced during a partition: the re-list shows the new one, its
+/// Ready and registration times; an Event dates the old one's deletion.
+/// Ready is exact again (5 s below); routable is bounded by the
+/// registration's window (certainly never below, possibly 6 s).
+#[test]
+fn a_partition_is_reconstructed_from_the_servers_timestamps() {
+    let t0 = Instant::now();
+    let mut a = decode_auditor();
+    list(&mut a, &[pod("old", "decode", true, true, false)], t0);
+    a.watch_error(secs(t0, 1.0), "connection refused");
+    assert!(!a.is_current());
+    let new = timed_pod(
+        "new",
+        secs(t0, 20.0),
+        secs(t0, 21.0),
+        secs(t0, 30.0),
+        secs(t0, 31.0),
+    );
+    list(&mut a, &[new], secs(t0, 60.0));
+    assert!(a.is_current());
+    let deleted: jiff::Timestamp = stamp(secs(t0, 25.0)).parse().expect("a timestamp");
+    assert!(a.deleted_at(Some("prod"), "old", deleted));
+    let r = a.finish(Outcome::Complete, secs(t0, 90.0));
+    let d = &r.roles[0];
+    assert_eq!(d.min_ready_exact, Some(0), "{}", r.to_json());
+    assert!(
+        (d.seconds_below_min_ready - 5.0).abs() < 0.05,
+        "{}",
+        r.to_json()
+    );
+    assert_eq!(d.min_routable_range, Some((0, 1)), "{}", r.to_json());
+    let b = d.bounds.as_ref().expect("bounds");
+    assert_eq!(d.seconds_below_min_routable, 0.0);
+    assert!(
+        (b.seconds_possibly_below_min_routable - 6.0).abs() < 0.05,
+        "{}",
+        r.to_json()
+    );
+    assert_eq!(r.exit(), crate::exit::Exit::Findings);
+    assert!(r.reconstructed_changes >= 2, "{}", r.to_json());
+    assert!(
+        r.sentence().contains("decode fell to 0 Ready for 5s"),
+        "{}",
+        r.sentence()
+    );
+}

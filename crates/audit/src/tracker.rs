@@ -160,6 +160,8 @@ pub struct Auditor {
     pub(crate) origin: Option<Instant>,
     sight: Option<Sight>,
     blind: Option<Blind>,
+    /// The API server answers again: the watch must be started afresh.
+    resync: bool,
     pub(crate) unobserved: Vec<Unobserved>,
     /// Folded into the roles up to here.
     settled: Option<Instant>,
@@ -227,6 +229,7 @@ impl Auditor {
             origin: None,
             sight: None,
             blind: None,
+            resync: false,
             unobserved: Vec::new(),
             settled: None,
             clock: ServerClock::default(),
@@ -296,6 +299,14 @@ impl Auditor {
         self.synced() && self.blind.is_none()
     }
 
+    /// Whether the watch must be started afresh (a re-list) before the
+    /// audit can see again; asking clears it. The old stream cannot be
+    /// trusted after a partition: it may stay silent while the API server
+    /// answers new requests.
+    pub fn take_resync(&mut self) -> bool {
+        std::mem::take(&mut self.resync)
+    }
+
     /// Why the audit is blind, if it is.
     pub fn blind_reason(&self) -> Option<&str> {
         self.blind.as_ref().map(|b| b.reason.as_str())
@@ -326,7 +337,7 @@ impl Auditor {
 
     /// A heartbeat's outcome, known at `now`.
     pub fn beat(&mut self, beat: &Beat, now: Instant) {
-        if let Some(t) = self.sight.as_mut().map(|s| s.beat(beat, now)) {
+        if let Some(t) = self.sight.as_mut().map(|s| s.beat(beat)) {
             self.transition(t, now);
         }
         self.commit_samples();
@@ -349,6 +360,7 @@ impl Auditor {
                 });
             }
             Transition::Sighted { at } => self.end_blind(at.max(now)),
+            Transition::Resync => self.resync = true,
         }
     }
 

@@ -11,10 +11,13 @@
 //! [`TRUSTED_SILENCE`], and everything after the last proof is counted
 //! unobserved, retroactively.
 //!
-//! A blind watch is current again when its re-list completes, or when two
-//! heartbeats in a row were answered and the watcher has had time to resume
-//! (no watch error for [`RESUME_GRACE`], the watcher's longest backoff and
-//! a margin): events replayed on the resume have then arrived.
+//! A blind watch is current again only when a re-list completes. When two
+//! heartbeats in a row are answered again, the sight asks for one
+//! ([`Transition::Resync`]): the caller starts the watch afresh. Waiting for
+//! the old stream is not enough: a connection that was blackholed (or whose
+//! API server restarted meanwhile) can stay silent long after the network
+//! is back, while new requests succeed (seen on the lab: a partitioned
+//! audit whose stream never delivered the roll it missed).
 //!
 //! [`Sight`] is the pure state machine (instants passed in, table-tested);
 //! [`spawn_heartbeat`] sends the requests; [`Skew`] turns the `Date`
@@ -31,9 +34,6 @@ pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest silence trusted: a blackhole is noticed within this long
 /// of the last proof (the interval since that proof is then unobserved).
 pub const TRUSTED_SILENCE: Duration = Duration::from_secs(10);
-/// After a watch error, how long without another before a resumed watch
-/// is trusted (the watcher's backoff is at most 5 s).
-pub const RESUME_GRACE: Duration = Duration::from_secs(6);
 
 /// One heartbeat: when it was sent, and its answer if one came in time.
 #[derive(Debug, Clone)]
@@ -68,6 +68,9 @@ pub enum Transition {
     Sighted {
         at: Instant,
     },
+    /// The API server answers again: start the watch afresh (a re-list);
+    /// the watch stays blind until it completes.
+    Resync,
 }
 
 #[derive(Debug, Clone)]
@@ -77,7 +80,6 @@ enum State {
         reason: String,
         /// Heartbeats answered in a row since the last failure.
         answered: u32,
-        last_error: Option<Instant>,
     },
 }
 
@@ -114,26 +116,21 @@ impl Sight {
     }
 
     /// A request of the watch failed at `at`.
-    pub fn watch_error(&mut self, at: Instant, reason: &str) -> Transition {
+    pub fn watch_error(&mut self, _at: Instant, reason: &str) -> Transition {
         match &mut self.state {
-            State::Blind {
-                answered,
-                last_error,
-                ..
-            } => {
+            State::Blind { answered, .. } => {
                 *answered = 0;
-                *last_error = Some(at);
                 Transition::None
             }
-            State::Current => self.go_blind(reason, Some(at)),
+            State::Current => self.go_blind(reason),
         }
     }
 
     /// A re-list began: the watch could not resume, so it missed events.
-    pub fn relisting(&mut self, at: Instant) -> Transition {
+    pub fn relisting(&mut self, _at: Instant) -> Transition {
         match self.state {
             State::Blind { .. } => Transition::None,
-            State::Current => self.go_blind("the watch had to re-list", Some(at)),
+            State::Current => self.go_blind("the watch had to re-list"),
         }
     }
 
@@ -142,9 +139,9 @@ impl Sight {
         self.sighted(at)
     }
 
-    /// A heartbeat's outcome, known at `now`.
-    pub fn beat(&mut self, beat: &Beat, now: Instant) -> Transition {
-        let Some(answer) = &beat.answered else {
+    /// A heartbeat's outcome.
+    pub fn beat(&mut self, beat: &Beat) -> Transition {
+        if beat.answered.is_none() {
             let reason = match &beat.failure {
                 Some(f) => format!("the API server did not answer a heartbeat ({f})"),
                 None => "the API server did not answer a heartbeat".to_string(),
@@ -154,24 +151,19 @@ impl Sight {
                     *answered = 0;
                     Transition::None
                 }
-                State::Current => self.go_blind(&reason, None),
+                State::Current => self.go_blind(&reason),
             };
-        };
+        }
         match &mut self.state {
             State::Current => {
                 self.last_proof = self.last_proof.max(beat.sent);
                 Transition::None
             }
-            State::Blind {
-                answered,
-                last_error,
-                ..
-            } => {
+            State::Blind { answered, .. } => {
                 *answered += 1;
-                let settled =
-                    last_error.is_none_or(|e| now.saturating_duration_since(e) >= RESUME_GRACE);
-                if *answered >= 2 && settled {
-                    self.sighted(answer.at.max(now))
+                // Ask once, at the second answer in a row.
+                if *answered == 2 {
+                    Transition::Resync
                 } else {
                     Transition::None
                 }
@@ -179,11 +171,10 @@ impl Sight {
         }
     }
 
-    fn go_blind(&mut self, reason: &str, error_at: Option<Instant>) -> Transition {
+    fn go_blind(&mut self, reason: &str) -> Transition {
         self.state = State::Blind {
             reason: reason.to_string(),
             answered: 0,
-            last_error: error_at,
         };
         Transition::Blind {
             since: self.last_proof,
@@ -360,27 +351,29 @@ mod tests {
     }
 
     #[test]
-    fn a_blackhole_is_blind_from_the_last_proof_and_sighted_after_two_answers() {
+    fn a_blackhole_is_blind_from_the_last_proof_until_a_fresh_list() {
         let t0 = Instant::now();
         let s = |n: u64| t0 + Duration::from_secs(n);
         let mut sight = Sight::new(t0);
         sight.event(s(3));
-        assert_eq!(sight.beat(&answered(s(5), s(5)), s(5)), Transition::None);
+        assert_eq!(sight.beat(&answered(s(5), s(5))), Transition::None);
         // Silence: the next beat times out; blind since the beat sent at 5.
-        match sight.beat(&unanswered(s(10)), s(15)) {
+        match sight.beat(&unanswered(s(10))) {
             Transition::Blind { since, .. } => assert_eq!(since, s(5)),
             other => panic!("{other:?}"),
         }
         assert!(!sight.is_current());
-        assert_eq!(sight.beat(&answered(s(60), s(61)), s(61)), Transition::None);
-        assert_eq!(
-            sight.beat(&answered(s(65), s(65)), s(65)),
-            Transition::Sighted { at: s(65) }
-        );
+        assert_eq!(sight.beat(&answered(s(60), s(61))), Transition::None);
+        // Answered twice: start the watch afresh; still blind until listed.
+        assert_eq!(sight.beat(&answered(s(65), s(65))), Transition::Resync);
+        assert_eq!(sight.beat(&answered(s(70), s(70))), Transition::None);
+        assert!(!sight.is_current());
+        assert!(matches!(sight.relisting(s(70)), Transition::None));
+        assert_eq!(sight.relisted(s(71)), Transition::Sighted { at: s(71) });
     }
 
     #[test]
-    fn a_cut_waits_for_the_watcher_to_resume_and_a_relist_sights_at_once() {
+    fn a_watch_error_is_blind_from_the_last_proof() {
         let t0 = Instant::now();
         let s = |n: u64| t0 + Duration::from_secs(n);
         let mut sight = Sight::new(t0);
@@ -392,13 +385,9 @@ mod tests {
             sight.watch_error(s(40), "connection refused"),
             Transition::None
         );
-        sight.beat(&answered(s(41), s(41)), s(41));
-        // Two answers, but the watch failed 5 s ago: it may not have resumed.
-        assert_eq!(sight.beat(&answered(s(45), s(45)), s(45)), Transition::None);
-        assert_eq!(
-            sight.beat(&answered(s(50), s(50)), s(50)),
-            Transition::Sighted { at: s(50) }
-        );
+        sight.beat(&answered(s(41), s(41)));
+        assert_eq!(sight.beat(&answered(s(45), s(45))), Transition::Resync);
+        assert_eq!(sight.relisted(s(46)), Transition::Sighted { at: s(46) });
         assert!(matches!(sight.relisting(s(60)), Transition::Blind { .. }));
         assert_eq!(sight.relisted(s(61)), Transition::Sighted { at: s(61) });
     }

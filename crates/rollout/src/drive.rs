@@ -1156,6 +1156,12 @@ impl<'a> Driver<'a> {
                     self.auditor.set_skew(self.skew);
                 }
                 self.auditor.beat(&beat, now);
+                if self.auditor.take_resync() {
+                    // The old streams may stay silent after a partition
+                    // while new requests succeed: watch afresh.
+                    tracing::info!(target: "infera::rollout::drive", "the API server answers again: watching afresh (a re-list)");
+                    self.events = watch_streams(self.api.conn, self.req, &self.legs);
+                }
                 Ok(0)
             }
             Watched::Pod(Err(e)) => self.watch_error(&e, "pods"),

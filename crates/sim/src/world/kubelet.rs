@@ -187,6 +187,9 @@ struct State {
     s_fail: u32,
     written: Option<(bool, bool, i64, bool)>,
     start_time: Option<String>,
+    /// When the running container started (`state.running.startedAt`: kept
+    /// while it runs, as the kubelet does; cleared when it exits).
+    container_started: Option<String>,
     /// Condition type -> (status, lastTransitionTime).
     transitions: HashMap<&'static str, (bool, String)>,
 }
@@ -613,7 +616,7 @@ impl PodTask {
     fn container_statuses(&self, ready: bool, now: &str) -> Value {
         let st = &self.st;
         let state = if st.running {
-            json!({"running": {"startedAt": now}})
+            json!({"running": {"startedAt": st.container_started.as_deref().unwrap_or(now)}})
         } else if st.restarts > 0 {
             json!({"waiting": {"reason": "CrashLoopBackOff", "message": "back-off restarting failed container"}})
         } else {
@@ -653,6 +656,11 @@ impl PodTask {
             .start_time
             .get_or_insert_with(|| now.clone())
             .clone();
+        if self.st.running {
+            self.st.container_started.get_or_insert_with(|| now.clone());
+        } else {
+            self.st.container_started = None;
+        }
         let ip = self.ip.addr().to_string();
         let phase = if self.st.running || self.st.restarts > 0 {
             "Running"
