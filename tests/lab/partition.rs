@@ -254,7 +254,7 @@ fn check(case: &str, (blind, code): &(Value, i32), truth: &Value) {
 fn case(lab: &Lab, name: &str, cut: Duration, restart: bool) {
     let t = Instant::now();
     let kc = advertised_kubeconfig(lab);
-    let seconds = cut.as_secs() + 50;
+    let seconds = cut.as_secs() + 30;
     let blind_path = lab.dir.path().join(format!("{name}-partitioned.json"));
     let truth_path = lab.dir.path().join(format!("{name}-reference.json"));
     let mut blind = audit(lab, &blind_path, Some(&kc), seconds);
