@@ -43,7 +43,7 @@ pub use roles::{
     Target, TargetError, common_selector, deployment_selector, parse_role_flag, parse_selector,
     roles_from_inferadeployment, selector_string,
 };
-pub use server_clock::{PROMPT, ServerClock};
+pub use server_clock::{PROMPT, ServerClock, Timed};
 pub use session::{AuditError, AuditSession, run_auditor};
 pub use timeline::{Timeline, TimelinePoint, minutes_seconds};
 pub use tracker::{

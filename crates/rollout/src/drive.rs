@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use infera_audit::Timed;
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher::Event;
 use serde_json::Value;
 
@@ -1111,7 +1113,9 @@ impl<'a> Driver<'a> {
         let now = Instant::now();
         match w {
             Watched::Pod(Ok(ev)) => {
+                let blind = !self.auditor.is_current();
                 self.auditor.apply(&ev, now);
+                let clock = *self.auditor.server_clock();
                 let mut produced = 0;
                 for (i, t) in self.trackers.iter_mut().enumerate() {
                     for obs in t.apply(&ev) {
@@ -1122,11 +1126,20 @@ impl<'a> Driver<'a> {
                             continue;
                         }
                         produced += 1;
-                        self.out.step(&t.leg, &obs, now);
+                        // A step that arrived late (blind, or a replay) is
+                        // timed by the server's own timestamp.
+                        let at = event_pod(&ev, &obs.pod)
+                            .and_then(|p| step_time(obs.kind, p))
+                            .map_or(now, |ts| match clock.when(Some(ts), now, blind) {
+                                Timed::Server(at) | Timed::Window(at, _) => at,
+                                Timed::Arrival(at) => at,
+                                Timed::Unknown => now,
+                            });
+                        self.out.step(&t.leg, &obs, at);
                         let pod = Some((obs.pod.clone(), obs.node.clone()));
                         self.auditor
-                            .step(marker(&t.leg, obs.kind.as_str(), pod, now));
-                        self.steps.push((t.leg.clone(), obs, now));
+                            .step(marker(&t.leg, obs.kind.as_str(), pod, at));
+                        self.steps.push((t.leg.clone(), obs, at));
                     }
                 }
                 Ok(produced)
@@ -1217,6 +1230,41 @@ impl<'a> Driver<'a> {
 }
 
 /// A reported duration as wall time.
+/// The pod named `name` in a watch event, if it carries it.
+fn event_pod<'e>(ev: &'e Event<Pod>, name: &str) -> Option<&'e Pod> {
+    match ev {
+        Event::Apply(p) | Event::Delete(p) | Event::InitApply(p) => {
+            (p.metadata.name.as_deref() == Some(name)).then_some(p)
+        }
+        Event::Init | Event::InitDone => None,
+    }
+}
+
+/// The server's own time of a step seen on a pod, where it has one.
+fn step_time(kind: StepKind, pod: &Pod) -> Option<jiff::Timestamp> {
+    use infera_model::pod as facts;
+    let condition = |type_: &str| {
+        pod.status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .find(|c| c.type_ == type_)?
+            .last_transition_time
+            .as_ref()
+            .map(|t| t.0)
+    };
+    match kind {
+        StepKind::SurgeCreated => facts::created_at(pod),
+        StepKind::Scheduled => condition("PodScheduled"),
+        StepKind::WeightsLoading => facts::running_since(pod),
+        StepKind::Ready | StepKind::NotReadyAgain => condition("Ready"),
+        StepKind::Routable => facts::registered_by(pod),
+        StepKind::OldTerminating => facts::deletion_requested_at(pod),
+        _ => None,
+    }
+}
+
 fn wall(opts: &Options, d: Duration) -> Duration {
     Duration::from_secs_f64(d.as_secs_f64() / opts.time_scale.max(1e-9))
 }
