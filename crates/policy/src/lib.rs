@@ -181,9 +181,25 @@ fn policy_object(p: &Policy, opts: &PolicyOptions) -> Value {
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": p.name, "labels": labels(opts)},
+        "metadata": {
+            "name": p.name,
+            "labels": labels(opts),
+            "annotations": {NOT_ENFORCED_ANNOTATION: not_enforced()},
+        },
         "spec": spec,
     })
+}
+
+/// The annotation on every policy naming the rules lint checks that the
+/// policy cannot, and why.
+pub const NOT_ENFORCED_ANNOTATION: &str = "infera.amd.com/not-enforced";
+
+fn not_enforced() -> String {
+    coverage::unenforced()
+        .iter()
+        .map(|(code, reason)| format!("{code}: {reason}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn labels(opts: &PolicyOptions) -> Value {
