@@ -27,6 +27,9 @@ pub struct Check {
     pub condition: String,
 }
 
+/// Named CEL expressions: variables or match conditions.
+pub type Named = Vec<(&'static str, String)>;
+
 /// One kind the policy matches, with its variables and checks.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -34,9 +37,9 @@ pub struct Target {
     pub group: &'static str,
     pub resource: &'static str,
     /// Named CEL (`variables.NAME`), evaluated in order.
-    pub variables: Vec<(&'static str, String)>,
+    pub variables: Named,
     /// Objects for which all are true are checked.
-    pub match_conditions: Vec<(&'static str, String)>,
+    pub match_conditions: Named,
     pub checks: Vec<Check>,
 }
 
@@ -265,7 +268,7 @@ fn inferadeployment(generation: Generation) -> Target {
 /// Variables every single-pod kind shares: `pod` (set by the caller),
 /// `main`, `server` (the container running a catalogued engine, else the
 /// main one), `engine`, `port` (its readiness port), `worker`.
-fn pod_variables(pod: String) -> Vec<(&'static str, String)> {
+fn pod_variables(pod: String) -> Named {
     let p = "variables.pod";
     let main = "variables.main";
     let engine = cel::engine_of("x");
@@ -324,10 +327,7 @@ fn pod_checks() -> (Vec<Check>, String) {
 
 /// A single-pod kind's pod variables, guarded: objects without a pod
 /// template with containers are not checked.
-fn with_pod(
-    pod: &str,
-    has_pod: String,
-) -> (Vec<(&'static str, String)>, Vec<(&'static str, String)>) {
+fn with_pod(pod: &str, has_pod: String) -> (Named, Named) {
     let conditions = vec![("has-pod", has_pod)];
     (pod_variables(pod.to_string()), conditions)
 }
