@@ -3,7 +3,6 @@
 //! JSON `v1 List`).
 
 use infera_policy::{Action, FailOn, PolicyOptions};
-use serde_json::json;
 
 use crate::cli::{self, OutputFormat, PolicyAction, PolicyArgs};
 use crate::exit::Exit;
@@ -27,13 +26,9 @@ fn options(args: &PolicyArgs) -> anyhow::Result<PolicyOptions> {
 pub fn render_policy(opts: &PolicyOptions, format: OutputFormat) -> anyhow::Result<String> {
     let objects = infera_policy::objects(opts);
     match format {
-        OutputFormat::Json => {
-            let list = json!({ "apiVersion": "v1", "kind": "List", "items": objects });
-            Ok(serde_json::to_string_pretty(&list)? + "\n")
-        }
+        OutputFormat::Json => super::json_list(objects),
         OutputFormat::Yaml => {
-            let body = serde_saphyr::to_string_multiple(&objects)
-                .map_err(|e| anyhow::anyhow!("cannot render the policy as YAML: {e}"))?;
+            let body = super::yaml_documents(&objects, "the policy")?;
             let mut header = format!(
                 "# infera lint's rules at admission (operator generation {}): apply with\n\
                  #   kubectl infera policy | kubectl apply -f -\n\

@@ -347,9 +347,11 @@ fn not_rendered() -> (&'static str, String) {
     )
 }
 
-fn deployment() -> Target {
+/// The pod template of an apps/v1 kind, and its replicas (`n`: 1 when a
+/// placeholder holds them).
+fn apps_pod() -> (Named, Named) {
     let pod = "object.spec.template.spec";
-    let (mut variables, mut conditions) = with_pod(
+    let (mut variables, conditions) = with_pod(
         pod,
         format!(
             "{} && {}",
@@ -357,13 +359,26 @@ fn deployment() -> Target {
             cel::has_containers(pod)
         ),
     );
+    variables.extend([
+        (
+            "replicas",
+            cel::count("object.spec", "replicas", 1, UNKNOWN_COUNT),
+        ),
+        (
+            "n",
+            format!("variables.replicas == {UNKNOWN_COUNT} ? 1 : variables.replicas"),
+        ),
+    ]);
+    (variables, conditions)
+}
+
+fn deployment() -> Target {
+    let (mut variables, mut conditions) = apps_pod();
     conditions.push(not_rendered());
     let ru = "object.spec.strategy.rollingUpdate";
     let has_ru = |f: &str| cel::has_path("object", &["spec", "strategy", "rollingUpdate", f]);
     let n = "variables.n";
     variables.extend([
-        ("replicas", cel::count("object.spec", "replicas", 1, UNKNOWN_COUNT)),
-        ("n", format!("variables.replicas == {UNKNOWN_COUNT} ? 1 : variables.replicas")),
         (
             "recreate",
             format!(
@@ -434,23 +449,13 @@ fn deployment() -> Target {
 }
 
 fn statefulset() -> Target {
-    let pod = "object.spec.template.spec";
-    let (mut variables, conditions) = with_pod(
-        pod,
-        format!(
-            "{} && {}",
-            cel::has_path("object", &["spec", "template", "spec"]),
-            cel::has_containers(pod)
-        ),
-    );
+    let (mut variables, conditions) = apps_pod();
     let strategy = "object.spec.updateStrategy";
     let ru = format!("{strategy}.rollingUpdate");
     let has_ru = |f: &str| cel::has_path("object", &["spec", "updateStrategy", "rollingUpdate", f]);
     let mu = format!("{ru}.maxUnavailable");
     let n = "variables.n";
     variables.extend([
-        ("replicas", cel::count("object.spec", "replicas", 1, UNKNOWN_COUNT)),
-        ("n", format!("variables.replicas == {UNKNOWN_COUNT} ? 1 : variables.replicas")),
         (
             // -1: the controller rolls nothing (OnDelete, or a partition at
             // or above the replicas).

@@ -266,6 +266,26 @@ fn disagreements(
     out
 }
 
+/// Zero disagreements on `objects` under each generation, with at least
+/// the given number of (object, rule) findings: agreement on clean objects
+/// alone would prove nothing.
+fn assert_agrees(objects: &[(String, Value)], runs: [(Generation, usize); 2]) {
+    for (generation, findings) in runs {
+        let mut seen = 0;
+        let failures = disagreements(objects, generation, &mut seen);
+        assert!(
+            failures.is_empty(),
+            "{} disagreements ({generation}):\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+        assert!(
+            seen >= findings,
+            "{generation}: only {seen} (object, rule) findings"
+        );
+    }
+}
+
 /// The ANTLR parser of the `cel` crate recurses deeply on long expressions.
 fn with_big_stack(f: impl FnOnce() + Send + 'static) {
     std::thread::Builder::new()
@@ -281,21 +301,10 @@ fn the_policy_agrees_with_lint_on_every_fixture() {
     with_big_stack(|| {
         let objects = corpus();
         assert!(objects.len() >= 40, "only {} objects", objects.len());
-        for (generation, findings) in [(Generation::Pr176, 20), (Generation::Pre176, 30)] {
-            let mut seen = 0;
-            let failures = disagreements(&objects, generation, &mut seen);
-            assert!(
-                failures.is_empty(),
-                "{} disagreements ({generation}):\n{}",
-                failures.len(),
-                failures.join("\n")
-            );
-            // Agreement on clean objects alone would prove nothing.
-            assert!(
-                seen >= findings,
-                "{generation}: only {seen} (object, rule) findings"
-            );
-        }
+        assert_agrees(
+            &objects,
+            [(Generation::Pr176, 20), (Generation::Pre176, 30)],
+        );
     });
 }
 
@@ -456,19 +465,9 @@ fn the_policy_agrees_with_lint_on_the_rule_cases() {
             .enumerate()
             .map(|(i, text)| (format!("case {i}"), yaml(text)))
             .collect();
-        for (generation, findings) in [(Generation::Pr176, 30), (Generation::Pre176, 25)] {
-            let mut seen = 0;
-            let failures = disagreements(&objects, generation, &mut seen);
-            assert!(
-                failures.is_empty(),
-                "{} disagreements ({generation}):\n{}",
-                failures.len(),
-                failures.join("\n")
-            );
-            assert!(
-                seen >= findings,
-                "{generation}: only {seen} (object, rule) findings"
-            );
-        }
+        assert_agrees(
+            &objects,
+            [(Generation::Pr176, 30), (Generation::Pre176, 25)],
+        );
     });
 }
