@@ -35,6 +35,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'A local simulated cluster that speaks the real Kubernetes API')
             [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Roll a worker on the built-in simulated cluster and show the evidence')
             [CompletionResult]::new('rbac', 'rbac', [CompletionResultType]::ParameterValue, 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need')
+            [CompletionResult]::new('policy', 'policy', [CompletionResultType]::ParameterValue, 'Print lint''s rules as ValidatingAdmissionPolicies and their bindings (`kubectl infera policy | kubectl apply -f -`)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate `completions/` and `man/` from these flag definitions, and the rules table of `docs/lint.md` from the rule registry')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -343,6 +344,20 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'infera;policy' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--operator', '--operator', [CompletionResultType]::ParameterName, 'The operator generation whose rendering the InferaDeployment checks follow (default: the `operator` key of `.infera-lint.yaml` found upward from the cwd, else latest)')
+            [CompletionResult]::new('--fail-on', '--fail-on', [CompletionResultType]::ParameterName, 'Deny findings at or above this severity (below it: warn); `never` denies nothing')
+            [CompletionResult]::new('--action', '--action', [CompletionResultType]::ParameterName, 'What the bindings do: by severity (`--fail-on`), or warn only')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'infera;completions' {
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
@@ -371,6 +386,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'A local simulated cluster that speaks the real Kubernetes API')
             [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Roll a worker on the built-in simulated cluster and show the evidence')
             [CompletionResult]::new('rbac', 'rbac', [CompletionResultType]::ParameterValue, 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need')
+            [CompletionResult]::new('policy', 'policy', [CompletionResultType]::ParameterValue, 'Print lint''s rules as ValidatingAdmissionPolicies and their bindings (`kubectl infera policy | kubectl apply -f -`)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate `completions/` and `man/` from these flag definitions, and the rules table of `docs/lint.md` from the rule registry')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -422,6 +438,9 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             break
         }
         'infera;help;rbac' {
+            break
+        }
+        'infera;help;policy' {
             break
         }
         'infera;help;completions' {

@@ -34,6 +34,9 @@ _infera() {
             infera,lint)
                 cmd="infera__subcmd__lint"
                 ;;
+            infera,policy)
+                cmd="infera__subcmd__policy"
+                ;;
             infera,rbac)
                 cmd="infera__subcmd__rbac"
                 ;;
@@ -66,6 +69,9 @@ _infera() {
                 ;;
             infera__subcmd__help,lint)
                 cmd="infera__subcmd__help__subcmd__lint"
+                ;;
+            infera__subcmd__help,policy)
+                cmd="infera__subcmd__help__subcmd__policy"
                 ;;
             infera__subcmd__help,rbac)
                 cmd="infera__subcmd__help__subcmd__rbac"
@@ -155,7 +161,7 @@ _infera() {
 
     case "${cmd}" in
         infera)
-            opts="-v -h -V --verbose --help --version lint rules render rollout audit sim demo rbac completions generate help"
+            opts="-v -h -V --verbose --help --version lint rules render rollout audit sim demo rbac policy completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -309,7 +315,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__help)
-            opts="lint rules render rollout audit sim demo rbac completions generate help"
+            opts="lint rules render rollout audit sim demo rbac policy completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -393,6 +399,20 @@ _infera() {
             return 0
             ;;
         infera__subcmd__help__subcmd__lint)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        infera__subcmd__help__subcmd__policy)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -625,6 +645,40 @@ _infera() {
                     ;;
                 -n)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        infera__subcmd__policy)
+            opts="-o -v -h -V --output --operator --fail-on --action --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -W "yaml json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "yaml json" -- "${cur}"))
+                    return 0
+                    ;;
+                --operator)
+                    COMPREPLY=($(compgen -W "pre-176 176 latest" -- "${cur}"))
+                    return 0
+                    ;;
+                --fail-on)
+                    COMPREPLY=($(compgen -W "warning error never" -- "${cur}"))
+                    return 0
+                    ;;
+                --action)
+                    COMPREPLY=($(compgen -W "severity warn" -- "${cur}"))
                     return 0
                     ;;
                 *)

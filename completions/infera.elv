@@ -32,6 +32,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand sim 'A local simulated cluster that speaks the real Kubernetes API'
             cand demo 'Roll a worker on the built-in simulated cluster and show the evidence'
             cand rbac 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need'
+            cand policy 'Print lint''s rules as ValidatingAdmissionPolicies and their bindings (`kubectl infera policy | kubectl apply -f -`)'
             cand completions 'Print a shell completion script to stdout'
             cand generate 'Regenerate `completions/` and `man/` from these flag definitions, and the rules table of `docs/lint.md` from the rule registry'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -315,6 +316,19 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'infera;policy'= {
+            cand -o 'Output format'
+            cand --output 'Output format'
+            cand --operator 'The operator generation whose rendering the InferaDeployment checks follow (default: the `operator` key of `.infera-lint.yaml` found upward from the cwd, else latest)'
+            cand --fail-on 'Deny findings at or above this severity (below it: warn); `never` denies nothing'
+            cand --action 'What the bindings do: by severity (`--fail-on`), or warn only'
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'infera;completions'= {
             cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
@@ -341,6 +355,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand sim 'A local simulated cluster that speaks the real Kubernetes API'
             cand demo 'Roll a worker on the built-in simulated cluster and show the evidence'
             cand rbac 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need'
+            cand policy 'Print lint''s rules as ValidatingAdmissionPolicies and their bindings (`kubectl infera policy | kubectl apply -f -`)'
             cand completions 'Print a shell completion script to stdout'
             cand generate 'Regenerate `completions/` and `man/` from these flag definitions, and the rules table of `docs/lint.md` from the rule registry'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -378,6 +393,8 @@ set edit:completion:arg-completer[infera] = {|@words|
         &'infera;help;demo'= {
         }
         &'infera;help;rbac'= {
+        }
+        &'infera;help;policy'= {
         }
         &'infera;help;completions'= {
         }

@@ -54,6 +54,7 @@ fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Sim(SimCommand::Scenarios) => crate::commands::sim::list_scenarios(),
         Command::Demo(args) => runtime()?.block_on(crate::console::demo(args)),
         Command::Rbac(args) => crate::commands::rbac::rbac_command(&args),
+        Command::Policy(args) => crate::commands::policy::policy_command(&args),
         Command::Completions(args) => {
             use std::io::Write;
             std::io::stdout().write_all(&crate::generate::completion(args.shell))?;

@@ -49,6 +49,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// Print the minimal RBAC Role that `infera rollout` and `infera audit` need.
     Rbac(RbacArgs),
+    /// Print lint's rules as ValidatingAdmissionPolicies and their bindings
+    /// (`kubectl infera policy | kubectl apply -f -`).
+    Policy(PolicyArgs),
     /// Print a shell completion script to stdout.
     Completions(CompletionsArgs),
     /// Regenerate `completions/` and `man/` from these flag definitions, and
@@ -413,6 +416,34 @@ pub struct RbacArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Yaml)]
     pub output: OutputFormat,
+}
+
+/// `--action`: what the policy bindings do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PolicyAction {
+    /// Deny findings at or above `--fail-on`, warn below; audit both.
+    Severity,
+    /// Warn and audit only, whatever the severity (a dry run in production).
+    Warn,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PolicyArgs {
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Yaml)]
+    pub output: OutputFormat,
+    /// The operator generation whose rendering the InferaDeployment checks
+    /// follow (default: the `operator` key of `.infera-lint.yaml` found
+    /// upward from the cwd, else latest).
+    #[arg(long = "operator", value_name = "GENERATION", value_enum)]
+    pub operator: Option<OperatorArg>,
+    /// Deny findings at or above this severity (below it: warn); `never`
+    /// denies nothing.
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
+    /// What the bindings do: by severity (`--fail-on`), or warn only.
+    #[arg(long, value_enum, default_value_t = PolicyAction::Severity)]
+    pub action: PolicyAction,
 }
 
 // ---------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 //! (`-A`: the same rules in every namespace).
 
 use infera_cluster::{RbacScope, rbac_objects};
-use serde_json::json;
 
 use crate::cli::{OutputFormat, RbacArgs};
 use crate::exit::Exit;
@@ -25,13 +24,9 @@ pub fn render_rbac(
         }
     };
     match format {
-        OutputFormat::Json => {
-            let list = json!({ "apiVersion": "v1", "kind": "List", "items": objects });
-            Ok(serde_json::to_string_pretty(&list)? + "\n")
-        }
+        OutputFormat::Json => super::json_list(objects),
         OutputFormat::Yaml => {
-            let body = serde_saphyr::to_string_multiple(&objects)
-                .map_err(|e| anyhow::anyhow!("cannot render the RBAC objects as YAML: {e}"))?;
+            let body = super::yaml_documents(&objects, "the RBAC objects")?;
             Ok(format!(
                 "# Minimal RBAC for `infera rollout`, `infera audit` and `infera lint --cluster`\n\
                  # {reach}. Bind both: the `{NAME}-capacity` ClusterRole grants\n\

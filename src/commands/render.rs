@@ -6,10 +6,10 @@ use infera_model::operator;
 use crate::cli::{OutputFormat, RenderArgs};
 use crate::exit::Exit;
 
-/// The generation to render as: `--operator`, else the `operator` key of
+/// The generation to predict: `--operator`, else the `operator` key of
 /// the `.infera-lint.yaml` found upward from the cwd, else the latest.
-fn generation(args: &RenderArgs) -> anyhow::Result<operator::Generation> {
-    if let Some(flag) = args.operator {
+pub fn generation(flag: Option<crate::cli::OperatorArg>) -> anyhow::Result<operator::Generation> {
+    if let Some(flag) = flag {
         return Ok(flag.into());
     }
     let cwd = std::env::current_dir()?;
@@ -20,7 +20,7 @@ fn generation(args: &RenderArgs) -> anyhow::Result<operator::Generation> {
 /// `infera render FILE`.
 pub fn render_command(args: &RenderArgs) -> anyhow::Result<Exit> {
     use std::io::Write;
-    let generation = generation(args)?;
+    let generation = generation(args.operator)?;
     let loaded = infera_model::manifest::load_path_values(&args.file)?;
     let mut stdout = std::io::stdout().lock();
     let mut exit = Exit::Ok;

@@ -17,4 +17,5 @@ mod layout;
 mod lint_cli;
 mod no_panic;
 mod operator_flag;
+mod policy;
 mod rollout_usage;

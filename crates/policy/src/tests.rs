@@ -1,0 +1,473 @@
+//! The policy evaluated offline by a real CEL implementation (the `cel`
+//! crate, standard library and strings extension: what Kubernetes CEL also
+//! has), against every workload object of the fixtures and the ecosystem
+//! corpus, and held to `infera lint`'s findings per (object, rule).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ::cel::{Context, Env, Program, Value as CelValue};
+use infera_lint::engine::{LintOptions, lint_objects};
+use infera_lint::finding::Severity;
+use infera_model::operator::Generation;
+use serde_json::Value;
+
+use super::*;
+
+/// The functions the policy may call: in Kubernetes CEL (standard library
+/// and `ext.Strings`) and in the `cel` crate's standard library and strings
+/// extension. Operators (`_&&_`, `@in`, indexing) are the standard
+/// library's own.
+const SHARED_FUNCTIONS: &[&str] = &[
+    "has",
+    "size",
+    "type",
+    "int",
+    "matches",
+    "contains",
+    "startsWith",
+    "endsWith",
+    "exists",
+    "all",
+    "filter",
+    "join",
+    "split",
+    "trim",
+    "substring",
+    "lastIndexOf",
+];
+
+fn env() -> Arc<Env> {
+    let mut env = Env::stdlib();
+    env.add_extension(::cel::extensions::strings)
+        .expect("the strings extension registers once");
+    Arc::new(env)
+}
+
+fn compile(env: &Env, source: &str) -> Program {
+    env.compile(source)
+        .unwrap_or_else(|e| panic!("CEL does not compile: {e:?}\n{source}"))
+}
+
+/// JSON as Kubernetes hands it to CEL: integers are `int`.
+fn to_cel(v: &Value) -> CelValue {
+    match v {
+        Value::Null => CelValue::Null,
+        Value::Bool(b) => CelValue::Bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => CelValue::Int(i),
+            None => CelValue::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => CelValue::String(Arc::new(s.clone())),
+        Value::Array(a) => CelValue::List(Arc::new(a.iter().map(to_cel).collect())),
+        Value::Object(m) => {
+            let map: std::collections::HashMap<String, CelValue> =
+                m.iter().map(|(k, v)| (k.clone(), to_cel(v))).collect();
+            CelValue::from(map)
+        }
+    }
+}
+
+/// A policy compiled once.
+struct Compiled {
+    policy: Policy,
+    conditions: Vec<Program>,
+    variables: Vec<(&'static str, Program)>,
+    checks: Vec<(Check, Program, Program)>,
+}
+
+fn compiled(opts: &PolicyOptions) -> Vec<Compiled> {
+    let env = env();
+    policies(opts)
+        .into_iter()
+        .map(|p| Compiled {
+            conditions: p
+                .target
+                .match_conditions
+                .iter()
+                .map(|(_, e)| compile(&env, e))
+                .collect(),
+            variables: p
+                .target
+                .variables
+                .iter()
+                .map(|(n, e)| (*n, compile(&env, e)))
+                .collect(),
+            checks: p
+                .checks
+                .iter()
+                .map(|c| {
+                    (
+                        c.clone(),
+                        compile(&env, &format!("!({})", c.condition)),
+                        compile(&env, &message_expression(c)),
+                    )
+                })
+                .collect(),
+            policy: p,
+        })
+        .collect()
+}
+
+/// What admission does with one object: the (rule, bucket) pairs of the
+/// validations that fail, or an evaluation error.
+fn admit(
+    policies: &[Compiled],
+    object: &Value,
+) -> Result<BTreeSet<(&'static str, Bucket)>, String> {
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let env = env();
+    let mut out = BTreeSet::new();
+    for p in policies.iter().filter(|p| p.policy.target.kind == kind) {
+        let mut context = Context::with_env(env.clone());
+        context.add_variable_from_value("object", to_cel(object));
+        let mut matched = true;
+        for c in &p.conditions {
+            match c.execute(&context) {
+                Ok(CelValue::Bool(b)) => matched &= b,
+                other => return Err(format!("{}: match condition gave {other:?}", p.policy.name)),
+            }
+        }
+        if !matched {
+            continue;
+        }
+        // Variables in order; one that fails is left out, as a lazy
+        // variable nobody reads never fails admission.
+        let mut vars = std::collections::HashMap::<String, CelValue>::new();
+        for (name, program) in &p.variables {
+            let mut scope = Context::with_env(env.clone());
+            scope.add_variable_from_value("object", to_cel(object));
+            scope.add_variable_from_value("variables", CelValue::from(vars.clone()));
+            if let Ok(v) = program.execute(&scope) {
+                vars.insert((*name).to_string(), v);
+            }
+        }
+        context.add_variable_from_value("variables", CelValue::from(vars));
+        for (check, program, message) in &p.checks {
+            match program.execute(&context) {
+                Ok(CelValue::Bool(true)) => {}
+                Ok(CelValue::Bool(false)) => {
+                    if !matches!(message.execute(&context), Ok(CelValue::String(_))) {
+                        return Err(format!("{}: messageExpression fails", check.code));
+                    }
+                    out.insert((check.code, p.policy.bucket));
+                }
+                other => {
+                    return Err(format!("{} in {}: {other:?}", check.code, p.policy.name));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every object of the fixtures and the ecosystem corpus that lint reads
+/// (documents that do not parse are left out), with where it came from.
+fn corpus() -> Vec<(String, Value)> {
+    let root = repo_root();
+    let (files, _) = infera_model::manifest::expand_paths(&[
+        root.join("tests/fixtures"),
+        root.join("tests/data/ecosystem"),
+    ]);
+    let kinds: BTreeSet<&str> = kinds::targets(Generation::LATEST)
+        .iter()
+        .map(|t| t.kind)
+        .collect();
+    let mut out = Vec::new();
+    for file in files {
+        let Ok(values) = infera_model::manifest::load_path_values(&file) else {
+            continue;
+        };
+        for (line, v) in values.into_iter().flatten() {
+            if kinds.contains(v["kind"].as_str().unwrap_or_default()) {
+                let name = file
+                    .strip_prefix(&root)
+                    .unwrap_or(&file)
+                    .display()
+                    .to_string();
+                out.push((format!("{name}:{line}"), v));
+            }
+        }
+    }
+    out
+}
+
+/// lint's verdicts on one object: rule → the severities it reports.
+fn lint_verdicts(
+    object: &Value,
+    generation: Generation,
+) -> BTreeMap<&'static str, BTreeSet<Severity>> {
+    let opts = LintOptions {
+        node_gpus: 8,
+        operator: generation,
+        ..LintOptions::default()
+    };
+    let outcome = lint_objects(std::slice::from_ref(object), "object", &opts);
+    let mut out: BTreeMap<&'static str, BTreeSet<Severity>> = BTreeMap::new();
+    for f in outcome.findings {
+        out.entry(f.code).or_default().insert(f.severity);
+    }
+    out
+}
+
+/// Disagreements between the policy and lint on `objects`, per (object,
+/// enforced rule): lint's error ↔ denied, warning ↔ warned, clean ↔
+/// admitted.
+fn disagreements(
+    objects: &[(String, Value)],
+    generation: Generation,
+    seen: &mut usize,
+) -> Vec<String> {
+    let opts = PolicyOptions {
+        generation,
+        ..PolicyOptions::default()
+    };
+    let policies = compiled(&opts);
+    let enforced: Vec<&str> = COVERAGE
+        .iter()
+        .filter(|(_, c)| matches!(c, Coverage::Enforced { .. }))
+        .map(|(code, _)| *code)
+        .collect();
+    let mut out = Vec::new();
+    for (name, object) in objects {
+        let admitted = match admit(&policies, object) {
+            Ok(a) => a,
+            Err(e) => {
+                out.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        let lint = lint_verdicts(object, generation);
+        for code in &enforced {
+            let want: BTreeSet<Bucket> = lint
+                .get(code)
+                .into_iter()
+                .flatten()
+                .map(|s| bucket(*s, &opts))
+                .collect();
+            let got: BTreeSet<Bucket> = admitted
+                .iter()
+                .filter(|(c, _)| c == code)
+                .map(|(_, b)| *b)
+                .collect();
+            *seen += usize::from(!want.is_empty());
+            if want != got {
+                out.push(format!(
+                    "{name} {code} ({generation}): lint {want:?}, policy {got:?}"
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Zero disagreements on `objects` under each generation, with at least
+/// the given number of (object, rule) findings: agreement on clean objects
+/// alone would prove nothing.
+fn assert_agrees(objects: &[(String, Value)], runs: [(Generation, usize); 2]) {
+    for (generation, findings) in runs {
+        let mut seen = 0;
+        let failures = disagreements(objects, generation, &mut seen);
+        assert!(
+            failures.is_empty(),
+            "{} disagreements ({generation}):\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+        assert!(
+            seen >= findings,
+            "{generation}: only {seen} (object, rule) findings"
+        );
+    }
+}
+
+/// The ANTLR parser of the `cel` crate recurses deeply on long expressions.
+fn with_big_stack(f: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .stack_size(512 << 20)
+        .spawn(f)
+        .expect("spawn the CEL thread")
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e));
+}
+
+#[test]
+fn the_policy_agrees_with_lint_on_every_fixture() {
+    with_big_stack(|| {
+        let objects = corpus();
+        assert!(objects.len() >= 40, "only {} objects", objects.len());
+        assert_agrees(
+            &objects,
+            [(Generation::Pr176, 20), (Generation::Pre176, 30)],
+        );
+    });
+}
+
+/// Every function the generated CEL calls is one both Kubernetes CEL and
+/// the `cel` crate provide.
+#[test]
+fn functions_are_in_both_libraries() {
+    with_big_stack(functions_used_are_shared);
+}
+
+fn functions_used_are_shared() {
+    let env = env();
+    let mut used = BTreeSet::new();
+    for generation in [Generation::Pr176, Generation::Pre176] {
+        for t in kinds::targets(generation) {
+            let sources = t
+                .variables
+                .iter()
+                .chain(&t.match_conditions)
+                .map(|(_, e)| e.clone())
+                .chain(t.checks.iter().map(|c| c.condition.clone()))
+                .chain(t.checks.iter().map(message_expression));
+            for source in sources {
+                let program = compile(&env, &source);
+                for f in program.references().functions() {
+                    used.insert(f.to_string());
+                }
+            }
+        }
+    }
+    let operators = |f: &str| f.starts_with('_') || f.starts_with('@') || f.starts_with('!');
+    let foreign: Vec<&String> = used
+        .iter()
+        .filter(|f| !operators(f) && !SHARED_FUNCTIONS.contains(&f.as_str()))
+        .collect();
+    assert!(
+        foreign.is_empty(),
+        "outside the shared set: {foreign:?} (all: {used:?})"
+    );
+}
+
+/// One YAML document as the wire-form JSON an API server would hand CEL.
+fn yaml(text: &str) -> Value {
+    let docs = infera_model::manifest::split_documents(text.as_bytes());
+    let doc = infera_model::manifest::parse_document("case.yaml", &docs[0])
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| panic!("case does not parse:\n{text}"));
+    doc.root.to_json()
+}
+
+/// An InferaDeployment with one service `w` (flow style), annotated.
+fn idep_case(annotation: &str, service: &str) -> String {
+    format!(
+        "apiVersion: infera.amd.com/v1alpha1\nkind: InferaDeployment\nmetadata: {{name: t, annotations: {{{annotation}}}}}\nspec:\n  services:\n    w: {service}\n"
+    )
+}
+
+/// An apps/v1 `kind` of `replicas` pods rolled by `strategy` (the kind's
+/// strategy field, flow style), whose pod runs `containers`.
+fn apps_case(kind: &str, replicas: &str, strategy: &str, containers: &str) -> String {
+    let field = if kind == "StatefulSet" {
+        "updateStrategy"
+    } else {
+        "strategy"
+    };
+    format!(
+        "apiVersion: apps/v1\nkind: {kind}\nmetadata: {{name: d}}\nspec:\n  replicas: {replicas}\n  {field}: {strategy}\n  selector: {{matchLabels: {{app: d}}}}\n  template:\n    metadata: {{labels: {{app: d}}}}\n    spec: {{containers: [{containers}]}}\n"
+    )
+}
+
+/// The rule cases: each rule where it fires and where it does not, the
+/// suppression annotation (whole object and per service), both operator
+/// generations. Lint is the oracle; the cases only have to reach it.
+fn rule_cases() -> Vec<String> {
+    let engine = |extra: &str| {
+        format!("{{name: main, image: x, command: [python3, -m, infera.engine.sglang]{extra}}}")
+    };
+    let pod = |pod: &str| format!("{{componentType: worker, extraPodSpec: {pod}}}");
+    let pin = "nodeSelector: {kubernetes.io/hostname: gpu-1}";
+    let ready = |t: u32| {
+        format!(", readinessProbe: {{httpGet: {{path: /ready, port: 30090}}, timeoutSeconds: {t}}}")
+    };
+    let health = ", readinessProbe: {httpGet: {path: /health, port: 30000}}";
+    let vllm = "{name: vllm, image: vllm/vllm-openai:v0.9.0, command: [vllm, serve, m]}";
+    let sh_vllm = "{name: v, image: x, command: [sh, -c, \"exec vllm serve m --port 8000\"]}";
+    let tgi = "{name: tgi, image: ghcr.io/huggingface/text-generation-inference:2.0}";
+    let nginx = "{name: web, image: nginx}";
+    let bad_port = "env: [{name: INFERA_READINESS_PORT, value: \" 30090\"}]";
+    let lws = |replicas: u32, rollout: &str, leader: &str| {
+        format!(
+            "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {{name: l}}\nspec:\n  replicas: {replicas}\n  rolloutStrategy: {rollout}\n  leaderWorkerTemplate:\n    size: 2\n    leaderTemplate: {{spec: {{containers: [{leader}]}}}}\n    workerTemplate: {{spec: {{containers: [{{name: w, image: x, command: [ray, start]}}]}}}}\n"
+        )
+    };
+    let dynamo = |service: &str| {
+        format!(
+            "apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata: {{name: g}}\nspec:\n  services:\n    w: {service}\n"
+        )
+    };
+    vec![
+        idep_case("", "{componentType: worker, skipReadinessProbe: true}"),
+        idep_case("infera.amd.com/lint-ignore: IR001", "{componentType: worker, skipReadinessProbe: true}"),
+        idep_case("infera.amd.com/lint-ignore: \" Skip-Probe-Serving/w \"", "{componentType: worker, skipReadinessProbe: true}"),
+        idep_case("infera.amd.com/lint-ignore: IR001/other", "{componentType: worker, skipReadinessProbe: true, replicas: 3}"),
+        idep_case("", "{componentType: server, skipReadinessProbe: true}"),
+        idep_case("", &pod(&format!("{{hostNetwork: true, {pin}, containers: [{}]}}", engine("")))),
+        idep_case("", &pod(&format!("{{hostNetwork: true, containers: [{}]}}", engine("")))),
+        idep_case("", &pod(&format!("{{{pin}, containers: [{}]}}", engine(", ports: [{containerPort: 80, hostPort: 8080}]")))),
+        idep_case("", &pod(&format!("{{containers: [{}]}}", engine(health)))),
+        idep_case("", &pod(&format!("{{containers: [{}]}}", engine(health))).replace("worker,", "worker, replicas: 2,")),
+        idep_case("", &pod(&format!("{{containers: [{}]}}", engine(&ready(10))))),
+        idep_case("", &pod(&format!("{{containers: [{}]}}", engine(&ready(5))))),
+        idep_case("", &pod(&format!("{{containers: [{}, {}]}}", engine(""), "{name: side, image: x, command: [python3, -m, infera.engine.vllm], readinessProbe: {httpGet: {path: /ready, port: 30090}, timeoutSeconds: 2}}"))),
+        idep_case("", &format!("{{componentType: worker, {bad_port}}}")),
+        idep_case("", &format!("{{componentType: worker, replicas: 2, {bad_port}}}")),
+        idep_case("", "{componentType: worker, env: [{name: INFERA_READINESS_PORT, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]}"),
+        idep_case("", "{componentType: worker, env: [{name: INFERA_READINESS_PORT, value: \"+030091\"}]}"),
+        idep_case("", &pod(&format!("{{containers: [{}]}}", engine(&format!(", {bad_port}"))))),
+        idep_case("", "{componentType: worker, numberOfNodes: 2, replicas: 1}"),
+        idep_case("", "{componentType: worker, numberOfNodes: 2, replicas: 2}"),
+        idep_case("", "{componentType: worker, replicas: 2}"),
+        idep_case("", &pod("{containers: [{name: main, image: x, command: [sleep, infinity]}]}").replace("worker,", "worker, skipReadinessProbe: true,")),
+        apps_case("Deployment", "1", "{}", &engine("")),
+        apps_case("Deployment", "1", "{}", vllm),
+        apps_case("Deployment", "4", "{}", sh_vllm),
+        apps_case("Deployment", "1", "{}", tgi),
+        apps_case("Deployment", "1", "{}", &format!("{nginx}, {vllm}")),
+        apps_case("Deployment", "1", "{rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}", vllm),
+        apps_case("Deployment", "1", "{type: Recreate}", nginx),
+        apps_case("Deployment", "0", "{rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}", nginx),
+        apps_case("Deployment", "2", "{rollingUpdate: {maxSurge: 1, maxUnavailable: \"100%\"}}", nginx),
+        apps_case("Deployment", "1", "{rollingUpdate: {maxUnavailable: \"50%\"}}", nginx),
+        apps_case("Deployment", "3", "{rollingUpdate: {maxSurge: \"0%\", maxUnavailable: \"0%\"}}", nginx),
+        apps_case("Deployment", "1", "{rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}", &format!("{{name: e, image: x, command: [python3, -m, infera.engine.vllm], ports: [{{containerPort: 1, hostPort: 9}}]{}}}", ready(10))).replace("spec: {containers", &format!("spec: {{{pin}, containers")),
+        apps_case("Deployment", "1", "{}", &engine(&format!("{}, {bad_port}", ready(3)))),
+        apps_case("Deployment", "1", "{}", &engine(health)),
+        apps_case("Deployment", "1", "{}", "{name: aibrix-runtime, image: aibrix/runtime, readinessProbe: {httpGet: {path: /ready, port: 8080}, timeoutSeconds: 1}}"),
+        apps_case("StatefulSet", "1", "{}", &format!("{{name: vllm, image: x, command: [vllm, serve, m]{health}}}")),
+        apps_case("StatefulSet", "1", "{type: OnDelete}", vllm),
+        apps_case("StatefulSet", "2", "{rollingUpdate: {maxUnavailable: \"50%\"}}", vllm),
+        apps_case("StatefulSet", "1", "{}", nginx),
+        lws(1, "{}", vllm),
+        lws(2, "{}", vllm),
+        lws(2, "{rollingUpdateConfiguration: {maxUnavailable: 2}}", vllm),
+        lws(1, "{rollingUpdateConfiguration: {maxSurge: 1, maxUnavailable: 0}}", vllm),
+        lws(1, "{rollingUpdateConfiguration: {maxSurge: 1, maxUnavailable: 0}}", &format!("{{name: vllm, image: x, command: [vllm, serve, m]{health}}}")),
+        dynamo("{componentType: worker, replicas: 1, multinode: {nodeCount: 2}, extraPodSpec: {mainContainer: {image: x, command: [python3, -m, dynamo.vllm]}}}"),
+        dynamo("{componentType: worker, replicas: 2, multinode: {nodeCount: 2}, extraPodSpec: {mainContainer: {image: x, command: [python3, -m, dynamo.vllm]}}}"),
+        dynamo("{componentType: worker, replicas: 1, extraPodSpec: {mainContainer: {image: x, command: [python3, -m, dynamo.sglang], readinessProbe: {httpGet: {path: /ready, port: 30090}}}}}"),
+    ]
+}
+
+#[test]
+fn the_policy_agrees_with_lint_on_the_rule_cases() {
+    with_big_stack(|| {
+        let objects: Vec<(String, Value)> = rule_cases()
+            .iter()
+            .enumerate()
+            .map(|(i, text)| (format!("case {i}"), yaml(text)))
+            .collect();
+        assert_agrees(
+            &objects,
+            [(Generation::Pr176, 30), (Generation::Pre176, 25)],
+        );
+    });
+}
