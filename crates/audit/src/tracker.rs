@@ -402,9 +402,10 @@ impl Auditor {
             _ => None,
         };
         let delta = self.live.apply(event, namespaced_key, facts_of);
-        if let (Event::Apply(_) | Event::Delete(_), Some(s)) = (event, self.sight.as_mut()) {
-            s.event(now);
-        }
+        let sighted = match (event, self.sight.as_mut()) {
+            (Event::Apply(_) | Event::Delete(_), Some(s)) => s.event(now),
+            _ => Transition::None,
+        };
         match delta {
             Delta::Nothing => {}
             Delta::Upserted(key) => {
@@ -419,6 +420,9 @@ impl Auditor {
             }
             Delta::Relisted { vanished } => self.relisted(vanished, now),
         }
+        // Sighted after the event is applied: it arrived while blind, so it
+        // was timed by the server's timestamps.
+        self.transition(sighted, now);
     }
 
     fn relisted(&mut self, vanished: Vec<(String, Facts)>, now: Instant) {

@@ -11,8 +11,10 @@
 //! [`TRUSTED_SILENCE`], and everything after the last proof is counted
 //! unobserved, retroactively.
 //!
-//! A blind watch is current again only when a re-list completes. When two
-//! heartbeats in a row are answered again, the sight asks for one
+//! A blind watch is current again when its stream delivers an event (the
+//! watcher resumed; what it replays carries the server's timestamps) or a
+//! re-list completes. When two heartbeats in a row are answered and the
+//! stream is still silent, the sight asks for a re-list
 //! ([`Transition::Resync`]): the caller starts the watch afresh. Waiting for
 //! the old stream is not enough: a connection that was blackholed (or whose
 //! API server restarted meanwhile) can stay silent long after the network
@@ -109,10 +111,13 @@ impl Sight {
     }
 
     /// A watch event arrived at `at`: the stream delivers.
-    pub fn event(&mut self, at: Instant) {
-        if self.is_current() {
-            self.last_proof = self.last_proof.max(at);
-        }
+    ///
+    /// A blind watch whose stream delivers again (the watcher resumed after
+    /// a failed request; held events arrive after a blackhole) is current
+    /// from this event on: what it replays carries the server's timestamps.
+    pub fn event(&mut self, at: Instant) -> Transition {
+        self.last_proof = self.last_proof.max(at);
+        self.sighted(at)
     }
 
     /// A request of the watch failed at `at`.
@@ -355,7 +360,7 @@ mod tests {
         let t0 = Instant::now();
         let s = |n: u64| t0 + Duration::from_secs(n);
         let mut sight = Sight::new(t0);
-        sight.event(s(3));
+        assert_eq!(sight.event(s(3)), Transition::None);
         assert_eq!(sight.beat(&answered(s(5), s(5))), Transition::None);
         // Silence: the next beat times out; blind since the beat sent at 5.
         match sight.beat(&unanswered(s(10))) {
@@ -390,6 +395,9 @@ mod tests {
         assert_eq!(sight.relisted(s(46)), Transition::Sighted { at: s(46) });
         assert!(matches!(sight.relisting(s(60)), Transition::Blind { .. }));
         assert_eq!(sight.relisted(s(61)), Transition::Sighted { at: s(61) });
+        // A resumed stream that delivers is current again at once.
+        assert!(matches!(sight.watch_error(s(70), "reset"), Transition::Blind { .. }));
+        assert_eq!(sight.event(s(71)), Transition::Sighted { at: s(71) });
     }
 
     #[test]
