@@ -60,6 +60,7 @@ fn hand_built_outcome() -> LintOutcome {
         line,
         column,
         object: object.clone(),
+        fix: None,
     };
     LintOutcome {
         findings: vec![

@@ -678,13 +678,80 @@ fn lint_bytes(file: &str, bytes: &[u8], opts: &LintOptions, stage: Stage<'_>, r:
                 continue;
             }
         };
+        let text = std::str::from_utf8(raw.bytes).unwrap_or_default();
         for (base, node) in manifest::objects(&doc.root) {
-            let locate = |p: &[Seg]| {
-                let mut full = base.clone();
-                full.extend_from_slice(p);
-                doc.locate(&full)
+            let place = Place {
+                document: doc.index,
+                base,
+                source: Some((&doc.root, text)),
+                line_offset: doc.line_offset,
             };
-            lint_node(node, file, opts, stage, &locate, r);
+            lint_node(node, file, opts, stage, &place, r);
+        }
+    }
+}
+
+/// Where an object sits: its document, its path in it, and (for a file)
+/// the document's tree and text, which positions and fixes are read from.
+struct Place<'d> {
+    document: usize,
+    base: manifest::Path,
+    source: Option<(&'d Node<'d>, &'d str)>,
+    line_offset: usize,
+}
+
+impl Place<'_> {
+    fn full(&self, p: &[Seg]) -> manifest::Path {
+        let mut full = self.base.clone();
+        full.extend_from_slice(p);
+        full
+    }
+
+    /// File line/column of a path inside the object ((0, 0) when unknown).
+    fn locate(&self, p: &[Seg]) -> (usize, usize) {
+        let Some((root, _)) = self.source else {
+            return (0, 0);
+        };
+        match root.locate(&self.full(p)) {
+            (0, _) => (0, 0),
+            (line, column) => (line as usize + self.line_offset, column as usize),
+        }
+    }
+
+    /// A rule's fix as the report carries it: paths from the document's
+    /// root, and the text edits of the file (all or none).
+    fn fix(&self, hit: super::rules::HitFix) -> super::finding::Fix {
+        let mut edits = Vec::new();
+        let mut complete = self.source.is_some();
+        let changes = hit
+            .changes
+            .into_iter()
+            .map(|(path, value)| {
+                let full = self.full(&path);
+                if let Some((root, text)) = self.source.filter(|_| complete) {
+                    match super::fix::text_edits(root, text, &full, &value) {
+                        Some(e) => edits.extend(e),
+                        None => complete = false,
+                    }
+                }
+                super::finding::Change {
+                    path: super::fix::pointer(&full),
+                    value,
+                }
+            })
+            .collect();
+        if !complete {
+            edits.clear();
+        }
+        for e in &mut edits {
+            e.line += self.line_offset;
+            e.end_line += self.line_offset;
+        }
+        super::finding::Fix {
+            description: hit.description,
+            document: self.document,
+            changes,
+            edits,
         }
     }
 }
@@ -694,7 +761,7 @@ fn lint_node(
     file: &str,
     opts: &LintOptions,
     stage: Stage<'_>,
-    locate: &dyn Fn(&[Seg]) -> (usize, usize),
+    place: &Place<'_>,
     r: &mut FileResult,
 ) {
     match manifest::convert(node) {
@@ -705,7 +772,7 @@ fn lint_node(
             }
         }
         ConvertOutcome::Invalid { path, message } => {
-            let (line, column) = locate(&path);
+            let (line, column) = place.locate(&path);
             let kind = node.get("kind").and_then(Node::as_str).unwrap_or("object");
             r.errors.push(InputError {
                 file: file.to_string(),
@@ -724,8 +791,9 @@ fn lint_node(
             collect_placeholders(node, &mut placeholders);
             for (hit, object_ref) in super::kinds::lint_typed(&object, placeholders, opts, capacity)
             {
-                let (line, column) = locate(&hit.path);
+                let (line, column) = place.locate(&hit.path);
                 let Some(meta) = rule(hit.code) else { continue };
+                let fix = hit.fix.map(|f| place.fix(f));
                 r.findings.push(Finding {
                     code: meta.code,
                     name: meta.name,
@@ -735,6 +803,7 @@ fn lint_node(
                     line,
                     column,
                     object: object_ref,
+                    fix,
                 });
             }
         }
@@ -824,7 +893,7 @@ pub fn lint_live(
     let linted = manifest::with_parse_stack(|| {
         let mut r = FileResult::default();
         let owners = live_inferadeployments(objects);
-        for v in objects {
+        for (document, v) in objects.iter().enumerate() {
             r.documents += 1;
             if rendered_by_linted_owner(v, &owners) {
                 // The operator renders it from an InferaDeployment linted
@@ -833,14 +902,13 @@ pub fn lint_live(
                 continue;
             }
             let node = Node::from_json(v);
-            lint_node(
-                &node,
-                source,
-                opts,
-                Stage::Lint(&capacity),
-                &|_| (0, 0),
-                &mut r,
-            );
+            let place = Place {
+                document,
+                base: Vec::new(),
+                source: None,
+                line_offset: 0,
+            };
+            lint_node(&node, source, opts, Stage::Lint(&capacity), &place, &mut r);
         }
         r
     });

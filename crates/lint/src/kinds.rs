@@ -120,6 +120,7 @@ fn lint_idep(
             serving: operator::is_serving_worker(svc),
             engine: rw.pod.containers.get(main).and_then(catalogue::recognize),
             max_unavailable,
+            max_unavailable_spec: None,
             replicas: rw.replicas,
             number_of_nodes: rw.number_of_nodes,
             roll,
@@ -217,8 +218,16 @@ fn lint_deployment(
         roll,
         max_surge,
         max_unavailable: Some(max_unavailable),
+        max_unavailable_spec: int_or_string(unavailable),
     };
     plain_workload(plain, placeholders, cx)
+}
+
+fn int_or_string(v: Option<&IntOrString>) -> Option<serde_json::Value> {
+    v.map(|v| match v {
+        IntOrString::Int(n) => serde_json::Value::from(*n),
+        IntOrString::String(s) => serde_json::Value::from(s.as_str()),
+    })
 }
 
 /// maxSurge and maxUnavailable after upstream rounding, with the kind's
@@ -283,6 +292,7 @@ fn lint_statefulset(
         roll: RollKind::OldPodFirst,
         max_surge: 0,
         max_unavailable: (!on_delete && !partitioned).then_some(max_unavailable),
+        max_unavailable_spec: int_or_string(ru.and_then(|r| r.max_unavailable.as_ref())),
     };
     plain_workload(plain, placeholders, cx)
 }
@@ -333,6 +343,7 @@ fn lint_lws(
         roll: RollKind::Lws,
         max_surge,
         max_unavailable: Some(max_unavailable),
+        max_unavailable_spec: int_or_string(ru.and_then(|r| r.max_unavailable.as_ref())),
     };
     plain_workload(plain, placeholders, cx)
 }
@@ -349,6 +360,7 @@ struct Plain<'a> {
     roll: RollKind,
     max_surge: i64,
     max_unavailable: Option<i64>,
+    max_unavailable_spec: Option<serde_json::Value>,
 }
 
 /// The main container: the one named `main`/`infera` (else the first)
@@ -385,6 +397,7 @@ fn plain_workload(
         roll,
         max_surge,
         max_unavailable,
+        max_unavailable_spec,
     } = plain;
     let main = engine_container(pod);
     let engine = pod.containers.get(main).and_then(catalogue::recognize);
@@ -398,6 +411,7 @@ fn plain_workload(
         serving: worker,
         engine,
         max_unavailable,
+        max_unavailable_spec,
         replicas,
         number_of_nodes,
         roll,
@@ -478,6 +492,7 @@ fn lint_dynamo(
             serving: false,
             engine: pod.containers.first().and_then(catalogue::recognize),
             max_unavailable: multinode.then_some(1),
+            max_unavailable_spec: None,
             replicas: count(svc.replicas.as_ref()),
             number_of_nodes: nodes,
             roll: if multinode {

@@ -8,6 +8,7 @@
 pub mod config;
 pub mod engine;
 pub mod finding;
+pub mod fix;
 mod kinds;
 pub mod report;
 pub mod rules;

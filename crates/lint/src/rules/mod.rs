@@ -99,6 +99,15 @@ pub struct Hit {
     pub severity: Severity,
     pub path: Path,
     pub message: String,
+    pub fix: Option<HitFix>,
+}
+
+/// A rule's fix: merge patches at paths inside the object (see
+/// [`crate::finding::Change`]), and what they do.
+#[derive(Debug, Clone)]
+pub struct HitFix {
+    pub description: String,
+    pub changes: Vec<(Path, serde_json::Value)>,
 }
 
 impl Hit {
@@ -108,7 +117,21 @@ impl Hit {
             severity,
             path,
             message,
+            fix: None,
         }
+    }
+
+    /// The same hit with a fix.
+    pub fn with_fix(
+        mut self,
+        description: impl Into<String>,
+        changes: Vec<(Path, serde_json::Value)>,
+    ) -> Hit {
+        self.fix = Some(HitFix {
+            description: description.into(),
+            changes,
+        });
+        self
     }
 }
 
@@ -166,6 +189,9 @@ pub struct Workload<'a> {
     /// (maxUnavailable after upstream rounding; all of them for Recreate),
     /// when the kind's rollout is known.
     pub max_unavailable: Option<i64>,
+    /// maxUnavailable as written, when the kind lets the manifest set it
+    /// (a percentage is re-rounded for another replica count).
+    pub max_unavailable_spec: Option<serde_json::Value>,
     pub replicas: Option<i32>,
     pub number_of_nodes: Option<i32>,
     pub roll: RollKind,
@@ -246,11 +272,28 @@ impl Workload<'_> {
         self.pod.containers.get(self.main)
     }
 
-    /// `decode`, or `deployment/foo`: how messages name the workload.
+    /// `decode (pd service decode)`, `deployment foo`, or
+    /// `dynamographdeployment g service decode`: how messages name the
+    /// workload, in the manifest's own words (a role only where the
+    /// manifest has one: an InferaDeployment service).
     pub fn who(&self) -> String {
         match &self.service {
-            Some(s) => format!("{} ({} service {s})", self.role, self.name),
+            Some(s) if self.kind == "InferaDeployment" => {
+                format!("{} ({} service {s})", self.role, self.name)
+            }
+            Some(s) => format!("{} {} service {s}", self.kind.to_lowercase(), self.name),
             None => format!("{} {}", self.kind.to_lowercase(), self.name),
+        }
+    }
+
+    /// What loses its serving pods, as the subject of a message's second
+    /// clause: the role of an InferaDeployment service, else `it` (the
+    /// workload [`Workload::who`] named at the start).
+    pub fn subject(&self) -> String {
+        if self.kind == "InferaDeployment" {
+            self.role.to_string()
+        } else {
+            "it".to_string()
         }
     }
 
