@@ -1127,12 +1127,16 @@ _infera() {
             return 0
             ;;
         infera__subcmd__sim__subcmd__serve)
-            opts="-v -h -V --truth --scenario --port --plain-http --token --kubeconfig-out --speed --seed --operator --no-world --drop-watches-every --error-rate --conflict-rate --compact-every --latency --restart-api-every --cut --blackhole --verbose --help --version"
+            opts="-v -h -V --clock-skew --truth --scenario --port --plain-http --token --kubeconfig-out --speed --seed --operator --no-world --drop-watches-every --error-rate --conflict-rate --compact-every --latency --restart-api-every --cut --blackhole --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --clock-skew)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --truth)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

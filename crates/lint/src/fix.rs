@@ -509,7 +509,7 @@ mod tests {
     fn replaces_scalars_and_whole_entries() {
         let text = "spec:\n  replicas: 1 # one\n  strategy:\n    type: Recreate\n  selector: {}\n";
         let out = edited(text, &[key("spec"), key("replicas")], json!(2));
-        assert!(out.contains("  replicas: 2\n"), "{out}");
+        assert!(out.contains("  replicas: 2 # one\n"), "{out}");
         let out = edited(
             text,
             &[key("spec"), key("strategy")],

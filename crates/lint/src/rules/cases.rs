@@ -553,7 +553,7 @@ fn whole_node_worker_against_live_capacity() {
 #[test]
 fn messages_say_what_the_manifest_says() {
     // (rule, manifest, must contain, must not contain)
-    let table: [(&str, String, &[&str], &[&str]); 5] = [
+    let table: [(&str, String, &[&str], &[&str]); 8] = [
         (
             "IR012",
             lws(
@@ -562,13 +562,46 @@ fn messages_say_what_the_manifest_says() {
                 "{rollingUpdateConfiguration: {maxUnavailable: 2}}",
                 LEADER_TCP,
             ),
-            &["maxUnavailable 2", "readiness probe cannot help"],
-            &["no readiness", "maxUnavailable 1"],
+            &[
+                "maxUnavailable 2",
+                "no group stays up",
+                "no readiness probe can help",
+                "replicas: 3",
+            ],
+            &["mixed", "0 group(s)", "maxUnavailable 1"],
+        ),
+        (
+            // maxUnavailable above the groups: no negative count.
+            "IR012",
+            lws(
+                1,
+                2,
+                "{rollingUpdateConfiguration: {maxUnavailable: 2}}",
+                LEADER_TCP,
+            ),
+            &["1 2-node group(s)", "no group stays up", "replicas: 3"],
+            &["-1", "mixed"],
         ),
         (
             "IR012",
             lws(1, 2, "{}", LEADER_BARE),
-            &["maxUnavailable 1", "no readiness probe"],
+            &[
+                "leaderworkerset l is",
+                "maxUnavailable 1",
+                "so it will have",
+                "replicas: 2",
+            ],
+            &["mixed"],
+        ),
+        (
+            // The port TGI listens on (the image's PORT 80), not a declared one.
+            "IR007",
+            deployment(
+                1,
+                "{}",
+                "{name: tgi, image: ghcr.io/huggingface/text-generation-inference:2, ports: [{containerPort: 8080}]}",
+            ),
+            &["TGI", "httpGet /health on port 80 (TGI's default)"],
             &[],
         ),
         (
@@ -576,15 +609,25 @@ fn messages_say_what_the_manifest_says() {
             deployment(
                 1,
                 "{}",
-                "{name: tgi, image: ghcr.io/huggingface/text-generation-inference:2, ports: [{containerPort: 8080}]}",
+                "{name: tgi, image: ghcr.io/huggingface/text-generation-inference:2, env: [{name: PORT, value: '8080'}]}",
             ),
-            &["TGI", "httpGet /health on port 8080"],
+            &["httpGet /health on port 8080 (env PORT)"],
             &[],
         ),
         (
             "IR007",
+            deployment(
+                1,
+                "{}",
+                "{name: t, image: nvcr.io/nvidia/tritonserver:24.05-py3, ports: [{containerPort: 8001}, {containerPort: 8000}]}",
+            ),
+            &["/v2/health/ready on port 8000"],
+            &["8001"],
+        ),
+        (
+            "IR007",
             deployment(4, "{}", VLLM),
-            &["maxSurge 1 and maxUnavailable 1", "/v1/models on port 8000"],
+            &["maxSurge 1 and maxUnavailable 1", "/health on port 8000"],
             &[],
         ),
         (
