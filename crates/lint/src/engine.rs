@@ -18,6 +18,7 @@ pub use super::rules::InventoryNode;
 use super::rules::{Capacity, Hit, REGISTRY, Workload};
 pub use super::rules::{rule, rules};
 use infera_model::api::INFERA_DEPLOYMENT;
+use infera_model::dra::Claims;
 use infera_model::manifest::{self, ConvertOutcome, Node, Seg};
 use infera_model::operator;
 use infera_model::worker;
@@ -667,7 +668,31 @@ fn lint_file(path: &FsPath, opts: &LintOptions, stage: Stage<'_>) -> FileResult 
     r
 }
 
+/// The DRA claims and claim templates of one source (a file, stdin),
+/// which its pods' `resourceClaims` name. Only a source that mentions
+/// them is parsed twice.
+fn source_claims(file: &str, bytes: &[u8]) -> Claims {
+    const NEEDLE: &[u8] = b"ResourceClaim";
+    if !bytes.windows(NEEDLE.len()).any(|w| w == NEEDLE) {
+        return Claims::new();
+    }
+    manifest::split_documents(bytes)
+        .iter()
+        .filter_map(|raw| manifest::parse_document(file, raw).ok().flatten())
+        .flat_map(|doc| {
+            manifest::objects(&doc.root)
+                .into_iter()
+                .filter_map(|(_, node)| infera_model::dra::read_claim(&node.to_json()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 fn lint_bytes(file: &str, bytes: &[u8], opts: &LintOptions, stage: Stage<'_>, r: &mut FileResult) {
+    let claims = match stage {
+        Stage::Lint(_) => source_claims(file, bytes),
+        Stage::Load => Claims::new(),
+    };
     for raw in manifest::split_documents(bytes) {
         r.documents += 1;
         let doc = match manifest::parse_document(file, &raw) {
@@ -685,6 +710,7 @@ fn lint_bytes(file: &str, bytes: &[u8], opts: &LintOptions, stage: Stage<'_>, r:
                 base,
                 source: Some((&doc.root, text)),
                 line_offset: doc.line_offset,
+                claims: &claims,
             };
             lint_node(node, file, opts, stage, &place, r);
         }
@@ -698,6 +724,8 @@ struct Place<'d> {
     base: manifest::Path,
     source: Option<(&'d Node<'d>, &'d str)>,
     line_offset: usize,
+    /// The DRA claims of the same source.
+    claims: &'d Claims,
 }
 
 impl Place<'_> {
@@ -789,8 +817,12 @@ fn lint_node(
             let Stage::Lint(capacity) = stage else { return };
             let mut placeholders = set_aside;
             collect_placeholders(node, &mut placeholders);
-            for (hit, object_ref) in super::kinds::lint_typed(&object, placeholders, opts, capacity)
-            {
+            let cx = super::kinds::Cx {
+                opts,
+                capacity,
+                claims: place.claims,
+            };
+            for (hit, object_ref) in super::kinds::lint_typed(&object, placeholders, cx) {
                 let (line, column) = place.locate(&hit.path);
                 let Some(meta) = rule(hit.code) else { continue };
                 let fix = hit.fix.map(|f| place.fix(f));
@@ -893,6 +925,10 @@ pub fn lint_live(
     let linted = manifest::with_parse_stack(|| {
         let mut r = FileResult::default();
         let owners = live_inferadeployments(objects);
+        let claims: Claims = objects
+            .iter()
+            .filter_map(infera_model::dra::read_claim)
+            .collect();
         for (document, v) in objects.iter().enumerate() {
             r.documents += 1;
             if rendered_by_linted_owner(v, &owners) {
@@ -907,6 +943,7 @@ pub fn lint_live(
                 base: Vec::new(),
                 source: None,
                 line_offset: 0,
+                claims: &claims,
             };
             lint_node(&node, source, opts, Stage::Lint(&capacity), &place, &mut r);
         }

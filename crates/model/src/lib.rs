@@ -3,6 +3,7 @@
 //! worker facts. No `kube`, `tokio` or `clap`: everything above builds on it.
 
 pub mod api;
+pub mod dra;
 pub mod duration;
 pub mod engine;
 pub mod generation;

@@ -736,3 +736,39 @@ fn rules_follow_the_operator_generation() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A Deployment whose vLLM (TP 4, a readiness probe) takes its GPUs from
+/// a DRA claim template with `count` GPUs, in the same file (`template`
+/// names the one the pod uses); the v1 (GA) shape.
+fn dra_deployment(template: &str, count: u32) -> String {
+    format!(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {{name: gpus}}\nspec:\n  spec:\n    devices:\n      requests:\n      - name: gpu\n        exactly: {{deviceClassName: gpu.nvidia.com, count: {count}}}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: d}}}}\n  template:\n    metadata: {{labels: {{app: d}}}}\n    spec:\n      resourceClaims: [{{name: gpu, resourceClaimTemplateName: {template}}}]\n      containers:\n      - name: vllm\n        image: vllm/vllm-openai:v0.10.0\n        args: [--model, m, --tensor-parallel-size, '4']\n        readinessProbe: {{httpGet: {{path: /health, port: 8000}}}}\n        resources: {{claims: [{{name: gpu}}]}}\n"
+    )
+}
+
+#[test]
+fn gpus_claimed_through_dra_count() {
+    let codes = |text: String| -> Vec<&'static str> {
+        let out = lint_source("dra.yaml", text.as_bytes(), &LintOptions::default());
+        assert!(out.input_errors.is_empty(), "{:?}", out.input_errors);
+        out.findings.iter().map(|f| f.code).collect()
+    };
+    // TP 4 on 1 claimed GPU: IR009, naming the device plugin's resource.
+    let out = lint_source(
+        "dra.yaml",
+        dra_deployment("gpus", 1).as_bytes(),
+        &LintOptions::default(),
+    );
+    let f = out
+        .findings
+        .iter()
+        .find(|f| f.code == "IR009")
+        .expect("IR009");
+    assert!(f.message.contains("requests 1"), "{}", f.message);
+    assert!(f.fix.is_none(), "the count lives in the claim template");
+    assert_eq!(codes(dra_deployment("gpus", 4)), Vec::<&str>::new());
+    // All 8 GPUs of a node through the claim: the surge pod needs a spare node.
+    assert_eq!(codes(dra_deployment("gpus", 8)), ["IR004"]);
+    // A template from another file: the count is unknown, no verdict.
+    assert_eq!(codes(dra_deployment("elsewhere", 1)), Vec::<&str>::new());
+}

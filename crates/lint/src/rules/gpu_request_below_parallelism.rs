@@ -12,7 +12,10 @@ declare_rule! {
     /// `--data-parallel-size`); TGI: `--num-shard` (or env `NUM_SHARD`).
     /// Short forms (`--tp`, `--dp`, `-tp`, `-dp`, `--flag=value`) count. A
     /// multi-node group divides the product by its nodes. An unknown value
-    /// (placeholder, env expansion) means no finding; NIM and Triton take
+    /// (placeholder, env expansion, a DRA claim defined elsewhere) means no
+    /// finding; GPUs claimed through DRA (a ResourceClaimTemplate or
+    /// ResourceClaim of the same file, `gpu.*` device classes) count as
+    /// requested; NIM and Triton take
     /// parallelism from their profile or built engine, not from flags; a
     /// plain workload that requests no GPU resource (a TPU or CPU server)
     /// is left alone.
@@ -50,13 +53,16 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     let Some(needed) = engine.gpus_needed(c) else {
         return;
     };
-    if w.unknown(super::Slot::Gpu, RULE.code) {
+    // A DRA claim infera cannot count (defined in another source, or every
+    // GPU of the node) is an unknown GPU count, not zero.
+    if w.unknown(super::Slot::Gpu, RULE.code) || w.claimed_gpus == super::ClaimedGpus::Unknown {
         return;
     }
     // Multi-node groups split parallelism across nodes.
     let per_node = needed / i64::from(w.number_of_nodes.unwrap_or(1).max(1));
     // A plain model server that requests no GPU at all runs on another
-    // accelerator (TPU, CPU, a DRA claim): its flags say nothing about GPUs.
+    // accelerator (TPU, CPU, a non-GPU DRA device): its flags say nothing
+    // about GPUs.
     let requested = match w.gpu_request() {
         Some((_, n)) => n,
         None if w.worker => 0,
@@ -99,5 +105,6 @@ fn gpu_fix(w: &Workload<'_>, n: i64) -> Option<serde_json::Value> {
             value.insert(field.into(), serde_json::json!({ name.clone(): n }));
         }
     }
-    Some(serde_json::Value::Object(value))
+    // GPUs from a DRA claim are counted in the claim template, not here.
+    (!value.is_empty()).then_some(serde_json::Value::Object(value))
 }

@@ -219,11 +219,17 @@ pub struct Workload<'a> {
     /// Fields that hold unresolved placeholders (path inside the object, raw text).
     pub placeholders: Vec<(Path, String)>,
     pub capacity: &'a Capacity,
+    /// GPUs the main container gets through DRA resource claims.
+    pub claimed_gpus: ClaimedGpus,
     /// Verdicts a placeholder kept a rule from reaching: (what the
     /// placeholder stands for, rule code). Filled by [`Workload::unknown`]
     /// while the rules run; IR011 (run last) reports it.
     pub blocked: std::cell::RefCell<Vec<(Slot, &'static str)>>,
 }
+
+/// GPUs the main container gets through DRA, named as the device plugin
+/// of the same vendor names them (`nvidia.com/gpu` for `gpu.nvidia.com`).
+pub use infera_model::dra::ClaimedGpus;
 
 /// What a placeholder stands for, as far as the rules are concerned: the
 /// verdicts it can block follow from this, not from where it sits.
@@ -383,14 +389,16 @@ impl Workload<'_> {
         }
     }
 
-    /// GPUs the main container requests (requests, else limits), by resource name.
+    /// GPUs the main container requests (requests, else limits, else its
+    /// DRA claims), by resource name.
     pub fn gpu_request(&self) -> Option<(String, i64)> {
         let c = self.main_container()?;
-        let res = c.resources.as_ref()?;
-        for map in [res.requests.as_ref(), res.limits.as_ref()]
-            .into_iter()
-            .flatten()
-        {
+        let maps = c
+            .resources
+            .as_ref()
+            .map(|res| [res.requests.as_ref(), res.limits.as_ref()])
+            .unwrap_or_default();
+        for map in maps.into_iter().flatten() {
             for (k, v) in map {
                 if infera_model::worker::is_gpu_resource(k)
                     && let Some(n) = infera_model::worker::whole_quantity(&v.0)
@@ -399,7 +407,10 @@ impl Workload<'_> {
                 }
             }
         }
-        None
+        match &self.claimed_gpus {
+            ClaimedGpus::Known(name, n) => Some((name.clone(), *n)),
+            _ => None,
+        }
     }
 
     /// The single hostname the pod is pinned to (nodeSelector or required
