@@ -26,7 +26,9 @@ use infera_model::worker;
 /// What the rules need to know that is not in the manifests.
 #[derive(Debug, Clone, Default)]
 pub struct LintOptions {
-    /// GPUs per node assumed when no inventory is given (default 8).
+    /// GPUs per node when no inventory is given (`--node-gpus`, the
+    /// `node-gpus:` config key); 0 when neither says: then the node labels
+    /// a pod pins decide (`infera_model::accelerator`), else 8.
     pub node_gpus: u32,
     /// Node inventory (`--nodes FILE`), if given.
     pub nodes: Option<PathBuf>,
@@ -251,12 +253,13 @@ fn load_capacity(
     errors: &mut Vec<InputError>,
 ) -> Capacity {
     let node_gpus = if opts.node_gpus == 0 {
-        8
+        super::config::DEFAULT_NODE_GPUS
     } else {
         opts.node_gpus
     };
     let mut cap = Capacity {
         node_gpus,
+        node_gpus_given: opts.node_gpus != 0,
         inventory: None,
     };
     if live.is_some() {

@@ -772,3 +772,41 @@ fn gpus_claimed_through_dra_count() {
     // A template from another file: the count is unknown, no verdict.
     assert_eq!(codes(dra_deployment("elsewhere", 1)), Vec::<&str>::new());
 }
+
+/// Without `--node-gpus` or the config key, the node labels a pod pins say
+/// how many GPUs its node has.
+#[test]
+fn pinned_accelerator_and_instance_type_size_the_node() {
+    let pod = |gpus: u32, selector: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d}}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: d}}}}\n  template:\n    metadata: {{labels: {{app: d}}}}\n    spec:\n      nodeSelector: {{{selector}}}\n      containers:\n      - {{name: vllm, image: vllm/vllm-openai:v0.10.0, args: [--model, m, --tensor-parallel-size, '{gpus}'], readinessProbe: {{httpGet: {{path: /health, port: 8000}}}}, resources: {{limits: {{nvidia.com/gpu: {gpus}}}}}}}\n"
+        )
+    };
+    let ir004 = |text: String, node_gpus: u32| {
+        let opts = LintOptions {
+            node_gpus,
+            ..LintOptions::default()
+        };
+        let out = lint_source("n.yaml", text.as_bytes(), &opts);
+        out.findings
+            .iter()
+            .find(|f| f.code == "IR004")
+            .map(|f| f.message.clone())
+    };
+    let l4 = "cloud.google.com/gke-accelerator: nvidia-l4";
+    // 4 L4s fill a g2-standard-48: the surge pod needs a spare node.
+    let m = ir004(pod(4, l4), 0).expect("IR004 on a 4-L4 node");
+    assert!(
+        m.contains("half of a 4-GPU node") && m.contains("nvidia-l4"),
+        "{m}"
+    );
+    // `--node-gpus 8` (or the config key) wins over the labels.
+    assert_eq!(ir004(pod(4, l4), 8), None);
+    // The machine type is exact: 4 of a g2-standard-96's 8 fit beside it.
+    let g2_96 = format!("{l4}, node.kubernetes.io/instance-type: g2-standard-96");
+    assert_eq!(ir004(pod(4, &g2_96), 0), None);
+    let nc96 = "node.kubernetes.io/instance-type: Standard_NC96ads_A100_v4";
+    assert!(ir004(pod(4, nc96), 0).is_some_and(|m| m.contains("4-GPU node")));
+    // No label in the table: 8 GPUs a node, as before.
+    assert_eq!(ir004(pod(4, "disk: ssd"), 0), None);
+}

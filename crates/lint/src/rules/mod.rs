@@ -165,7 +165,11 @@ pub struct InventoryNode {
 /// Cluster facts the capacity rules use.
 #[derive(Debug, Clone, Default)]
 pub struct Capacity {
+    /// GPUs per node: as given, else the default (8).
     pub node_gpus: u32,
+    /// True when `--node-gpus` or the config gave `node_gpus`; else the
+    /// node labels a pod pins may say (see [`Workload::node_gpus`]).
+    pub node_gpus_given: bool,
     pub inventory: Option<Vec<InventoryNode>>,
 }
 
@@ -387,6 +391,47 @@ impl Workload<'_> {
         } else {
             format!("node {host}")
         }
+    }
+
+    /// GPUs per node for this pod, and the pinned label that said so (None
+    /// when the flag, the config or the default did): `--node-gpus` or the
+    /// config when given, else the GKE/EKS/AKS node labels the pod pins
+    /// (`infera_model::accelerator`), else the default.
+    pub fn node_gpus(&self) -> (u32, Option<String>) {
+        let default = (self.capacity.node_gpus, None);
+        if self.capacity.node_gpus_given {
+            return default;
+        }
+        let pod_gpus = self.gpu_request().map_or(1, |(_, n)| n);
+        infera_model::accelerator::node_gpus(|k| self.pinned_label(k), pod_gpus)
+            .map_or(default, |n| (n.gpus, Some(n.because)))
+    }
+
+    /// The one value a node label must have for the pod to land: its
+    /// `nodeSelector`, else a required node affinity term `In [value]`.
+    pub fn pinned_label(&self, key: &str) -> Option<&str> {
+        if let Some(v) = self.pod.node_selector.as_ref().and_then(|m| m.get(key)) {
+            return Some(v.as_str()).filter(|v| !is_placeholder(v));
+        }
+        let terms = &self
+            .pod
+            .affinity
+            .as_ref()?
+            .node_affinity
+            .as_ref()?
+            .required_during_scheduling_ignored_during_execution
+            .as_ref()?
+            .node_selector_terms;
+        let [term] = terms.as_slice() else {
+            return None;
+        };
+        term.match_expressions.iter().flatten().find_map(|e| {
+            let values = e.values.as_deref()?;
+            match values {
+                [v] if e.key == key && e.operator == "In" && !is_placeholder(v) => Some(v.as_str()),
+                _ => None,
+            }
+        })
     }
 
     /// GPUs the main container requests (requests, else limits, else its

@@ -106,7 +106,7 @@ fn surge_fix(w: &Workload<'_>, field: &str) -> Option<(String, Vec<(Path, serde_
     }
     let whole_node = w
         .gpu_request()
-        .is_some_and(|(_, n)| 2 * n > i64::from(w.capacity.node_gpus));
+        .is_some_and(|(_, n)| 2 * n > i64::from(w.node_gpus().0));
     if whole_node || !w.host_ports().is_empty() || w.pinned_host().is_some() {
         return None;
     }

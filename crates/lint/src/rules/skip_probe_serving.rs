@@ -101,7 +101,7 @@ fn surge_caveat(w: &Workload<'_>) -> String {
     let ports = w.host_ports();
     let whole = w
         .gpu_request()
-        .is_some_and(|(_, n)| n > i64::from(w.capacity.node_gpus) - n);
+        .is_some_and(|(_, n)| n > i64::from(w.node_gpus().0) - n);
     let why = match (ports.is_empty(), whole) {
         (false, _) => format!("the old pod holds host ports {ports:?} there"),
         (true, true) => "the old pod holds more than half of its GPUs".to_string(),
