@@ -676,7 +676,11 @@ fn lint_file(path: &FsPath, opts: &LintOptions, stage: Stage<'_>) -> FileResult 
 /// them is parsed twice.
 fn source_claims(file: &str, bytes: &[u8]) -> Claims {
     const NEEDLE: &[u8] = b"ResourceClaim";
-    if !bytes.windows(NEEDLE.len()).any(|w| w == NEEDLE) {
+    let mentions = bytes
+        .iter()
+        .enumerate()
+        .any(|(i, &b)| b == b'R' && bytes[i..].starts_with(NEEDLE));
+    if !mentions {
         return Claims::new();
     }
     manifest::split_documents(bytes)
