@@ -27,7 +27,7 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
     let loaded = config::load(args.config.as_deref(), &cwd)?;
     let effective = config::resolve(engine::rules(), &loaded, &overrides(args))?;
     let options = LintOptions {
-        node_gpus: effective.node_gpus,
+        node_gpus: effective.node_gpus.unwrap_or(0),
         nodes: effective.nodes.clone(),
         enabled: effective.enabled.clone(),
         threads: args.threads,
@@ -427,7 +427,7 @@ mod tests {
 
     fn effective(enabled: &[&'static str], severity: &[(&'static str, Severity)]) -> Effective {
         Effective {
-            node_gpus: 8,
+            node_gpus: Some(8),
             nodes: None,
             enabled: enabled.to_vec(),
             severity: severity.iter().copied().collect::<BTreeMap<_, _>>(),

@@ -60,6 +60,7 @@ fn hand_built_outcome() -> LintOutcome {
         line,
         column,
         object: object.clone(),
+        fix: None,
     };
     LintOutcome {
         findings: vec![
@@ -154,6 +155,16 @@ fn golden_json() {
     }
     assert_eq!(v["errors"], serde_json::json!([]));
     assert_eq!(v["summary"]["files"], 2);
+    // Rules that say what to write carry it as data.
+    let fix = &first["fix"];
+    for key in ["description", "document", "changes", "edits"] {
+        assert!(!fix[key].is_null(), "fix lacks {key}: {first}");
+    }
+    assert!(
+        fix["changes"][0]["path"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("/spec/"))
+    );
 }
 
 #[test]
@@ -189,6 +200,10 @@ fn golden_sarif_is_schema_valid() {
         assert!(loc["region"]["startLine"].as_u64().unwrap_or(0) >= 1);
         let uri = loc["artifactLocation"]["uri"].as_str().expect("uri");
         assert!(uri.starts_with("tests/golden/input/"), "{uri}");
+        // Every finding of the golden input has a fix: one change of its file.
+        let change = &r["fixes"][0]["artifactChanges"][0];
+        assert_eq!(change["artifactLocation"]["uri"], uri, "{r}");
+        assert!(change["replacements"][0]["deletedRegion"]["startLine"].as_u64() >= Some(1));
     }
 }
 

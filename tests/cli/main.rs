@@ -12,6 +12,7 @@ mod audit_usage;
 mod corpus;
 mod ecosystem;
 mod ecosystem_ci;
+mod fixes;
 mod generated;
 mod layout;
 mod lint_cli;

@@ -163,7 +163,9 @@ pub struct CliOverrides {
 /// Settings after applying flags over config over defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Effective {
-    pub node_gpus: u32,
+    /// GPUs per node from `--node-gpus` or the config; None when neither
+    /// says (the pinned node labels decide, else 8).
+    pub node_gpus: Option<u32>,
     pub nodes: Option<PathBuf>,
     /// Codes of the rules to run, in registry order.
     pub enabled: Vec<&'static str>,
@@ -302,10 +304,7 @@ pub fn resolve(
             });
 
     Ok(Effective {
-        node_gpus: cli
-            .node_gpus
-            .or(file.node_gpus)
-            .unwrap_or(DEFAULT_NODE_GPUS),
+        node_gpus: cli.node_gpus.or(file.node_gpus),
         nodes: cli.nodes.clone().or(config_nodes),
         enabled,
         severity,
@@ -352,7 +351,7 @@ mod tests {
     #[test]
     fn defaults_without_config() {
         let eff = resolve(RULES, &LoadedConfig::default(), &CliOverrides::default()).unwrap();
-        assert_eq!(eff.node_gpus, 8);
+        assert_eq!(eff.node_gpus, None);
         assert_eq!(eff.nodes, None);
         assert_eq!(eff.enabled, vec!["IR001", "IR005", "IR008"]);
         assert!(eff.severity.is_empty());
@@ -368,7 +367,7 @@ mod tests {
             "node-gpus: 4\nnodes: inv/nodes.yaml\ndisable: [single-replica-gap]\nseverity:\n  probe-not-registration: error\n  IR001: warning\n",
         );
         let eff = resolve(RULES, &cfg, &CliOverrides::default()).unwrap();
-        assert_eq!(eff.node_gpus, 4);
+        assert_eq!(eff.node_gpus, Some(4));
         assert_eq!(eff.nodes, Some(PathBuf::from("/proj/inv/nodes.yaml")));
         assert_eq!(eff.enabled, vec!["IR001", "IR005"]);
         assert_eq!(eff.severity_of("IR005", Severity::Warning), Severity::Error);
@@ -390,7 +389,7 @@ mod tests {
             operator: None,
         };
         let eff = resolve(RULES, &cfg, &cli).unwrap();
-        assert_eq!(eff.node_gpus, 16);
+        assert_eq!(eff.node_gpus, Some(16));
         assert_eq!(eff.nodes, Some(PathBuf::from("n.yaml")));
         // --select replaces the config's select and overrides its ignore;
         // --ignore always wins.

@@ -18,6 +18,7 @@ pub use super::rules::InventoryNode;
 use super::rules::{Capacity, Hit, REGISTRY, Workload};
 pub use super::rules::{rule, rules};
 use infera_model::api::INFERA_DEPLOYMENT;
+use infera_model::dra::Claims;
 use infera_model::manifest::{self, ConvertOutcome, Node, Seg};
 use infera_model::operator;
 use infera_model::worker;
@@ -25,7 +26,9 @@ use infera_model::worker;
 /// What the rules need to know that is not in the manifests.
 #[derive(Debug, Clone, Default)]
 pub struct LintOptions {
-    /// GPUs per node assumed when no inventory is given (default 8).
+    /// GPUs per node when no inventory is given (`--node-gpus`, the
+    /// `node-gpus:` config key); 0 when neither says: then the node labels
+    /// a pod pins decide (`infera_model::accelerator`), else 8.
     pub node_gpus: u32,
     /// Node inventory (`--nodes FILE`), if given.
     pub nodes: Option<PathBuf>,
@@ -250,12 +253,13 @@ fn load_capacity(
     errors: &mut Vec<InputError>,
 ) -> Capacity {
     let node_gpus = if opts.node_gpus == 0 {
-        8
+        super::config::DEFAULT_NODE_GPUS
     } else {
         opts.node_gpus
     };
     let mut cap = Capacity {
         node_gpus,
+        node_gpus_given: opts.node_gpus != 0,
         inventory: None,
     };
     if live.is_some() {
@@ -667,7 +671,35 @@ fn lint_file(path: &FsPath, opts: &LintOptions, stage: Stage<'_>) -> FileResult 
     r
 }
 
+/// The DRA claims and claim templates of one source (a file, stdin),
+/// which its pods' `resourceClaims` name. Only a source that mentions
+/// them is parsed twice.
+fn source_claims(file: &str, bytes: &[u8]) -> Claims {
+    const NEEDLE: &[u8] = b"ResourceClaim";
+    let mentions = bytes
+        .iter()
+        .enumerate()
+        .any(|(i, &b)| b == b'R' && bytes[i..].starts_with(NEEDLE));
+    if !mentions {
+        return Claims::new();
+    }
+    manifest::split_documents(bytes)
+        .iter()
+        .filter_map(|raw| manifest::parse_document(file, raw).ok().flatten())
+        .flat_map(|doc| {
+            manifest::objects(&doc.root)
+                .into_iter()
+                .filter_map(|(_, node)| infera_model::dra::read_claim(&node.to_json()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 fn lint_bytes(file: &str, bytes: &[u8], opts: &LintOptions, stage: Stage<'_>, r: &mut FileResult) {
+    let claims = match stage {
+        Stage::Lint(_) => source_claims(file, bytes),
+        Stage::Load => Claims::new(),
+    };
     for raw in manifest::split_documents(bytes) {
         r.documents += 1;
         let doc = match manifest::parse_document(file, &raw) {
@@ -678,13 +710,83 @@ fn lint_bytes(file: &str, bytes: &[u8], opts: &LintOptions, stage: Stage<'_>, r:
                 continue;
             }
         };
+        let text = std::str::from_utf8(raw.bytes).unwrap_or_default();
         for (base, node) in manifest::objects(&doc.root) {
-            let locate = |p: &[Seg]| {
-                let mut full = base.clone();
-                full.extend_from_slice(p);
-                doc.locate(&full)
+            let place = Place {
+                document: doc.index,
+                base,
+                source: Some((&doc.root, text)),
+                line_offset: doc.line_offset,
+                claims: &claims,
             };
-            lint_node(node, file, opts, stage, &locate, r);
+            lint_node(node, file, opts, stage, &place, r);
+        }
+    }
+}
+
+/// Where an object sits: its document, its path in it, and (for a file)
+/// the document's tree and text, which positions and fixes are read from.
+struct Place<'d> {
+    document: usize,
+    base: manifest::Path,
+    source: Option<(&'d Node<'d>, &'d str)>,
+    line_offset: usize,
+    /// The DRA claims of the same source.
+    claims: &'d Claims,
+}
+
+impl Place<'_> {
+    fn full(&self, p: &[Seg]) -> manifest::Path {
+        let mut full = self.base.clone();
+        full.extend_from_slice(p);
+        full
+    }
+
+    /// File line/column of a path inside the object ((0, 0) when unknown).
+    fn locate(&self, p: &[Seg]) -> (usize, usize) {
+        let Some((root, _)) = self.source else {
+            return (0, 0);
+        };
+        match root.locate(&self.full(p)) {
+            (0, _) => (0, 0),
+            (line, column) => (line as usize + self.line_offset, column as usize),
+        }
+    }
+
+    /// A rule's fix as the report carries it: paths from the document's
+    /// root, and the text edits of the file (all or none).
+    fn fix(&self, hit: super::rules::HitFix) -> super::finding::Fix {
+        let mut edits = Vec::new();
+        let mut complete = self.source.is_some();
+        let changes = hit
+            .changes
+            .into_iter()
+            .map(|(path, value)| {
+                let full = self.full(&path);
+                if let Some((root, text)) = self.source.filter(|_| complete) {
+                    match super::fix::text_edits(root, text, &full, &value) {
+                        Some(e) => edits.extend(e),
+                        None => complete = false,
+                    }
+                }
+                super::finding::Change {
+                    path: super::fix::pointer(&full),
+                    value,
+                }
+            })
+            .collect();
+        if !complete {
+            edits.clear();
+        }
+        for e in &mut edits {
+            e.line += self.line_offset;
+            e.end_line += self.line_offset;
+        }
+        super::finding::Fix {
+            description: hit.description,
+            document: self.document,
+            changes,
+            edits,
         }
     }
 }
@@ -694,7 +796,7 @@ fn lint_node(
     file: &str,
     opts: &LintOptions,
     stage: Stage<'_>,
-    locate: &dyn Fn(&[Seg]) -> (usize, usize),
+    place: &Place<'_>,
     r: &mut FileResult,
 ) {
     match manifest::convert(node) {
@@ -705,7 +807,7 @@ fn lint_node(
             }
         }
         ConvertOutcome::Invalid { path, message } => {
-            let (line, column) = locate(&path);
+            let (line, column) = place.locate(&path);
             let kind = node.get("kind").and_then(Node::as_str).unwrap_or("object");
             r.errors.push(InputError {
                 file: file.to_string(),
@@ -722,10 +824,15 @@ fn lint_node(
             let Stage::Lint(capacity) = stage else { return };
             let mut placeholders = set_aside;
             collect_placeholders(node, &mut placeholders);
-            for (hit, object_ref) in super::kinds::lint_typed(&object, placeholders, opts, capacity)
-            {
-                let (line, column) = locate(&hit.path);
+            let cx = super::kinds::Cx {
+                opts,
+                capacity,
+                claims: place.claims,
+            };
+            for (hit, object_ref) in super::kinds::lint_typed(&object, placeholders, cx) {
+                let (line, column) = place.locate(&hit.path);
                 let Some(meta) = rule(hit.code) else { continue };
+                let fix = hit.fix.map(|f| place.fix(f));
                 r.findings.push(Finding {
                     code: meta.code,
                     name: meta.name,
@@ -735,6 +842,7 @@ fn lint_node(
                     line,
                     column,
                     object: object_ref,
+                    fix,
                 });
             }
         }
@@ -824,7 +932,11 @@ pub fn lint_live(
     let linted = manifest::with_parse_stack(|| {
         let mut r = FileResult::default();
         let owners = live_inferadeployments(objects);
-        for v in objects {
+        let claims: Claims = objects
+            .iter()
+            .filter_map(infera_model::dra::read_claim)
+            .collect();
+        for (document, v) in objects.iter().enumerate() {
             r.documents += 1;
             if rendered_by_linted_owner(v, &owners) {
                 // The operator renders it from an InferaDeployment linted
@@ -833,14 +945,14 @@ pub fn lint_live(
                 continue;
             }
             let node = Node::from_json(v);
-            lint_node(
-                &node,
-                source,
-                opts,
-                Stage::Lint(&capacity),
-                &|_| (0, 0),
-                &mut r,
-            );
+            let place = Place {
+                document,
+                base: Vec::new(),
+                source: None,
+                line_offset: 0,
+                claims: &claims,
+            };
+            lint_node(&node, source, opts, Stage::Lint(&capacity), &place, &mut r);
         }
         r
     });

@@ -35,6 +35,34 @@ pub struct Finding {
     pub line: usize,
     pub column: usize,
     pub object: ObjectRef,
+    /// What to change so the finding goes away, when the rule knows one
+    /// that is right for this manifest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<Fix>,
+}
+
+/// A structured fix: JSON merge patches (RFC 7386) at paths of the
+/// document, and the same change as text edits of the file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fix {
+    /// What applying it does, in words.
+    pub description: String,
+    /// 0-based index of the document in the file (of the object in a live
+    /// list).
+    pub document: usize,
+    pub changes: Vec<Change>,
+    /// The changes as edits of the file's text; empty for live objects, or
+    /// when the YAML's layout is not one infera edits.
+    pub edits: Vec<crate::fix::TextEdit>,
+}
+
+/// Merge `value` into what is at `path` (a JSON pointer from the
+/// document's root): objects merge key by key, `null` removes a key,
+/// anything else replaces.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    pub path: String,
+    pub value: serde_json::Value,
 }
 
 /// One rule's metadata, as `infera rules` prints it.

@@ -21,7 +21,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::engine::{LintOptions, ignored, run_rules};
 use super::finding::ObjectRef;
-use super::rules::{Capacity, Hit, RollKind, Workload, deployment_roll};
+use super::rules::{Capacity, ClaimedGpus, Hit, RollKind, Workload, deployment_roll};
 use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
 use infera_model::engine::{self as catalogue, EngineKind};
 use infera_model::manifest::dynamo::{DynamoGraphDeployment, DynamoService};
@@ -43,10 +43,8 @@ fn service_path(service: &str) -> manifest::Path {
 pub(crate) fn lint_typed(
     object: &TypedObject,
     placeholders: Placeholders,
-    opts: &LintOptions,
-    capacity: &Capacity,
+    cx: Cx<'_>,
 ) -> Vec<(Hit, ObjectRef)> {
-    let cx = Cx { opts, capacity };
     match object {
         TypedObject::InferaDeployment(idep) => lint_idep(idep, &placeholders, cx),
         TypedObject::Deployment(d) => lint_deployment(d, placeholders, cx),
@@ -57,9 +55,11 @@ pub(crate) fn lint_typed(
 }
 
 #[derive(Clone, Copy)]
-struct Cx<'a> {
-    opts: &'a LintOptions,
-    capacity: &'a Capacity,
+pub(crate) struct Cx<'a> {
+    pub opts: &'a LintOptions,
+    pub capacity: &'a Capacity,
+    /// The DRA claims of the same source (file, stdin, live list).
+    pub claims: &'a infera_model::dra::Claims,
 }
 
 /// The placeholders under `base` (one service's fields).
@@ -120,6 +120,7 @@ fn lint_idep(
             serving: operator::is_serving_worker(svc),
             engine: rw.pod.containers.get(main).and_then(catalogue::recognize),
             max_unavailable,
+            max_unavailable_spec: None,
             replicas: rw.replicas,
             number_of_nodes: rw.number_of_nodes,
             roll,
@@ -139,11 +140,26 @@ fn lint_idep(
             placeholders: under(placeholders, &base),
             base,
             capacity: cx.capacity,
+            claimed_gpus: claimed(&rw.pod, main, &idep.metadata, cx),
             blocked: Default::default(),
         };
         service_hits(&w, &idep.metadata, cx, &mut out);
     }
     out
+}
+
+/// GPUs the main container gets through the DRA claims of its source.
+fn claimed(pod: &PodSpec, main: usize, meta: &ObjectMeta, cx: Cx<'_>) -> ClaimedGpus {
+    let Some(c) = pod.containers.get(main) else {
+        return ClaimedGpus::None;
+    };
+    let namespace = meta.namespace.as_deref().unwrap_or_default();
+    match infera_model::dra::container_gpus(pod, c, namespace, cx.claims) {
+        ClaimedGpus::Known(class, n) => {
+            ClaimedGpus::Known(infera_model::dra::resource_name(&class), n)
+        }
+        other => other,
+    }
 }
 
 /// `replicas`, or None when a placeholder holds it.
@@ -217,8 +233,16 @@ fn lint_deployment(
         roll,
         max_surge,
         max_unavailable: Some(max_unavailable),
+        max_unavailable_spec: int_or_string(unavailable),
     };
     plain_workload(plain, placeholders, cx)
+}
+
+fn int_or_string(v: Option<&IntOrString>) -> Option<serde_json::Value> {
+    v.map(|v| match v {
+        IntOrString::Int(n) => serde_json::Value::from(*n),
+        IntOrString::String(s) => serde_json::Value::from(s.as_str()),
+    })
 }
 
 /// maxSurge and maxUnavailable after upstream rounding, with the kind's
@@ -283,6 +307,7 @@ fn lint_statefulset(
         roll: RollKind::OldPodFirst,
         max_surge: 0,
         max_unavailable: (!on_delete && !partitioned).then_some(max_unavailable),
+        max_unavailable_spec: int_or_string(ru.and_then(|r| r.max_unavailable.as_ref())),
     };
     plain_workload(plain, placeholders, cx)
 }
@@ -333,6 +358,7 @@ fn lint_lws(
         roll: RollKind::Lws,
         max_surge,
         max_unavailable: Some(max_unavailable),
+        max_unavailable_spec: int_or_string(ru.and_then(|r| r.max_unavailable.as_ref())),
     };
     plain_workload(plain, placeholders, cx)
 }
@@ -349,6 +375,7 @@ struct Plain<'a> {
     roll: RollKind,
     max_surge: i64,
     max_unavailable: Option<i64>,
+    max_unavailable_spec: Option<serde_json::Value>,
 }
 
 /// The main container: the one named `main`/`infera` (else the first)
@@ -385,6 +412,7 @@ fn plain_workload(
         roll,
         max_surge,
         max_unavailable,
+        max_unavailable_spec,
     } = plain;
     let main = engine_container(pod);
     let engine = pod.containers.get(main).and_then(catalogue::recognize);
@@ -398,6 +426,7 @@ fn plain_workload(
         serving: worker,
         engine,
         max_unavailable,
+        max_unavailable_spec,
         replicas,
         number_of_nodes,
         roll,
@@ -418,6 +447,7 @@ fn plain_workload(
         pod_path: Some(pod_path),
         placeholders,
         capacity: cx.capacity,
+        claimed_gpus: claimed(pod, main, meta, cx),
         blocked: Default::default(),
     };
     let object_ref = ObjectRef {
@@ -478,6 +508,7 @@ fn lint_dynamo(
             serving: false,
             engine: pod.containers.first().and_then(catalogue::recognize),
             max_unavailable: multinode.then_some(1),
+            max_unavailable_spec: None,
             replicas: count(svc.replicas.as_ref()),
             number_of_nodes: nodes,
             roll: if multinode {
@@ -499,6 +530,7 @@ fn lint_dynamo(
             placeholders: under(placeholders, &base),
             base,
             capacity: cx.capacity,
+            claimed_gpus: ClaimedGpus::None,
             blocked: Default::default(),
         };
         service_hits(&w, &g.metadata, cx, &mut out);

@@ -8,6 +8,7 @@
 pub mod config;
 pub mod engine;
 pub mod finding;
+pub mod fix;
 mod kinds;
 pub mod report;
 pub mod rules;
@@ -211,7 +212,7 @@ mod tests {
 
     fn effective(enabled: &[&'static str], severity: &[(&'static str, Severity)]) -> Effective {
         Effective {
-            node_gpus: 8,
+            node_gpus: Some(8),
             nodes: None,
             enabled: enabled.to_vec(),
             severity: severity.iter().copied().collect::<BTreeMap<_, _>>(),

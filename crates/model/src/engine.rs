@@ -9,20 +9,31 @@
 //!   images `vllm/vllm-openai`, `vllm/vllm-tpu`, `rocm/vllm`; engine args
 //!   `--tensor-parallel-size`/`-tp`, `--pipeline-parallel-size`/`-pp`,
 //!   `--data-parallel-size`/`-dp` (`--data-parallel-size-local`/`-dpl`
-//!   for this node's share); port 8000 (`--port`); `/health` answers once
-//!   the engine is up (the API server listens only after the weights are
-//!   loaded), `/v1/models` lists what it serves
-//!   (docs.vllm.ai, "Engine Arguments" and "OpenAI-Compatible Server").
+//!   for this node's share); port 8000 (`--port`; `VLLM_PORT` is the
+//!   engine's internal distributed port, not the API's); `/health` is the
+//!   serving endpoint: the API server listens only after the weights are
+//!   loaded, and `/health` answers 503 once the engine core has died, which
+//!   `/v1/models` does not (docs.vllm.ai, "Engine Arguments" and
+//!   "OpenAI-Compatible Server"; vllm-project/vllm
+//!   `vllm/entrypoints/openai/api_server.py`, `health`).
 //! - SGLang: `python -m sglang.launch_server`, `sglang serve`, image
 //!   `lmsysorg/sglang`; `--tp-size`/`--tp`, `--pp-size`, `--dp-size`/`--dp`
-//!   (DP attention shares the TP GPUs); port 30000 (`--port`); `/health`,
-//!   `/health_generate` runs one generation (docs.sglang.ai, "Server
-//!   Arguments"; sglang `serve` CLI).
+//!   (DP attention shares the TP GPUs); port 30000 (`--port`); `/health`
+//!   is the serving endpoint (the HTTP server starts once the scheduler has
+//!   loaded the weights); `/health_generate` runs a generation on every
+//!   call, too slow for a probe's 1 s default timeout under load
+//!   (docs.sglang.ai, "Server Arguments" and "Native APIs";
+//!   sgl-project/sglang `python/sglang/srt/entrypoints/http_server.py`).
 //! - TGI: `text-generation-launcher`, image
 //!   `ghcr.io/huggingface/text-generation-inference` (and cloud builds
 //!   named `…text-generation-inference…`); `--num-shard` or env `NUM_SHARD`
-//!   (the launcher reads every flag from its env too); port 80 in the image
-//!   (`PORT`; the launcher's own default is 3000); `/health`
+//!   (the launcher reads every flag from its env too); port: `--port`/`-p`,
+//!   else env `PORT`, which the image sets to 80 (the launcher's own
+//!   default is 3000); the Google Cloud builds
+//!   (`…huggingface-text-generation-inference…`, built with the router's
+//!   `google` feature) listen on `AIP_HTTP_PORT` instead when it is set
+//!   (huggingface/text-generation-inference `router/src/server.rs`, `run`:
+//!   "use AIP_HTTP_PORT if google feature is enabled"); `/health`
 //!   (huggingface.co/docs/text-generation-inference, "Launcher arguments").
 //! - NVIDIA NIM: images `nvcr.io/nim/…`; parallelism comes from the model
 //!   profile it selects, not from flags; port 8000 (`NIM_SERVER_PORT`);
@@ -30,8 +41,10 @@
 //!   "Environment Variables" and "API reference").
 //! - Triton (TensorRT-LLM backend): `tritonserver`, images
 //!   `nvcr.io/nvidia/tritonserver`; parallelism is built into the engine;
-//!   HTTP port 8000 (`--http-port`); `/v2/health/live`, `/v2/health/ready`
-//!   (KServe v2 protocol, Triton "HTTP/REST and GRPC Protocol").
+//!   HTTP port 8000 (`--http-port`; gRPC is 8001 and metrics 8002, which
+//!   an HTTP probe must not use); `/v2/health/live`, `/v2/health/ready`
+//!   (KServe v2 protocol, Triton "HTTP/REST and GRPC Protocol";
+//!   `tritonserver --help`).
 //! - The infera engine: `python3 -m infera.engine.<backend>`; its readiness
 //!   port (30090, `INFERA_READINESS_PORT`) serves `/ready`, which asks the
 //!   backend's `/health` (`docs/operator-semantics.md`).
@@ -79,14 +92,14 @@ pub const VLLM: Engine = Engine {
     name: "vLLM",
     default_port: 8000,
     loaded_path: "/health",
-    serving_path: "/v1/models",
+    serving_path: "/health",
 };
 pub const SGLANG: Engine = Engine {
     kind: EngineKind::Sglang,
     name: "SGLang",
     default_port: 30000,
     loaded_path: "/health",
-    serving_path: "/health_generate",
+    serving_path: "/health",
 };
 pub const TGI: Engine = Engine {
     kind: EngineKind::Tgi,
@@ -303,6 +316,126 @@ impl Engine {
     }
 }
 
+/// Where a container's engine listens for HTTP, as far as its own flags
+/// and env say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListenPort {
+    /// A literal port, and what set it (`--port=7080`, `env PORT`,
+    /// `TGI's default`), for messages.
+    Known { port: i32, from: String },
+    /// Set by something infera cannot read (`--port $PORT`, a
+    /// placeholder, an env from a Secret): the setting as written.
+    Unknown { from: String },
+}
+
+impl ListenPort {
+    pub fn known(&self) -> Option<i32> {
+        match self {
+            ListenPort::Known { port, .. } => Some(*port),
+            ListenPort::Unknown { .. } => None,
+        }
+    }
+}
+
+/// One place a port can be set, in the order the engine reads them.
+#[derive(Clone, Copy)]
+enum PortSetting {
+    /// A command-line flag (any of the spellings).
+    Flag(&'static [&'static str]),
+    /// An env var of the container.
+    Env(&'static str),
+}
+
+/// A literal env value of the container (None when absent; `Some(None)`
+/// when it comes from a ConfigMap, Secret or field reference).
+fn env_value<'c>(c: &'c Container, name: &str) -> Option<Option<&'c str>> {
+    c.env
+        .iter()
+        .flatten()
+        .rev()
+        .find(|e| e.name == name)
+        .map(|e| e.value.as_deref())
+}
+
+/// `$(NAME)` in an argument, expanded from the container's literal env as
+/// the kubelet does; other text as it is.
+fn expand<'c>(c: &'c Container, v: &'c str) -> Option<&'c str> {
+    match v.strip_prefix("$(").and_then(|r| r.strip_suffix(')')) {
+        Some(name) => env_value(c, name).flatten(),
+        None => Some(v),
+    }
+}
+
+fn parse_port(v: &str) -> Option<i32> {
+    v.trim()
+        .trim_matches(|ch| ch == '"' || ch == '\'')
+        .parse::<i32>()
+        .ok()
+        .filter(|p| (1..=65535).contains(p))
+}
+
+/// True for the Google Cloud builds of TGI (the router built with its
+/// `google` feature), which listen on `AIP_HTTP_PORT` when it is set.
+fn google_tgi(c: &Container) -> bool {
+    c.image
+        .as_deref()
+        .is_some_and(|i| i.contains("huggingface-text-generation-inference"))
+}
+
+impl Engine {
+    /// The settings that choose the HTTP port, first match wins.
+    fn port_settings(&self, c: &Container) -> Vec<PortSetting> {
+        match self.kind {
+            EngineKind::Vllm | EngineKind::Sglang => vec![PortSetting::Flag(&["--port"])],
+            EngineKind::Tgi => {
+                let mut v = Vec::new();
+                if google_tgi(c) {
+                    v.push(PortSetting::Env("AIP_HTTP_PORT"));
+                }
+                v.push(PortSetting::Flag(&["--port", "-p"]));
+                v.push(PortSetting::Env("PORT"));
+                v
+            }
+            EngineKind::Nim => vec![PortSetting::Env("NIM_SERVER_PORT")],
+            EngineKind::Triton => vec![PortSetting::Flag(&["--http-port"])],
+            EngineKind::Infera => vec![PortSetting::Env(crate::worker::READINESS_PORT_ENV)],
+        }
+    }
+
+    /// The port the engine in `c` serves HTTP on: its flags (`--port N`,
+    /// `--port=N`, the last one wins), then its env, then its default.
+    pub fn listen_port(&self, c: &Container) -> ListenPort {
+        let tokens = command_tokens(c);
+        let f = flags(&tokens);
+        for setting in self.port_settings(c) {
+            let (raw, from) = match setting {
+                PortSetting::Flag(names) => {
+                    let Some((k, v)) = f.iter().rev().find(|(k, _)| names.contains(k)) else {
+                        continue;
+                    };
+                    let raw = v.and_then(|v| expand(c, v));
+                    (
+                        raw,
+                        format!("{k} {}", v.unwrap_or("")).trim_end().to_string(),
+                    )
+                }
+                PortSetting::Env(name) => match env_value(c, name) {
+                    None => continue,
+                    Some(v) => (v, format!("env {name}")),
+                },
+            };
+            return match raw.and_then(parse_port) {
+                Some(port) => ListenPort::Known { port, from },
+                None => ListenPort::Unknown { from },
+            };
+        }
+        ListenPort::Known {
+            port: self.default_port,
+            from: format!("{}'s default", self.name),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -395,6 +528,134 @@ mod tests {
             let got = recognize(&container(image, command, args)).map(|e| e.kind);
             assert_eq!(got, want, "{image} {command:?} {args:?}");
         }
+    }
+
+    /// (image, command, args, env, the port the catalogue reads).
+    type PortRow<'a> = (
+        &'a str,
+        &'a [&'a str],
+        &'a [&'a str],
+        &'a [(&'a str, &'a str)],
+        Option<i32>,
+    );
+
+    #[test]
+    fn listen_port_follows_flags_env_and_defaults() {
+        let tgi_gcp = "us-docker.pkg.dev/deeplearning-platform-release/gcr.io/huggingface-text-generation-inference-cu124.2-3";
+        let tgi = "ghcr.io/huggingface/text-generation-inference:3.0";
+        let table: [PortRow<'_>; 14] = [
+            ("x", &["vllm", "serve"], &["m"], &[], Some(8000)),
+            (
+                "x",
+                &["vllm", "serve"],
+                &["m", "--port", "7080"],
+                &[],
+                Some(7080),
+            ),
+            (
+                "x",
+                &["vllm", "serve"],
+                &["m", "--port=7080"],
+                &[],
+                Some(7080),
+            ),
+            // The last flag wins (argparse).
+            (
+                "x",
+                &["vllm", "serve"],
+                &["--port=1", "m", "--port", "9"],
+                &[],
+                Some(9),
+            ),
+            // VLLM_PORT is not the API port.
+            (
+                "x",
+                &["vllm", "serve"],
+                &["m"],
+                &[("VLLM_PORT", "1234")],
+                Some(8000),
+            ),
+            (
+                "x",
+                &["vllm", "serve"],
+                &["--port", "$(P)"],
+                &[("P", "7000")],
+                Some(7000),
+            ),
+            ("x", &["vllm", "serve"], &["--port", "${P}"], &[], None),
+            (
+                "x",
+                &["python3", "-m", "sglang.launch_server"],
+                &[],
+                &[],
+                Some(30000),
+            ),
+            (
+                "x",
+                &["sglang", "serve"],
+                &["--port", "8000"],
+                &[],
+                Some(8000),
+            ),
+            (tgi, &[], &[], &[], Some(80)),
+            (tgi, &[], &[], &[("PORT", "8080")], Some(8080)),
+            (
+                tgi,
+                &[],
+                &["--port", "3000"],
+                &[("PORT", "8080")],
+                Some(3000),
+            ),
+            (
+                tgi_gcp,
+                &[],
+                &[],
+                &[("AIP_HTTP_PORT", "8000"), ("PORT", "8080")],
+                Some(8000),
+            ),
+            // Triton's HTTP port, not gRPC's 8001.
+            (
+                "x",
+                &["tritonserver"],
+                &["--model-repository=/m"],
+                &[],
+                Some(8000),
+            ),
+        ];
+        for (image, command, args, env, want) in table {
+            let mut c = container(image, command, args);
+            c.env = Some(
+                env.iter()
+                    .map(|(k, v)| k8s_openapi::api::core::v1::EnvVar {
+                        name: (*k).into(),
+                        value: Some((*v).into()),
+                        ..Default::default()
+                    })
+                    .collect(),
+            );
+            let engine = recognize(&c).expect("an engine");
+            assert_eq!(
+                engine.listen_port(&c).known(),
+                want,
+                "{image} {command:?} {args:?} {env:?}"
+            );
+        }
+        // AIP_HTTP_PORT means nothing to the upstream image.
+        let mut c = container(tgi, &[], &[]);
+        c.env = Some(vec![k8s_openapi::api::core::v1::EnvVar {
+            name: "AIP_HTTP_PORT".into(),
+            value: Some("8000".into()),
+            ..Default::default()
+        }]);
+        assert_eq!(TGI.listen_port(&c).known(), Some(80));
+        let triton = container("x", &["tritonserver", "--http-port=8080"], &[]);
+        assert_eq!(
+            TRITON.listen_port(&triton),
+            ListenPort::Known {
+                port: 8080,
+                from: "--http-port 8080".into()
+            }
+        );
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! operator's render, rolling arithmetic, scheduling predicates and the
 //! worker facts. No `kube`, `tokio` or `clap`: everything above builds on it.
 
+pub mod accelerator;
 pub mod api;
+pub mod dra;
 pub mod duration;
 pub mod engine;
 pub mod generation;

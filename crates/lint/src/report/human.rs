@@ -71,13 +71,25 @@ fn render_finding(renderer: &Renderer, finding: &Finding, line_text: Option<&str
     let frame = line_text.and_then(|line_text| {
         highlight_range(line_text, finding.column).map(|range| (line_text, range))
     });
+    let fix = finding.fix.as_ref().map(|f| {
+        format!(
+            "fix: {} (`--format json` or `sarif` carry it as data)",
+            f.description
+        )
+    });
     let group = match frame {
-        Some((line_text, range)) => Group::with_title(title).element(
-            Snippet::source(line_text)
-                .line_start(finding.line)
-                .path(finding.file.as_str())
-                .annotation(AnnotationKind::Primary.span(range).label(label)),
-        ),
+        Some((line_text, range)) => {
+            let group = Group::with_title(title).element(
+                Snippet::source(line_text)
+                    .line_start(finding.line)
+                    .path(finding.file.as_str())
+                    .annotation(AnnotationKind::Primary.span(range).label(label)),
+            );
+            match fix {
+                Some(fix) => group.element(Level::HELP.message(fix)),
+                None => group,
+            }
+        }
         None => {
             // No source text (live objects, or a span outside the file):
             // point at file[:line[:column]] and name the object.
@@ -88,9 +100,13 @@ fn render_finding(renderer: &Renderer, finding: &Finding, line_text: Option<&str
                     origin = origin.char_column(finding.column);
                 }
             }
-            Group::with_title(title)
+            let group = Group::with_title(title)
                 .element(origin)
-                .element(Level::NOTE.message(label))
+                .element(Level::NOTE.message(label));
+            match fix {
+                Some(fix) => group.element(Level::HELP.message(fix)),
+                None => group,
+            }
         }
     };
     renderer.render(&[group])

@@ -149,6 +149,7 @@ spec:
                 line: 12,
                 column: 9,
                 object: object.clone(),
+                fix: None,
             },
             Finding {
                 code: "IR005",
@@ -161,6 +162,7 @@ spec:
                 line: 15,
                 column: 13,
                 object,
+                fix: None,
             },
         ]
     }

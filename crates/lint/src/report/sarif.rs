@@ -10,9 +10,10 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use serde_sarif::sarif::{
-    ArtifactLocation, Invocation, Location, LogicalLocation, Message, MultiformatMessageString,
-    Notification, PhysicalLocation, Region, ReportingConfiguration, ReportingDescriptor,
-    Result as SarifResult, ResultLevel, Run, Sarif, Tool, ToolComponent,
+    ArtifactChange, ArtifactContent, ArtifactLocation, Fix as SarifFix, Invocation, Location,
+    LogicalLocation, Message, MultiformatMessageString, Notification, PhysicalLocation, Region,
+    Replacement, ReportingConfiguration, ReportingDescriptor, Result as SarifResult, ResultLevel,
+    Run, Sarif, Tool, ToolComponent,
 };
 
 use super::describe_object;
@@ -160,13 +161,53 @@ pub(crate) fn result(finding: &Finding, rule_index: usize, base: Option<&Path>) 
         .physical_location(physical(&finding.file, finding.line, finding.column, base))
         .logical_locations(vec![logical])
         .build();
-    SarifResult::builder()
+    let mut result = SarifResult::builder()
         .rule_id(finding.code)
         .rule_index(i64::try_from(rule_index).unwrap_or(i64::MAX))
         .level(result_level(finding.severity))
         .message(Message::builder().text(finding.message.as_str()).build())
         .locations(vec![location])
-        .build()
+        .build();
+    result.fixes = fixes(finding, base);
+    result
+}
+
+/// The finding's fix as SARIF `fixes` (one artifact change of the file,
+/// a replacement per text edit); none for a fix without text edits.
+fn fixes(finding: &Finding, base: Option<&Path>) -> Option<Vec<SarifFix>> {
+    let fix = finding.fix.as_ref().filter(|f| !f.edits.is_empty())?;
+    let as_i64 = |n: usize| i64::try_from(n.max(1)).unwrap_or(i64::MAX);
+    let replacements: Vec<Replacement> = fix
+        .edits
+        .iter()
+        .map(|e| {
+            let region = Region::builder()
+                .start_line(as_i64(e.line))
+                .start_column(as_i64(e.column))
+                .end_line(as_i64(e.end_line))
+                .end_column(as_i64(e.end_column))
+                .build();
+            let mut r = Replacement::builder().deleted_region(region).build();
+            if !e.text.is_empty() {
+                r.inserted_content = Some(ArtifactContent::builder().text(e.text.as_str()).build());
+            }
+            r
+        })
+        .collect();
+    let change = ArtifactChange::builder()
+        .artifact_location(
+            ArtifactLocation::builder()
+                .uri(artifact_uri(&finding.file, base))
+                .build(),
+        )
+        .replacements(replacements)
+        .build();
+    Some(vec![
+        SarifFix::builder()
+            .description(Message::builder().text(fix.description.as_str()).build())
+            .artifact_changes(vec![change])
+            .build(),
+    ])
 }
 
 fn notification(error: &InputError, base: Option<&Path>) -> Notification {

@@ -553,7 +553,7 @@ fn whole_node_worker_against_live_capacity() {
 #[test]
 fn messages_say_what_the_manifest_says() {
     // (rule, manifest, must contain, must not contain)
-    let table: [(&str, String, &[&str], &[&str]); 5] = [
+    let table: [(&str, String, &[&str], &[&str]); 8] = [
         (
             "IR012",
             lws(
@@ -562,13 +562,46 @@ fn messages_say_what_the_manifest_says() {
                 "{rollingUpdateConfiguration: {maxUnavailable: 2}}",
                 LEADER_TCP,
             ),
-            &["maxUnavailable 2", "readiness probe cannot help"],
-            &["no readiness", "maxUnavailable 1"],
+            &[
+                "maxUnavailable 2",
+                "no group stays up",
+                "no readiness probe can help",
+                "replicas: 3",
+            ],
+            &["mixed", "0 group(s)", "maxUnavailable 1"],
+        ),
+        (
+            // maxUnavailable above the groups: no negative count.
+            "IR012",
+            lws(
+                1,
+                2,
+                "{rollingUpdateConfiguration: {maxUnavailable: 2}}",
+                LEADER_TCP,
+            ),
+            &["1 2-node group(s)", "no group stays up", "replicas: 3"],
+            &["-1", "mixed"],
         ),
         (
             "IR012",
             lws(1, 2, "{}", LEADER_BARE),
-            &["maxUnavailable 1", "no readiness probe"],
+            &[
+                "leaderworkerset l is",
+                "maxUnavailable 1",
+                "so it will have",
+                "replicas: 2",
+            ],
+            &["mixed"],
+        ),
+        (
+            // The port TGI listens on (the image's PORT 80), not a declared one.
+            "IR007",
+            deployment(
+                1,
+                "{}",
+                "{name: tgi, image: ghcr.io/huggingface/text-generation-inference:2, ports: [{containerPort: 8080}]}",
+            ),
+            &["TGI", "httpGet /health on port 80 (TGI's default)"],
             &[],
         ),
         (
@@ -576,15 +609,25 @@ fn messages_say_what_the_manifest_says() {
             deployment(
                 1,
                 "{}",
-                "{name: tgi, image: ghcr.io/huggingface/text-generation-inference:2, ports: [{containerPort: 8080}]}",
+                "{name: tgi, image: ghcr.io/huggingface/text-generation-inference:2, env: [{name: PORT, value: '8080'}]}",
             ),
-            &["TGI", "httpGet /health on port 8080"],
+            &["httpGet /health on port 8080 (env PORT)"],
             &[],
         ),
         (
             "IR007",
+            deployment(
+                1,
+                "{}",
+                "{name: t, image: nvcr.io/nvidia/tritonserver:24.05-py3, ports: [{containerPort: 8001}, {containerPort: 8000}]}",
+            ),
+            &["/v2/health/ready on port 8000"],
+            &["8001"],
+        ),
+        (
+            "IR007",
             deployment(4, "{}", VLLM),
-            &["maxSurge 1 and maxUnavailable 1", "/v1/models on port 8000"],
+            &["maxSurge 1 and maxUnavailable 1", "/health on port 8000"],
             &[],
         ),
         (
@@ -692,4 +735,78 @@ fn rules_follow_the_operator_generation() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A Deployment whose vLLM (TP 4, a readiness probe) takes its GPUs from
+/// a DRA claim template with `count` GPUs, in the same file (`template`
+/// names the one the pod uses); the v1 (GA) shape.
+fn dra_deployment(template: &str, count: u32) -> String {
+    format!(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {{name: gpus}}\nspec:\n  spec:\n    devices:\n      requests:\n      - name: gpu\n        exactly: {{deviceClassName: gpu.nvidia.com, count: {count}}}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: d}}}}\n  template:\n    metadata: {{labels: {{app: d}}}}\n    spec:\n      resourceClaims: [{{name: gpu, resourceClaimTemplateName: {template}}}]\n      containers:\n      - name: vllm\n        image: vllm/vllm-openai:v0.10.0\n        args: [--model, m, --tensor-parallel-size, '4']\n        readinessProbe: {{httpGet: {{path: /health, port: 8000}}}}\n        resources: {{claims: [{{name: gpu}}]}}\n"
+    )
+}
+
+#[test]
+fn gpus_claimed_through_dra_count() {
+    let codes = |text: String| -> Vec<&'static str> {
+        let out = lint_source("dra.yaml", text.as_bytes(), &LintOptions::default());
+        assert!(out.input_errors.is_empty(), "{:?}", out.input_errors);
+        out.findings.iter().map(|f| f.code).collect()
+    };
+    // TP 4 on 1 claimed GPU: IR009, naming the device plugin's resource.
+    let out = lint_source(
+        "dra.yaml",
+        dra_deployment("gpus", 1).as_bytes(),
+        &LintOptions::default(),
+    );
+    let f = out
+        .findings
+        .iter()
+        .find(|f| f.code == "IR009")
+        .expect("IR009");
+    assert!(f.message.contains("requests 1"), "{}", f.message);
+    assert!(f.fix.is_none(), "the count lives in the claim template");
+    assert_eq!(codes(dra_deployment("gpus", 4)), Vec::<&str>::new());
+    // All 8 GPUs of a node through the claim: the surge pod needs a spare node.
+    assert_eq!(codes(dra_deployment("gpus", 8)), ["IR004"]);
+    // A template from another file: the count is unknown, no verdict.
+    assert_eq!(codes(dra_deployment("elsewhere", 1)), Vec::<&str>::new());
+}
+
+/// Without `--node-gpus` or the config key, the node labels a pod pins say
+/// how many GPUs its node has.
+#[test]
+fn pinned_accelerator_and_instance_type_size_the_node() {
+    let pod = |gpus: u32, selector: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d}}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: d}}}}\n  template:\n    metadata: {{labels: {{app: d}}}}\n    spec:\n      nodeSelector: {{{selector}}}\n      containers:\n      - {{name: vllm, image: vllm/vllm-openai:v0.10.0, args: [--model, m, --tensor-parallel-size, '{gpus}'], readinessProbe: {{httpGet: {{path: /health, port: 8000}}}}, resources: {{limits: {{nvidia.com/gpu: {gpus}}}}}}}\n"
+        )
+    };
+    let ir004 = |text: String, node_gpus: u32| {
+        let opts = LintOptions {
+            node_gpus,
+            ..LintOptions::default()
+        };
+        let out = lint_source("n.yaml", text.as_bytes(), &opts);
+        out.findings
+            .iter()
+            .find(|f| f.code == "IR004")
+            .map(|f| f.message.clone())
+    };
+    let l4 = "cloud.google.com/gke-accelerator: nvidia-l4";
+    // 4 L4s fill a g2-standard-48: the surge pod needs a spare node.
+    let m = ir004(pod(4, l4), 0).expect("IR004 on a 4-L4 node");
+    assert!(
+        m.contains("half of a 4-GPU node") && m.contains("nvidia-l4"),
+        "{m}"
+    );
+    // `--node-gpus 8` (or the config key) wins over the labels.
+    assert_eq!(ir004(pod(4, l4), 8), None);
+    // The machine type is exact: 4 of a g2-standard-96's 8 fit beside it.
+    let g2_96 = format!("{l4}, node.kubernetes.io/instance-type: g2-standard-96");
+    assert_eq!(ir004(pod(4, &g2_96), 0), None);
+    let nc96 = "node.kubernetes.io/instance-type: Standard_NC96ads_A100_v4";
+    assert!(ir004(pod(4, nc96), 0).is_some_and(|m| m.contains("4-GPU node")));
+    // No label in the table: 8 GPUs a node, as before.
+    assert_eq!(ir004(pod(4, "disk: ssd"), 0), None);
 }

@@ -12,15 +12,21 @@ declare_rule! {
     /// `--data-parallel-size`); TGI: `--num-shard` (or env `NUM_SHARD`).
     /// Short forms (`--tp`, `--dp`, `-tp`, `-dp`, `--flag=value`) count. A
     /// multi-node group divides the product by its nodes. An unknown value
-    /// (placeholder, env expansion) means no finding; NIM and Triton take
+    /// (placeholder, env expansion, a DRA claim defined elsewhere) means no
+    /// finding; GPUs claimed through DRA (a ResourceClaimTemplate or
+    /// ResourceClaim of the same file, `gpu.*` device classes) count as
+    /// requested; NIM and Triton take
     /// parallelism from their profile or built engine, not from flags; a
     /// plain workload that requests no GPU resource (a TPU or CPU server)
     /// is left alone.
     ///
     /// ## Why is this bad?
-    /// The scheduler sees the GPUs the engine uses but did not request as
-    /// free, and places the surge pod on them: the replacement fails to
-    /// allocate memory, or starves the serving pod.
+    /// The device plugin isolates GPUs: a container sees only the GPUs it
+    /// requested. An engine told to shard itself over more (`TP=4` with
+    /// `nvidia.com/gpu: 1`) fails at start-up, so the pod never becomes
+    /// Ready: a new Deployment never serves, and a rollout to this spec
+    /// waits on a replacement that crash-loops until it times out (with
+    /// maxUnavailable > 0 the old pods it retired are gone meanwhile).
     ///
     /// ## Example
     /// ```yaml
@@ -47,13 +53,16 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     let Some(needed) = engine.gpus_needed(c) else {
         return;
     };
-    if w.unknown(super::Slot::Gpu, RULE.code) {
+    // A DRA claim infera cannot count (defined in another source, or every
+    // GPU of the node) is an unknown GPU count, not zero.
+    if w.unknown(super::Slot::Gpu, RULE.code) || w.claimed_gpus == super::ClaimedGpus::Unknown {
         return;
     }
     // Multi-node groups split parallelism across nodes.
     let per_node = needed / i64::from(w.number_of_nodes.unwrap_or(1).max(1));
     // A plain model server that requests no GPU at all runs on another
-    // accelerator (TPU, CPU, a DRA claim): its flags say nothing about GPUs.
+    // accelerator (TPU, CPU, a non-GPU DRA device): its flags say nothing
+    // about GPUs.
     let requested = match w.gpu_request() {
         Some((_, n)) => n,
         None if w.worker => 0,
@@ -67,15 +76,35 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     } else {
         w.base_field(&["resources"])
     };
-    out.push(Hit::new(
+    let hit = Hit::new(
         &RULE,
         Severity::Error,
-        path,
+        path.clone(),
         format!(
-            "{}: the {} parallelism flags use {per_node} GPUs on the node but the container requests {requested}: the scheduler counts {} GPUs as free and can place the surge pod on GPUs the serving pod is using; request {per_node} GPUs",
+            "{}: the {} parallelism flags shard the engine over {per_node} GPUs on the node, but the container requests {requested}; the device plugin gives a container only the GPUs it requests, so the engine fails at start-up and the pod never becomes Ready (a rollout to this spec waits on a crash-looping replacement); request {per_node} GPUs",
             w.who(),
             engine.name,
-            per_node - requested
         ),
-    ));
+    );
+    out.push(match gpu_fix(w, per_node) {
+        Some(value) if w.pod_path.is_some() => {
+            hit.with_fix(format!("request {per_node} GPUs"), vec![(path, value)])
+        }
+        _ => hit,
+    });
+}
+
+/// The GPU request and limit set to `n`, under the resource name the
+/// container already uses (None when it requests no GPU).
+fn gpu_fix(w: &Workload<'_>, n: i64) -> Option<serde_json::Value> {
+    let (name, _) = w.gpu_request()?;
+    let res = w.main_container()?.resources.as_ref()?;
+    let mut value = serde_json::Map::new();
+    for (field, map) in [("requests", &res.requests), ("limits", &res.limits)] {
+        if map.as_ref().is_some_and(|m| m.contains_key(&name)) {
+            value.insert(field.into(), serde_json::json!({ name.clone(): n }));
+        }
+    }
+    // GPUs from a DRA claim are counted in the claim template, not here.
+    (!value.is_empty()).then_some(serde_json::Value::Object(value))
 }

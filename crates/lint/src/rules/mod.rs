@@ -99,6 +99,15 @@ pub struct Hit {
     pub severity: Severity,
     pub path: Path,
     pub message: String,
+    pub fix: Option<HitFix>,
+}
+
+/// A rule's fix: merge patches at paths inside the object (see
+/// [`crate::finding::Change`]), and what they do.
+#[derive(Debug, Clone)]
+pub struct HitFix {
+    pub description: String,
+    pub changes: Vec<(Path, serde_json::Value)>,
 }
 
 impl Hit {
@@ -108,7 +117,21 @@ impl Hit {
             severity,
             path,
             message,
+            fix: None,
         }
+    }
+
+    /// The same hit with a fix.
+    pub fn with_fix(
+        mut self,
+        description: impl Into<String>,
+        changes: Vec<(Path, serde_json::Value)>,
+    ) -> Hit {
+        self.fix = Some(HitFix {
+            description: description.into(),
+            changes,
+        });
+        self
     }
 }
 
@@ -142,7 +165,11 @@ pub struct InventoryNode {
 /// Cluster facts the capacity rules use.
 #[derive(Debug, Clone, Default)]
 pub struct Capacity {
+    /// GPUs per node: as given, else the default (8).
     pub node_gpus: u32,
+    /// True when `--node-gpus` or the config gave `node_gpus`; else the
+    /// node labels a pod pins may say (see [`Workload::node_gpus`]).
+    pub node_gpus_given: bool,
     pub inventory: Option<Vec<InventoryNode>>,
 }
 
@@ -166,6 +193,9 @@ pub struct Workload<'a> {
     /// (maxUnavailable after upstream rounding; all of them for Recreate),
     /// when the kind's rollout is known.
     pub max_unavailable: Option<i64>,
+    /// maxUnavailable as written, when the kind lets the manifest set it
+    /// (a percentage is re-rounded for another replica count).
+    pub max_unavailable_spec: Option<serde_json::Value>,
     pub replicas: Option<i32>,
     pub number_of_nodes: Option<i32>,
     pub roll: RollKind,
@@ -193,11 +223,17 @@ pub struct Workload<'a> {
     /// Fields that hold unresolved placeholders (path inside the object, raw text).
     pub placeholders: Vec<(Path, String)>,
     pub capacity: &'a Capacity,
+    /// GPUs the main container gets through DRA resource claims.
+    pub claimed_gpus: ClaimedGpus,
     /// Verdicts a placeholder kept a rule from reaching: (what the
     /// placeholder stands for, rule code). Filled by [`Workload::unknown`]
     /// while the rules run; IR011 (run last) reports it.
     pub blocked: std::cell::RefCell<Vec<(Slot, &'static str)>>,
 }
+
+/// GPUs the main container gets through DRA, named as the device plugin
+/// of the same vendor names them (`nvidia.com/gpu` for `gpu.nvidia.com`).
+pub use infera_model::dra::ClaimedGpus;
 
 /// What a placeholder stands for, as far as the rules are concerned: the
 /// verdicts it can block follow from this, not from where it sits.
@@ -246,11 +282,28 @@ impl Workload<'_> {
         self.pod.containers.get(self.main)
     }
 
-    /// `decode`, or `deployment/foo`: how messages name the workload.
+    /// `decode (pd service decode)`, `deployment foo`, or
+    /// `dynamographdeployment g service decode`: how messages name the
+    /// workload, in the manifest's own words (a role only where the
+    /// manifest has one: an InferaDeployment service).
     pub fn who(&self) -> String {
         match &self.service {
-            Some(s) => format!("{} ({} service {s})", self.role, self.name),
+            Some(s) if self.kind == "InferaDeployment" => {
+                format!("{} ({} service {s})", self.role, self.name)
+            }
+            Some(s) => format!("{} {} service {s}", self.kind.to_lowercase(), self.name),
             None => format!("{} {}", self.kind.to_lowercase(), self.name),
+        }
+    }
+
+    /// What loses its serving pods, as the subject of a message's second
+    /// clause: the role of an InferaDeployment service, else `it` (the
+    /// workload [`Workload::who`] named at the start).
+    pub fn subject(&self) -> String {
+        if self.kind == "InferaDeployment" {
+            self.role.to_string()
+        } else {
+            "it".to_string()
         }
     }
 
@@ -340,14 +393,57 @@ impl Workload<'_> {
         }
     }
 
-    /// GPUs the main container requests (requests, else limits), by resource name.
+    /// GPUs per node for this pod, and the pinned label that said so (None
+    /// when the flag, the config or the default did): `--node-gpus` or the
+    /// config when given, else the GKE/EKS/AKS node labels the pod pins
+    /// (`infera_model::accelerator`), else the default.
+    pub fn node_gpus(&self) -> (u32, Option<String>) {
+        let default = (self.capacity.node_gpus, None);
+        if self.capacity.node_gpus_given {
+            return default;
+        }
+        let pod_gpus = self.gpu_request().map_or(1, |(_, n)| n);
+        infera_model::accelerator::node_gpus(|k| self.pinned_label(k), pod_gpus)
+            .map_or(default, |n| (n.gpus, Some(n.because)))
+    }
+
+    /// The one value a node label must have for the pod to land: its
+    /// `nodeSelector`, else a required node affinity term `In [value]`.
+    pub fn pinned_label(&self, key: &str) -> Option<&str> {
+        if let Some(v) = self.pod.node_selector.as_ref().and_then(|m| m.get(key)) {
+            return Some(v.as_str()).filter(|v| !is_placeholder(v));
+        }
+        let terms = &self
+            .pod
+            .affinity
+            .as_ref()?
+            .node_affinity
+            .as_ref()?
+            .required_during_scheduling_ignored_during_execution
+            .as_ref()?
+            .node_selector_terms;
+        let [term] = terms.as_slice() else {
+            return None;
+        };
+        term.match_expressions.iter().flatten().find_map(|e| {
+            let values = e.values.as_deref()?;
+            match values {
+                [v] if e.key == key && e.operator == "In" && !is_placeholder(v) => Some(v.as_str()),
+                _ => None,
+            }
+        })
+    }
+
+    /// GPUs the main container requests (requests, else limits, else its
+    /// DRA claims), by resource name.
     pub fn gpu_request(&self) -> Option<(String, i64)> {
         let c = self.main_container()?;
-        let res = c.resources.as_ref()?;
-        for map in [res.requests.as_ref(), res.limits.as_ref()]
-            .into_iter()
-            .flatten()
-        {
+        let maps = c
+            .resources
+            .as_ref()
+            .map(|res| [res.requests.as_ref(), res.limits.as_ref()])
+            .unwrap_or_default();
+        for map in maps.into_iter().flatten() {
             for (k, v) in map {
                 if infera_model::worker::is_gpu_resource(k)
                     && let Some(n) = infera_model::worker::whole_quantity(&v.0)
@@ -356,7 +452,10 @@ impl Workload<'_> {
                 }
             }
         }
-        None
+        match &self.claimed_gpus {
+            ClaimedGpus::Known(name, n) => Some((name.clone(), *n)),
+            _ => None,
+        }
     }
 
     /// The single hostname the pod is pinned to (nodeSelector or required

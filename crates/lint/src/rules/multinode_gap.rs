@@ -34,6 +34,19 @@ declare_rule! {
     "a multi-node group rollout may leave no group serving"
 }
 
+/// The fewest groups that keep one up while another is replaced: more
+/// than maxUnavailable, re-rounded when it is a percentage (None when no
+/// count does, e.g. 100%).
+fn groups_for_one_up(w: &Workload<'_>, groups: i32, unavailable: i64) -> Option<i32> {
+    let Some(spec) = w.max_unavailable_spec.as_ref().filter(|v| v.is_string()) else {
+        return i32::try_from(unavailable + 1).ok().filter(|&n| n > groups);
+    };
+    (groups + 1..=groups.saturating_add(64)).find(|&n| {
+        let down = infera_model::rolling::scaled_value(Some(spec), "1", i64::from(n), false);
+        i64::from(n) - down.max(1) >= 1
+    })
+}
+
 pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     if w.kind == "InferaDeployment" && !w.worker || w.roll != RollKind::Lws {
         return;
@@ -49,20 +62,26 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     let probed = w
         .main_container()
         .is_some_and(|c| c.readiness_probe.is_some());
-    let left = i64::from(groups) - unavailable;
-    let why = if left < 1 {
-        let probe = if probed {
-            "its readiness probe cannot help: the old group goes before a replacement exists"
-        } else {
-            "and it has no readiness probe"
+    let gap = i64::from(groups) - unavailable < 1;
+    let fix_to = groups_for_one_up(w, groups, unavailable).filter(|_| gap);
+    let (why, advice) = if gap {
+        let more = match fix_to {
+            Some(n) => format!("run more groups than maxUnavailable (replicas: {n})"),
+            None => "lower maxUnavailable below the groups".to_string(),
         };
-        format!(
-            "{groups} {nodes}-node group(s) rolled with maxUnavailable {unavailable} and maxSurge {}: {left} group(s) stay up, {probe}",
-            w.max_surge
+        (
+            format!(
+                "{groups} {nodes}-node group(s) rolled with maxUnavailable {unavailable} and maxSurge {}: no group stays up while one is replaced, and no readiness probe can help, because the old group goes before its replacement exists",
+                w.max_surge
+            ),
+            format!("{more}, or surge a group with a readiness probe"),
         )
     } else if w.max_surge > 0 && unavailable == 0 && !probed {
-        format!(
-            "{groups} {nodes}-node group(s) rolled by a surge group with no readiness probe: the surge group counts Ready as soon as it runs, and an old group is torn down while it loads"
+        (
+            format!(
+                "{groups} {nodes}-node group(s) rolled by a surge group with no readiness probe: the surge group counts Ready as soon as it runs, and an old group is torn down while it loads"
+            ),
+            "add a readiness probe to the leader on the endpoint that means serving".to_string(),
         )
     } else {
         return;
@@ -71,15 +90,23 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
         "InferaDeployment" => w.base_field(&["numberOfNodes"]),
         _ => w.base_field(&["replicas"]),
     };
-    out.push(Hit::new(
+    let hit = Hit::new(
         &RULE,
         Severity::Error,
         path,
         format!(
-            "{} is {why}, so {} will have no serving pod for the whole restart of a group; run more groups than maxUnavailable (replicas: {}), or surge a group with a readiness probe",
+            "{} is {why}, so {} will have no serving pod for the whole restart of a group; {advice}",
             w.who(),
-            w.role,
-            unavailable + 1
+            w.subject(),
         ),
-    ));
+    );
+    // The surge-group case is fixed by a probe on the leader, whose
+    // endpoint depends on the engine: no structured fix for it here.
+    out.push(match fix_to {
+        Some(n) => hit.with_fix(
+            format!("set replicas to {n} ({n} groups of {nodes} nodes)"),
+            vec![(w.base_field(&["replicas"]), serde_json::json!(n))],
+        ),
+        None => hit,
+    });
 }

@@ -88,7 +88,7 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
             "pods count Ready before they are registered with the router".to_string(),
         )
     };
-    out.push(Hit::new(
+    let hit = Hit::new(
         &RULE,
         severity,
         w.main_field(&["readinessProbe"]),
@@ -96,7 +96,31 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
             "{}: the readiness probe is {what}, not httpGet /ready on the readiness port {port}: it does not mean \"registered\", and {outcome}; remove it or probe httpGet /ready on the readiness port",
             w.who()
         ),
-    ));
+    );
+    out.push(match (w.readiness_port.known(), &w.pod_path) {
+        (Some(ready), Some(_)) => {
+            // Only one handler may be set; `/ready` needs 10 s (IR010).
+            let mut probe = serde_json::json!({
+                "httpGet": {"path": infera_model::operator::READY_PATH, "port": ready},
+                "tcpSocket": null, "exec": null, "grpc": null,
+            });
+            if probe_timeout(c) <= 8 {
+                probe["timeoutSeconds"] = serde_json::json!(10);
+            }
+            hit.with_fix(
+                format!("probe httpGet /ready on the readiness port {ready}"),
+                vec![(w.main_field(&["readinessProbe"]), probe)],
+            )
+        }
+        _ => hit,
+    });
+}
+
+fn probe_timeout(c: &k8s_openapi::api::core::v1::Container) -> i32 {
+    c.readiness_probe
+        .as_ref()
+        .and_then(|p| p.timeout_seconds)
+        .unwrap_or(1)
 }
 
 /// Before #176: `GET /health` on the engine port is the probe the operator

@@ -1,5 +1,6 @@
 use super::{Hit, Workload, declare_rule};
 use crate::finding::Severity;
+use infera_model::manifest::node::Seg;
 use infera_model::operator::READY_PATH;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
@@ -55,24 +56,23 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
         if timeout > 8 {
             continue;
         }
-        let path = match &w.pod_path {
-            Some(pp) => {
+        let probe_path = w.pod_path.as_ref().map(|pp| {
+            let mut path = pp.clone();
+            path.push(Seg::Key("containers".into()));
+            path.push(Seg::Index(i));
+            path.push(Seg::Key("readinessProbe".into()));
+            path
+        });
+        let path = match &probe_path {
+            Some(pp) if p.timeout_seconds.is_some() => {
                 let mut path = pp.clone();
-                path.push(infera_model::manifest::node::Seg::Key("containers".into()));
-                path.push(infera_model::manifest::node::Seg::Index(i));
-                path.push(infera_model::manifest::node::Seg::Key(
-                    "readinessProbe".into(),
-                ));
-                if p.timeout_seconds.is_some() {
-                    path.push(infera_model::manifest::node::Seg::Key(
-                        "timeoutSeconds".into(),
-                    ));
-                }
+                path.push(Seg::Key("timeoutSeconds".into()));
                 path
             }
+            Some(pp) => pp.clone(),
             None => w.base.clone(),
         };
-        out.push(Hit::new(
+        let hit = Hit::new(
             &RULE,
             Severity::Warning,
             path,
@@ -81,6 +81,16 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
                 w.who(),
                 c.name
             ),
-        ));
+        );
+        out.push(match probe_path {
+            Some(pp) => hit.with_fix(
+                format!(
+                    "set timeoutSeconds: 10 on the /ready probe of container {:?}",
+                    c.name
+                ),
+                vec![(pp, serde_json::json!({"timeoutSeconds": 10}))],
+            ),
+            None => hit,
+        });
     }
 }

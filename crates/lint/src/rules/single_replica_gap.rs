@@ -1,6 +1,6 @@
 use super::{Hit, RollKind, Workload, declare_rule};
 use crate::finding::Severity;
-use infera_model::manifest::node::Seg;
+use infera_model::manifest::node::{Path, Seg};
 
 declare_rule! {
     /// ## What it does
@@ -73,7 +73,7 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
             w.max_surge
         ),
     };
-    out.push(Hit::new(
+    let hit = Hit::new(
         &RULE,
         Severity::Error,
         vec![Seg::Key("spec".into()), Seg::Key(field.into())],
@@ -81,7 +81,47 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
             "{} has {replicas} replica(s) and {how}: replicas − maxUnavailable = {left}, so it may have no serving pod for the whole restart of a replacement; keep maxUnavailable below the replicas (maxSurge 1, maxUnavailable 0) with a readiness probe",
             w.who()
         ),
-    ));
+    );
+    out.push(match surge_fix(w, field) {
+        Some((description, changes)) => hit.with_fix(description, changes),
+        None => hit,
+    });
+}
+
+/// The fix: a Deployment rolls surge-first (maxSurge 1, maxUnavailable 0),
+/// with the engine's serving probe when it has none (IR007's); a
+/// StatefulSet, which cannot surge, runs one replica more than it takes
+/// down. None when the surge would only trade the gap for another
+/// hazard: no probe that infera can write (the replacement would count
+/// Ready at Running), or a pod that cannot share a node with its
+/// replacement (IR002/IR004).
+fn surge_fix(w: &Workload<'_>, field: &str) -> Option<(String, Vec<(Path, serde_json::Value)>)> {
+    use serde_json::json;
+    if field == "updateStrategy" {
+        let n = w.max_unavailable? + 1;
+        return Some((
+            format!("run {n} replicas, one more than the rollout takes down"),
+            vec![(w.base_field(&["replicas"]), json!(n))],
+        ));
+    }
+    let whole_node = w
+        .gpu_request()
+        .is_some_and(|(_, n)| 2 * n > i64::from(w.node_gpus().0));
+    if whole_node || !w.host_ports().is_empty() || w.pinned_host().is_some() {
+        return None;
+    }
+    let strategy =
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}});
+    let mut changes = vec![(w.base_field(&["strategy"]), strategy)];
+    let c = w.main_container()?;
+    let mut description = "roll surge-first (maxSurge 1, maxUnavailable 0)".to_string();
+    if c.readiness_probe.is_none() {
+        let engine = w.engine?;
+        let (probe, words) = super::surge_without_readiness::suggested_probe(w, &engine, c);
+        changes.push((w.main_field(&["readinessProbe"]), probe?));
+        description.push_str(&format!(" and add {words}"));
+    }
+    Some((description, changes))
 }
 
 /// Before PR #176 every single-node worker Deployment rolls maxSurge 0,
@@ -99,7 +139,8 @@ fn pre_176_gap(w: &Workload<'_>, out: &mut Vec<Hit>) {
             return;
         }
     }
-    out.push(Hit::new(
+    out.push(
+        Hit::new(
         &RULE,
         Severity::Error,
         w.base_field(&["replicas"]),
@@ -108,5 +149,10 @@ fn pre_176_gap(w: &Workload<'_>, out: &mut Vec<Hit>) {
             w.who(),
             w.role
         ),
-    ));
+    )
+        .with_fix(
+            "run 2 replicas",
+            vec![(w.base_field(&["replicas"]), serde_json::json!(2))],
+        ),
+    );
 }

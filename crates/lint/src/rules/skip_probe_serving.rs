@@ -67,16 +67,29 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
         ));
         return;
     }
-    out.push(Hit::new(
+    let caveat = surge_caveat(w);
+    let hit = Hit::new(
         &RULE,
         Severity::Error,
         w.base_field(&["skipReadinessProbe"]),
         format!(
-            "skipReadinessProbe makes the operator roll {} old-pod-first: {gap}; remove skipReadinessProbe so the operator injects the /ready probe and rolls surge-first{}",
+            "skipReadinessProbe makes the operator roll {} old-pod-first: {gap}; remove skipReadinessProbe so the operator injects the /ready probe and rolls surge-first{caveat}",
             w.who(),
-            surge_caveat(w)
         ),
-    ));
+    );
+    // Where surge-first would stall (the caveat), removing the key trades
+    // the gap for a stall: no structured fix.
+    out.push(if caveat.is_empty() {
+        hit.with_fix(
+            "remove skipReadinessProbe",
+            vec![(
+                w.base.clone(),
+                serde_json::json!({"skipReadinessProbe": null}),
+            )],
+        )
+    } else {
+        hit
+    });
 }
 
 /// What surge-first will then run into on a pinned pod (IR002/IR003's
@@ -88,7 +101,7 @@ fn surge_caveat(w: &Workload<'_>) -> String {
     let ports = w.host_ports();
     let whole = w
         .gpu_request()
-        .is_some_and(|(_, n)| n > i64::from(w.capacity.node_gpus) - n);
+        .is_some_and(|(_, n)| n > i64::from(w.node_gpus().0) - n);
     let why = match (ports.is_empty(), whole) {
         (false, _) => format!("the old pod holds host ports {ports:?} there"),
         (true, true) => "the old pod holds more than half of its GPUs".to_string(),

@@ -92,9 +92,15 @@ fn whole_node(w: &Workload<'_>, out: &mut Vec<Hit>) {
     };
     let inventory = w.capacity.inventory.as_deref();
     let cap = |n: &InventoryNode| n.gpus.get(&resource).copied().unwrap_or(0);
-    let node = match inventory {
-        Some(nodes) => nodes.iter().map(cap).max().unwrap_or(0),
-        None => i64::from(w.capacity.node_gpus),
+    let (node, why_node) = match inventory {
+        Some(nodes) => (nodes.iter().map(cap).max().unwrap_or(0), String::new()),
+        None => match w.node_gpus() {
+            (n, Some(label)) => (
+                i64::from(n),
+                format!(" (the pod pins `{label}`; `--node-gpus` overrides)"),
+            ),
+            (n, None) => (i64::from(n), String::new()),
+        },
     };
     if gpus <= 0 || 2 * gpus <= node {
         return;
@@ -120,7 +126,7 @@ fn whole_node(w: &Workload<'_>, out: &mut Vec<Hit>) {
         severity,
         w.main_field(&["resources"]),
         format!(
-            "{} requests {gpus} {resource}, more than half of a {node}-GPU node, and rolls surge-first: it cannot share a node with its own replacement, so the roll {need}; {verdict}; without one the surge pod stays Pending and the rollout stalls",
+            "{} requests {gpus} {resource}, more than half of a {node}-GPU node{why_node}, and rolls surge-first: it cannot share a node with its own replacement, so the roll {need}; {verdict}; without one the surge pod stays Pending and the rollout stalls",
             w.who()
         ),
     ));

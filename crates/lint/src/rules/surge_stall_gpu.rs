@@ -87,7 +87,7 @@ struct Request<'a> {
 }
 
 fn on_default_node(w: &Workload<'_>, host: &str, path: Path, r: &Request<'_>, out: &mut Vec<Hit>) {
-    let node = i64::from(w.capacity.node_gpus);
+    let node = i64::from(w.node_gpus().0);
     if r.gpus <= node - r.gpus {
         return;
     }

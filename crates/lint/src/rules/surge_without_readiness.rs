@@ -1,6 +1,8 @@
 use super::{Hit, RollKind, Workload, declare_rule};
 use crate::finding::Severity;
-use infera_model::engine::{Engine, EngineKind};
+use infera_model::engine::{Engine, EngineKind, ListenPort};
+use k8s_openapi::api::core::v1::Container;
+use serde_json::json;
 
 declare_rule! {
     /// ## What it does
@@ -28,27 +30,61 @@ declare_rule! {
     /// ```
     ///
     /// ## Use instead
-    /// A readiness probe on the endpoint that means "serving": vLLM
-    /// `httpGet /v1/models` on 8000 (or `/health`), SGLang `/health_generate`
-    /// on 30000, TGI `/health`, NIM `/v1/health/ready` on 8000, Triton
-    /// `/v2/health/ready` on 8000, the infera engine `/ready` on its
-    /// readiness port (30090) — or manage the worker with an InferaDeployment.
+    /// A readiness probe on the endpoint that means "serving", on the port
+    /// the server listens on — its `--port` (`--http-port` for Triton),
+    /// else its env (TGI: `PORT`, or `AIP_HTTP_PORT` in the Google Cloud
+    /// builds; NIM: `NIM_SERVER_PORT`), else its default: vLLM `/health`
+    /// on 8000, SGLang `/health` on 30000, TGI `/health` on 80, NIM
+    /// `/v1/health/ready` on 8000, Triton `/v2/health/ready` on its HTTP
+    /// port 8000 (not gRPC's 8001), the infera engine `/ready` on its
+    /// readiness port (30090, `timeoutSeconds: 10`) — or manage the worker
+    /// with an InferaDeployment. The finding's fix writes that probe.
     RULE, "IR007", "surge-without-readiness", Error,
     "model server rolls surge pods in but has no readiness probe"
 }
 
-/// The port a probe should use: the container's first declared port, else
-/// the engine's default (the infera engine: its readiness port).
-fn probe_port(w: &Workload<'_>, engine: &Engine) -> i32 {
-    if engine.kind == EngineKind::Infera {
-        return w
-            .readiness_port
-            .known()
-            .map_or(engine.default_port, i32::from);
+/// The probe the message suggests and the fix writes: the engine's
+/// serving path on the port it listens on, and what said so; None for the
+/// port when its flags or env set it to something infera cannot read.
+pub(crate) fn suggested_probe(
+    w: &Workload<'_>,
+    engine: &Engine,
+    c: &Container,
+) -> (Option<serde_json::Value>, String) {
+    let listen = if engine.kind == EngineKind::Infera {
+        match w.readiness_port.known() {
+            Some(p) => ListenPort::Known {
+                port: i32::from(p),
+                from: "its readiness port".into(),
+            },
+            None => ListenPort::Unknown {
+                from: "INFERA_READINESS_PORT".into(),
+            },
+        }
+    } else {
+        engine.listen_port(c)
+    };
+    match listen {
+        ListenPort::Known { port, from } => {
+            let mut probe = json!({"httpGet": {"path": engine.serving_path, "port": port}});
+            if engine.kind == EngineKind::Infera {
+                // `/ready` asks the engine's `/health` with an 8 s budget (IR010).
+                probe["timeoutSeconds"] = json!(10);
+            }
+            let words = format!(
+                "readinessProbe httpGet {} on port {port} ({from})",
+                engine.serving_path
+            );
+            (Some(probe), words)
+        }
+        ListenPort::Unknown { from } => (
+            None,
+            format!(
+                "readinessProbe httpGet {} on the port the server listens on ({from} sets it, to a value infera cannot read)",
+                engine.serving_path
+            ),
+        ),
     }
-    w.main_container()
-        .and_then(|c| c.ports.as_ref()?.first().map(|p| p.container_port))
-        .unwrap_or(engine.default_port)
 }
 
 pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
@@ -69,17 +105,23 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     if c.readiness_probe.is_some() {
         return;
     }
-    out.push(Hit::new(
+    let (probe, words) = suggested_probe(w, &engine, c);
+    let hit = Hit::new(
         &RULE,
         Severity::Error,
         w.main_field(&[]),
         format!(
-            "{} ({} container {:?}) {how} but has no readiness probe: each replacement counts Ready at Running, and the serving pod is retired for one still loading weights — nothing serves until the load ends; add readinessProbe httpGet {} on port {}",
+            "{} ({} container {:?}) {how} but has no readiness probe: each replacement counts Ready at Running, and the serving pod is retired for one still loading weights — nothing serves until the load ends; add {words}",
             w.who(),
             engine.name,
             c.name,
-            engine.serving_path,
-            probe_port(w, &engine)
         ),
-    ));
+    );
+    out.push(match probe {
+        Some(p) => hit.with_fix(
+            format!("add {words} to container {:?}", c.name),
+            vec![(w.main_field(&["readinessProbe"]), p)],
+        ),
+        None => hit,
+    });
 }
