@@ -44,7 +44,7 @@ pub use roles::{
     roles_from_inferadeployment, selector_string,
 };
 pub use server_clock::{PROMPT, ServerClock, Timed};
-pub use session::{AuditError, AuditSession, run_auditor};
+pub use session::{AuditError, AuditSession, date_deletions, run_auditor};
 pub use timeline::{Timeline, TimelinePoint, minutes_seconds};
 pub use tracker::{
     Auditor, DEPLOYMENT_LABEL, RoleCounts, RoleSpec, SERVICE_LABEL, Step, WORKER_INFO_ANNOTATION,

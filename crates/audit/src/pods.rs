@@ -95,6 +95,8 @@ pub struct PendingDeletion {
     pub name: String,
     pub since: Instant,
     pub until: Instant,
+    /// The Events were asked about it already (once is enough).
+    pub asked: bool,
 }
 
 /// One pod's history.
@@ -291,6 +293,7 @@ impl Histories {
                 name: h.facts.name.clone(),
                 since,
                 until: m.arrival,
+                asked: false,
             });
         }
         self.count(true, server, m);

@@ -350,33 +350,58 @@ fn apply_event(
 }
 
 /// After a re-list, ask the namespace's Events when the pods that vanished
-/// meanwhile were deleted ([`pod_deletions`]) and tell the auditors.
+/// meanwhile were deleted ([`date_deletions`]) and tell the auditors.
 async fn resolve_deletions(client: &Client, auditors: &Mutex<Vec<Auditor>>) {
     let wanted: Vec<(Option<String>, String)> = lock(auditors)
-        .iter()
+        .iter_mut()
         .flat_map(Auditor::unresolved_deletions)
         .collect();
     if wanted.is_empty() {
         return;
     }
+    let found = date_deletions(client, &wanted).await;
+    let mut group = lock(auditors);
+    for (ns, name, at) in found {
+        for a in group.iter_mut() {
+            a.deleted_at(ns.as_deref(), &name, at);
+        }
+    }
+}
+
+/// The deletion times the Events give for `wanted` pods ((namespace,
+/// name)), one Events list per namespace, each retried briefly (a 5xx or
+/// a dropped connection must not cost the reconstruction).
+pub async fn date_deletions(
+    client: &Client,
+    wanted: &[(Option<String>, String)],
+) -> Vec<(Option<String>, String, jiff::Timestamp)> {
     let mut namespaces: Vec<Option<String>> = wanted.iter().map(|w| w.0.clone()).collect();
     namespaces.sort();
     namespaces.dedup();
+    let mut out = Vec::new();
     for ns in namespaces {
-        match pod_deletions(client, ns.as_deref()).await {
-            Ok(found) => {
-                let mut group = lock(auditors);
-                for (name, at) in found {
-                    for a in group.iter_mut() {
-                        a.deleted_at(ns.as_deref(), &name, at);
-                    }
+        let mut backoff = infera_cluster::watch_backoff();
+        for attempt in 0..4 {
+            match pod_deletions(client, ns.as_deref()).await {
+                Ok(found) => {
+                    out.extend(
+                        found
+                            .into_iter()
+                            .filter(|(name, _)| wanted.iter().any(|w| w.0 == ns && &w.1 == name))
+                            .map(|(name, at)| (ns.clone(), name, at)),
+                    );
+                    break;
                 }
-            }
-            Err(e) => {
-                tracing::info!(target: "infera::audit::session", "cannot read the Events to date vanished pods: {}", infera_cluster::redact::kube_error(&e));
+                Err(e) if attempt == 3 => {
+                    tracing::info!(target: "infera::audit::session", "cannot read the Events to date vanished pods: {}", infera_cluster::redact::kube_error(&e));
+                }
+                Err(_) => {
+                    tokio::time::sleep(backoff.next().unwrap_or(Duration::from_secs(1))).await
+                }
             }
         }
     }
+    out
 }
 
 /// When the namespace's Events say pods were deleted: the ReplicaSet

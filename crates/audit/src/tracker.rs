@@ -448,14 +448,18 @@ impl Auditor {
         }
     }
 
-    /// Pods whose disappearance a re-list showed without saying when:
-    /// (namespace, name). The caller looks them up in the Events and
-    /// reports what it finds with [`deleted_at`](Self::deleted_at).
-    pub fn unresolved_deletions(&self) -> Vec<(Option<String>, String)> {
+    /// Pods whose disappearance a re-list showed without saying when, not
+    /// asked about yet: (namespace, name). The caller looks them up in the
+    /// Events (once) and reports what it finds with
+    /// [`deleted_at`](Self::deleted_at).
+    pub fn unresolved_deletions(&mut self) -> Vec<(Option<String>, String)> {
         self.histories
             .pending
-            .iter()
-            .map(|p| (p.namespace.clone(), p.name.clone()))
+            .iter_mut()
+            .filter_map(|p| {
+                let asked = std::mem::replace(&mut p.asked, true);
+                (!asked).then(|| (p.namespace.clone(), p.name.clone()))
+            })
             .collect()
     }
 

@@ -396,7 +396,10 @@ mod tests {
         assert!(matches!(sight.relisting(s(60)), Transition::Blind { .. }));
         assert_eq!(sight.relisted(s(61)), Transition::Sighted { at: s(61) });
         // A resumed stream that delivers is current again at once.
-        assert!(matches!(sight.watch_error(s(70), "reset"), Transition::Blind { .. }));
+        assert!(matches!(
+            sight.watch_error(s(70), "reset"),
+            Transition::Blind { .. }
+        ));
         assert_eq!(sight.event(s(71)), Transition::Sighted { at: s(71) });
     }
 

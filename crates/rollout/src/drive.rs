@@ -668,6 +668,18 @@ impl<'a> Driver<'a> {
         }
     }
 
+    /// Pods a re-list showed gone without saying when: the Events date
+    /// their deletion for the audit.
+    async fn date_vanished(&mut self) {
+        let wanted = self.auditor.unresolved_deletions();
+        if wanted.is_empty() {
+            return;
+        }
+        for (ns, name, at) in infera_audit::date_deletions(&self.api.conn.client, &wanted).await {
+            self.auditor.deleted_at(ns.as_deref(), &name, at);
+        }
+    }
+
     /// Whether the watches are current. While they are not, the driver
     /// takes no step whose safety depends on what it sees (completing the
     /// leg, the next trigger, a revert or an abort decision), and the stall
@@ -731,6 +743,7 @@ impl<'a> Driver<'a> {
                 if self.handle(w, Some(index))? > 0 {
                     st.last_progress = Instant::now();
                 }
+                self.date_vanished().await;
                 self.probe_new_ready(index, before);
             }
             res = self.probes.rx.recv() => {
@@ -1196,7 +1209,10 @@ impl<'a> Driver<'a> {
             return Err(err.into());
         }
         tracing::info!(target: "infera::rollout::drive", "watch restart: {err}; re-listing with backoff");
-        self.auditor.watch_error(Instant::now(), &err.to_string());
+        // Only the pod watch is the audit's evidence.
+        if resource == "pods" {
+            self.auditor.watch_error(Instant::now(), &err.to_string());
+        }
         if !self.warned {
             self.warned = true;
             self.out.note(&format!(
