@@ -134,6 +134,22 @@ impl Lab {
             .expect("run the lab's kubectl")
     }
 
+    /// `lab/ctl DIR ACTION COMPONENT` (a fault on one component); its stdout.
+    pub fn ctl(&self, action: &str, component: &str) -> String {
+        let out = Command::new(root().join("lab/ctl"))
+            .args([self.dir.path().as_os_str()])
+            .args([action, component])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run lab/ctl");
+        assert!(
+            out.status.success(),
+            "lab/ctl {action} {component}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
     pub fn infera(&self, args: &[&str]) -> Command {
         let mut c = self.command(Path::new(env!("CARGO_BIN_EXE_infera")));
         c.args(args);

@@ -211,18 +211,7 @@ fn is_step(line: &str, kind: &str) -> bool {
 }
 
 fn ctl(lab: &Lab, action: &str, component: &str) -> String {
-    let out = Command::new(crate::common::lab::root().join("lab/ctl"))
-        .args([lab.dir.path().as_os_str()])
-        .args([action, component])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run lab/ctl");
-    assert!(
-        out.status.success(),
-        "lab/ctl {action} {component}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    lab.ctl(action, component)
 }
 
 /// Ready, not-terminating pods per role, as the lab's kubectl sees them.

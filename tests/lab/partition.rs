@@ -83,18 +83,6 @@ fn heal(lab: &Lab) {
     tc(lab, &["qdisc", "del", "dev", "lo", "root"]);
 }
 
-fn ctl(lab: &Lab, action: &str, component: &str) {
-    let out = std::process::Command::new(crate::common::lab::root().join("lab/ctl"))
-        .args([&lab.dir.path().display().to_string(), action, component])
-        .output()
-        .expect("run lab/ctl");
-    assert!(
-        out.status.success(),
-        "lab/ctl {action} {component}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A kubeconfig that reaches the apiserver on its advertised address.
 fn advertised_kubeconfig(lab: &Lab) -> PathBuf {
     let text = std::fs::read_to_string(lab.kubeconfig()).expect("the lab's kubeconfig");
@@ -262,8 +250,8 @@ fn case(lab: &Lab, name: &str, cut: Duration, restart: bool) {
     partition(lab);
     let on = Instant::now();
     if restart {
-        ctl(lab, "compact", "etcd");
-        ctl(lab, "restart", "kube-apiserver");
+        lab.ctl("compact", "etcd");
+        lab.ctl("restart", "kube-apiserver");
     }
     // The reference starts now, after any restart: it sees the roll whole.
     let mut truth = audit(lab, &truth_path, None, seconds - on.elapsed().as_secs() - 4);
