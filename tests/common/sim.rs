@@ -163,3 +163,11 @@ pub fn ready_pods(store: &Store, ns: &str, service: &str) -> Vec<Value> {
         .filter(is_ready)
         .collect()
 }
+
+/// Milliseconds since the Unix epoch, the unit of the simulator's ground
+/// truth (`RunningSim::truth`).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}

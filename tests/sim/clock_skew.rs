@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 
 use crate::common::process::{infera, lines, wait_exit};
+use crate::common::sim::now_ms;
 
 const SPEED: f64 = 10.0;
 
@@ -113,12 +114,6 @@ async fn a_skewed_server_clock_is_measured_and_corrected() {
             r.seconds_below_min_ready
         );
     }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Milliseconds with Ready below 1 in `[from, to]` of a truth series.

@@ -5,7 +5,7 @@
 //! must contain the simulator's own ground truth, and a run that did not
 //! see a gap must never say "never fewer than 1".
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use infera::audit::{Options as AuditOptions, Report};
 use infera::rollout::target::Target;
@@ -13,18 +13,12 @@ use infera::rollout::{Options, Request, execute};
 use infera::sim::partition::PartitionKind;
 use infera::sim::store::Kind;
 
-use crate::common::sim::{self, Sim};
+use crate::common::sim::{self, Sim, now_ms};
 
 /// A 140 s weight load takes 14 s of wall time: long enough to fall inside
 /// a 25 s partition, short against the heartbeat's 10 s bound.
 const SPEED: f64 = 10.0;
 const PARTITION: Duration = Duration::from_secs(25);
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
 
 /// Restart `role`'s pods as someone else would (the cluster's side: the
 /// store, not the partitioned network).

@@ -18,7 +18,7 @@ use infera::sim::faults::FaultConfig;
 use infera::sim::scenario::Scenario;
 use infera::sim::store::{Kind, Store};
 
-use crate::common::sim::{self, Sim};
+use crate::common::sim::{self, Sim, now_ms};
 use serde_json::Value;
 
 /// Fast enough that a 140 s weight load takes under a second of wall time.
@@ -348,12 +348,6 @@ async fn faults_never_invent_a_gap_and_the_minimum_contains_the_truth() {
         "{counts:?}"
     );
     sim.shutdown().await;
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// `infera audit ARGV…` as library options.

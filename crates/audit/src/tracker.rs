@@ -330,7 +330,7 @@ impl Auditor {
     /// A request of the watch failed at `now` (connection refused or
     /// reset, 5xx, 410 Gone): blind from the last proof of sight.
     pub fn watch_error(&mut self, now: Instant, reason: &str) {
-        if let Some(t) = self.sight.as_mut().map(|s| s.watch_error(now, reason)) {
+        if let Some(t) = self.sight.as_mut().map(|s| s.watch_error(reason)) {
             self.transition(t, now);
         }
     }
@@ -384,7 +384,7 @@ impl Auditor {
     /// Apply one watcher event at `now`.
     pub fn apply(&mut self, event: &Event<Pod>, now: Instant) {
         if let Event::Init = event
-            && let Some(t) = self.sight.as_mut().map(|s| s.relisting(now))
+            && let Some(t) = self.sight.as_mut().map(|s| s.relisting())
         {
             self.transition(t, now);
         }

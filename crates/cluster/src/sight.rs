@@ -120,8 +120,8 @@ impl Sight {
         self.sighted(at)
     }
 
-    /// A request of the watch failed at `at`.
-    pub fn watch_error(&mut self, _at: Instant, reason: &str) -> Transition {
+    /// A request of the watch failed.
+    pub fn watch_error(&mut self, reason: &str) -> Transition {
         match &mut self.state {
             State::Blind { answered, .. } => {
                 *answered = 0;
@@ -132,7 +132,7 @@ impl Sight {
     }
 
     /// A re-list began: the watch could not resume, so it missed events.
-    pub fn relisting(&mut self, _at: Instant) -> Transition {
+    pub fn relisting(&mut self) -> Transition {
         match self.state {
             State::Blind { .. } => Transition::None,
             State::Current => self.go_blind("the watch had to re-list"),
@@ -373,7 +373,7 @@ mod tests {
         assert_eq!(sight.beat(&answered(s(65), s(65))), Transition::Resync);
         assert_eq!(sight.beat(&answered(s(70), s(70))), Transition::None);
         assert!(!sight.is_current());
-        assert!(matches!(sight.relisting(s(70)), Transition::None));
+        assert!(matches!(sight.relisting(), Transition::None));
         assert_eq!(sight.relisted(s(71)), Transition::Sighted { at: s(71) });
     }
 
@@ -383,21 +383,18 @@ mod tests {
         let s = |n: u64| t0 + Duration::from_secs(n);
         let mut sight = Sight::new(t0);
         assert!(matches!(
-            sight.watch_error(s(10), "connection refused"),
+            sight.watch_error("connection refused"),
             Transition::Blind { since, .. } if since == t0
         ));
-        assert_eq!(
-            sight.watch_error(s(40), "connection refused"),
-            Transition::None
-        );
+        assert_eq!(sight.watch_error("connection refused"), Transition::None);
         sight.beat(&answered(s(41), s(41)));
         assert_eq!(sight.beat(&answered(s(45), s(45))), Transition::Resync);
         assert_eq!(sight.relisted(s(46)), Transition::Sighted { at: s(46) });
-        assert!(matches!(sight.relisting(s(60)), Transition::Blind { .. }));
+        assert!(matches!(sight.relisting(), Transition::Blind { .. }));
         assert_eq!(sight.relisted(s(61)), Transition::Sighted { at: s(61) });
         // A resumed stream that delivers is current again at once.
         assert!(matches!(
-            sight.watch_error(s(70), "reset"),
+            sight.watch_error("reset"),
             Transition::Blind { .. }
         ));
         assert_eq!(sight.event(s(71)), Transition::Sighted { at: s(71) });
