@@ -10,6 +10,7 @@ pub mod engine;
 pub mod generation;
 pub mod manifest;
 pub mod operator;
+pub mod pdb;
 pub mod pod;
 pub mod rolling;
 pub mod scheduling;

@@ -4,6 +4,7 @@
 //! maxUnavailable rounds down, and when both come to 0 maxUnavailable
 //! becomes 1 (`ResolveFenceposts` in `pkg/controller/deployment/util`).
 
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
 /// Resolve an int-or-percent against `total` (upstream
@@ -17,10 +18,23 @@ pub fn scaled_value(value: Option<&Value>, default: &str, total: i64, round_up: 
             &owned
         }
     };
-    if let Some(n) = value.as_i64() {
-        return n;
+    match value.as_i64() {
+        Some(n) => n,
+        None => scaled_text(value.as_str().unwrap_or("0"), total, round_up),
     }
-    let text = value.as_str().unwrap_or("0");
+}
+
+/// [`scaled_value`] for a typed `IntOrString` (PodDisruptionBudget's
+/// minAvailable/maxUnavailable, typed rolling-update fields).
+pub fn scaled_int_or_percent(value: &IntOrString, total: i64, round_up: bool) -> i64 {
+    match value {
+        IntOrString::Int(n) => i64::from(*n),
+        IntOrString::String(text) => scaled_text(text, total, round_up),
+    }
+}
+
+/// `"N%"` of `total` (rounded up or down), or a plain integer string.
+fn scaled_text(text: &str, total: i64, round_up: bool) -> i64 {
     match text
         .strip_suffix('%')
         .and_then(|p| p.trim().parse::<i64>().ok())
