@@ -13,5 +13,6 @@ mod faults;
 mod gitops;
 mod operator;
 mod partition;
+mod policy;
 mod rbac;
 mod smoke;

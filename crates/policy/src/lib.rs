@@ -6,6 +6,7 @@
 //! denies, the others in one whose binding warns; both audit. Which rules
 //! are enforced, and why the others cannot be, is [`coverage::COVERAGE`].
 
+pub mod cases;
 pub mod cel;
 pub mod coverage;
 pub mod kinds;
