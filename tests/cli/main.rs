@@ -20,3 +20,4 @@ mod no_panic;
 mod operator_flag;
 mod policy;
 mod rollout_usage;
+mod worker_rule;

@@ -23,10 +23,11 @@ use super::engine::{LintOptions, ignored, run_rules};
 use super::finding::ObjectRef;
 use super::rules::{Capacity, ClaimedGpus, Hit, RollKind, Workload, deployment_roll};
 use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
-use infera_model::engine::{self as catalogue, EngineKind};
+use infera_model::engine::{self as catalogue};
 use infera_model::manifest::dynamo::{DynamoGraphDeployment, DynamoService};
 use infera_model::manifest::{self, Seg, TypedObject};
 use infera_model::operator::{self, Role, Strategy};
+use infera_model::worker::NVIDIA_GPU;
 
 type Placeholders = Vec<(manifest::Path, String)>;
 
@@ -380,22 +381,6 @@ struct Plain<'a> {
 
 /// The main container: the one named `main`/`infera` (else the first)
 /// when it runs a catalogued engine, else the first that does.
-fn engine_container(pod: &PodSpec) -> usize {
-    let main = operator::main_container_index(pod);
-    if pod
-        .containers
-        .get(main)
-        .and_then(catalogue::recognize)
-        .is_some()
-    {
-        return main;
-    }
-    pod.containers
-        .iter()
-        .position(|c| catalogue::recognize(c).is_some())
-        .unwrap_or(main)
-}
-
 fn plain_workload(
     plain: Plain<'_>,
     placeholders: Placeholders,
@@ -414,9 +399,9 @@ fn plain_workload(
         max_unavailable,
         max_unavailable_spec,
     } = plain;
-    let main = engine_container(pod);
+    let main = infera_model::pod::engine_container_index(pod);
     let engine = pod.containers.get(main).and_then(catalogue::recognize);
-    let worker = engine.is_some_and(|e| e.kind == EngineKind::Infera);
+    let worker = infera_model::pod::launches_infera_worker(pod);
     let w = Workload {
         kind,
         name: meta.name.clone().unwrap_or_default(),
@@ -468,7 +453,7 @@ fn plain_workload(
 fn dynamo_pod(svc: &DynamoService) -> Option<PodSpec> {
     let mut main: Container = svc.extra_pod_spec.as_ref()?.main_container.clone()?;
     if let Some(n) = svc.gpus() {
-        let gpu = ("nvidia.com/gpu".to_string(), Quantity(n.to_string()));
+        let gpu = (NVIDIA_GPU.to_string(), Quantity(n.to_string()));
         main.resources = Some(ResourceRequirements {
             limits: Some([gpu].into_iter().collect()),
             ..ResourceRequirements::default()

@@ -348,7 +348,9 @@ impl Workload<'_> {
             });
         }
         if has("resources") {
-            let gpu = last.is_some_and(|k| k == "gpu" || k == "gpuType" || k.ends_with("/gpu"));
+            let gpu = last.is_some_and(|k| {
+                k == "gpu" || k == "gpuType" || infera_model::worker::is_gpu_resource(k)
+            });
             return gpu.then_some(Slot::Gpu);
         }
         if has("replicas") || has("numberOfNodes") {
