@@ -86,9 +86,15 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     } else {
         return;
     };
-    let path = match w.kind {
-        "InferaDeployment" => w.base_field(&["numberOfNodes"]),
-        _ => w.base_field(&["replicas"]),
+    let path = match (&w.crd, w.kind) {
+        (Some(crd), _) => crd.replicas.clone().unwrap_or_else(|| crd.field.clone()),
+        (None, "InferaDeployment") => w.base_field(&["numberOfNodes"]),
+        (None, _) => w.base_field(&["replicas"]),
+    };
+    // A serving resource's replicas are fixed only where it has the field.
+    let replicas_field = match &w.crd {
+        Some(crd) => crd.replicas.clone(),
+        None => Some(w.base_field(&["replicas"])),
     };
     let hit = Hit::new(
         &RULE,
@@ -102,11 +108,11 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     );
     // The surge-group case is fixed by a probe on the leader, whose
     // endpoint depends on the engine: no structured fix for it here.
-    out.push(match fix_to {
-        Some(n) => hit.with_fix(
+    out.push(match (fix_to, replicas_field) {
+        (Some(n), Some(field)) => hit.with_fix(
             format!("set replicas to {n} ({n} groups of {nodes} nodes)"),
-            vec![(w.base_field(&["replicas"]), serde_json::json!(n))],
+            vec![(field, serde_json::json!(n))],
         ),
-        None => hit,
+        _ => hit,
     });
 }
