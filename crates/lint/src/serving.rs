@@ -376,8 +376,9 @@ fn surge_strategy() -> Value {
 /// predictor's pod (its `containers`, or the container of `model` whose
 /// image the ServingRuntime supplies), `minReplicas` (default 1), the
 /// predictor's `deploymentStrategy` or 25%/25% (`setDefaultDeploymentSpec`;
-/// the cluster's `inferenceservice-config` may set another default), and
-/// with `workerSpec` maxSurge 100%, maxUnavailable 0%. `setDefaultPodSpec`
+/// the cluster's `inferenceservice-config` may set another default; the
+/// maxSurge 100%, maxUnavailable 0% of a multi-node predictor is its
+/// worker Deployment's, `createRawWorkerDeployment`). `setDefaultPodSpec`
 /// gives `kserve-container` a TCP readiness probe when it has none.
 fn inference_service(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_>, out: &mut Out) {
     let Some(predictor) = obj.at("/spec/predictor") else {
@@ -414,14 +415,7 @@ fn inference_service(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_
     let replicas = count(predictor.get("minReplicas"), 1);
     let strategy = predictor.get("deploymentStrategy");
     let field = path(&["spec", "predictor", "deploymentStrategy"]);
-    let multinode = predictor.get("workerSpec").is_some();
     let roll = match strategy {
-        _ if multinode => Roll::deployment(
-            replicas,
-            Some(&json!("100%")),
-            Some(&json!("0%")),
-            ("100%", "0%"),
-        ),
         Some(s) if s.get("type").and_then(Value::as_str) == Some("Recreate") => {
             Roll::recreate(replicas)
         }
