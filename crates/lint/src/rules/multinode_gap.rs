@@ -5,7 +5,13 @@ declare_rule! {
     /// ## What it does
     /// Flags a multi-node worker — an InferaDeployment service with
     /// `numberOfNodes > 1`, a LeaderWorkerSet with `size > 1`, a
-    /// DynamoGraphDeployment service with `multinode.nodeCount > 1` — whose
+    /// DynamoGraphDeployment service with `multinode.nodeCount > 1`, an
+    /// `LLMInferenceService` with `worker` (groups of `parallelism` data ÷
+    /// dataLocal, else pipeline, pods: kserve/kserve `aaac4e2`,
+    /// `pkg/controller/v1alpha2/llmisvc/workload_multi_node.go`,
+    /// `expectedMainMultiNodeLWS`), a `NIMService` with `multiNode` (groups
+    /// of `parallelism.pipeline` pods, maxSurge 0, maxUnavailable 1:
+    /// NVIDIA/k8s-nim-operator `f63f74d`, `manifests/lws.yaml`) — whose
     /// group rollout may leave no group serving: groups − maxUnavailable < 1
     /// (a LeaderWorkerSet rolls whole groups, maxUnavailable 1 and maxSurge
     /// 0 unless `rolloutStrategy.rollingUpdateConfiguration` says otherwise;

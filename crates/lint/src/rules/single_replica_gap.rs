@@ -13,6 +13,32 @@ declare_rule! {
     /// `replicas: 1` with maxSurge 0, with `Recreate`, and with maxSurge 1
     /// *and* maxUnavailable 1.
     ///
+    /// Also flags a serving resource whose operator renders such a rollout,
+    /// told in the resource's own words and fixed, where a fix exists, in
+    /// its own fields (`docs/serving-kinds.md` has each
+    /// rendering and its source):
+    ///
+    /// - `VLLMRuntime` with `deploymentStrategy: Recreate`
+    ///   (vllm-project/production-stack `a6c01db`,
+    ///   `operator/internal/controller/vllmruntime_controller.go`,
+    ///   `deploymentForVLLMRuntime`); fix: `RollingUpdate`.
+    /// - `NIMService` with one replica: its Deployment rolls maxSurge 0,
+    ///   maxUnavailable 25% (NVIDIA/k8s-nim-operator `f63f74d`,
+    ///   `manifests/deployment.yaml`); fix: `replicas: 2`.
+    /// - KServe `InferenceService` (RawDeployment/Standard) and
+    ///   `LLMInferenceService` Deployments (kserve/kserve `aaac4e2`,
+    ///   `createRawDefaultDeployment`, `applyDeploymentRolloutStrategy`);
+    ///   fix: `predictor.deploymentStrategy` / `rolloutStrategy` surge-first.
+    /// - a preset KAITO `Workspace`: one StatefulSet that deletes before it
+    ///   creates (kaito-project/kaito `056b828`,
+    ///   `pkg/workspace/inference/preset_inferences.go`,
+    ///   `GeneratePresetInference`); no fix.
+    /// - AIBrix `StormService` roles and `RayClusterFleet` clusters
+    ///   (vllm-project/aibrix `e3e10f9`, `pkg/controller/stormservice/sync.go`
+    ///   `rollingUpdate`/`inPlaceUpdate`, `pkg/controller/rayclusterfleet/util/fleet.go`
+    ///   `ResolveFenceposts`: absent maxSurge and maxUnavailable are 0, then
+    ///   maxUnavailable 1).
+    ///
     /// Also flags an InferaDeployment worker service with one replica when
     /// the operator is the one before PR #176 (`--operator pre-176`, or
     /// detected live): it renders every worker Deployment surge-free.
