@@ -994,7 +994,7 @@ mod tests {
             ["IR008"]
         );
         assert!(
-            hits[0].1.contains("stormservice s service decode"),
+            hits[0].1.contains("stormservice s role decode"),
             "{}",
             hits[0].1
         );

@@ -315,6 +315,11 @@ impl Workload<'_> {
             Some(s) if self.kind == "InferaDeployment" => {
                 format!("{} ({} service {s})", self.role, self.name)
             }
+            // A serving resource's parts are its roles (StormService) or
+            // workloads (LLMInferenceService `prefill`).
+            Some(s) if self.crd.is_some() => {
+                format!("{} {} role {s}", self.kind.to_lowercase(), self.name)
+            }
             Some(s) => format!("{} {} service {s}", self.kind.to_lowercase(), self.name),
             None => format!("{} {}", self.kind.to_lowercase(), self.name),
         }
