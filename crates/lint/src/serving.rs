@@ -372,6 +372,22 @@ fn surge_strategy() -> Value {
     json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}})
 }
 
+/// The predictor fields that describe `kserve-container` (KServe's
+/// `pkg/apis/serving/v1beta1/predictor.go`, `PredictorSpec`).
+const PREDICTORS: [&str; 11] = [
+    "model",
+    "huggingface",
+    "sklearn",
+    "xgboost",
+    "tensorflow",
+    "pytorch",
+    "triton",
+    "onnx",
+    "pmml",
+    "lightgbm",
+    "paddle",
+];
+
 /// KServe `createRawDefaultDeployment` (RawDeployment/Standard mode): the
 /// predictor's pod (its `containers`, or the container of `model` whose
 /// image the ServingRuntime supplies), `minReplicas` (default 1), the
@@ -388,7 +404,9 @@ fn inference_service(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_
     let (mut pod, pod_path) = if predictor.get("containers").is_some() {
         (pod_at(obj, &base).unwrap_or_default(), Some(base.clone()))
     } else {
-        let Some(model) = predictor.get("model") else {
+        // `model`, or one of the older per-framework fields; each is the
+        // container of `kserve-container` (KServe's `PredictorSpec`).
+        let Some(model) = PREDICTORS.iter().find_map(|k| predictor.get(*k)) else {
             return;
         };
         let mut c = model.clone();
