@@ -247,6 +247,7 @@ fn vllm_runtime(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_>, ou
         )
     });
     let crd = CrdRollout {
+        unit: Some("replica(s)"),
         renders: format!(
             "its operator renders a Deployment with strategy {strategy} (`deploymentConfig.deploymentStrategy`)"
         ),
@@ -348,6 +349,7 @@ fn nim_service(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_>, out
         )
     });
     let crd = CrdRollout {
+        unit: Some("replica(s)"),
         renders,
         field: replicas_field.clone(),
         replicas: Some(replicas_field.clone()),
@@ -446,6 +448,7 @@ fn inference_service(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_
         None => Roll::deployment(replicas, None, None, ("25%", "25%")),
     };
     let crd = CrdRollout {
+        unit: Some("replica(s)"),
         renders: "KServe renders a Deployment from the predictor (`predictor.deploymentStrategy`, else maxSurge 25% and maxUnavailable 25%)".into(),
         field: field.clone(),
         replicas: Some(path(&["spec", "predictor", "minReplicas"])),
@@ -533,6 +536,7 @@ fn llm_inference_service(
     };
     let field = at(&["rolloutStrategy"]);
     let crd = CrdRollout {
+        unit: Some("replica(s)"),
         renders: format!("KServe renders {what} of `replicas`, rolled by `rolloutStrategy`"),
         field: field.clone(),
         replicas: Some(at(&["replicas"])),
@@ -582,6 +586,7 @@ fn kaito_workspace(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_>,
         "its one pod serves the preset".to_string()
     };
     let crd = CrdRollout {
+        unit: None,
         renders: format!("KAITO renders one StatefulSet for it, which deletes each pod before creating its replacement, and {group}"),
         field: path(&["inference", "preset"]),
         replicas: None,
@@ -651,6 +656,7 @@ fn storm_service(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_>, o
             let mut field = role_base.clone();
             field.push(Seg::Key("replicas".into()));
             let crd = CrdRollout {
+                unit: Some("pod(s) in the role"),
                 renders: format!(
                     "AIBrix updates every RoleSet in place (`updateStrategy.type: InPlaceUpdate`), each replacing role {name}'s pods by the role's own updateStrategy (maxSurge {}, maxUnavailable {})",
                     roll.max_surge, roll.max_unavailable
@@ -669,6 +675,7 @@ fn storm_service(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_>, o
                 ("0", "0"),
             );
             let crd = CrdRollout {
+                unit: Some("RoleSet(s)"),
                 renders: format!(
                     "AIBrix replaces whole RoleSets (`updateStrategy` RollingUpdate: maxSurge {}, maxUnavailable {} of `replicas`), role {name} with them",
                     roll.max_surge, roll.max_unavailable
@@ -785,6 +792,7 @@ fn ray_cluster_fleet(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_
     roll.max_surge = surge_clusters * i64::from(per_cluster);
     let field = path(&["spec", "strategy"]);
     let crd = CrdRollout {
+        unit: Some("Ray cluster(s)"),
         renders: format!(
             "AIBrix rolls whole Ray clusters ({per_cluster} pod(s) of this group each) as a Deployment rolls pods: strategy {}, maxSurge {surge_clusters} cluster(s), maxUnavailable {}",
             if recreate { "Recreate" } else { "RollingUpdate" },
@@ -834,6 +842,7 @@ fn ray_service(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_>, out
         max_unavailable_spec: None,
     };
     let crd = CrdRollout {
+        unit: Some("Ray cluster(s)"),
         renders: format!(
             "KubeRay upgrades it by a whole new Ray cluster ({per_cluster} pod(s) of this group) beside the serving one"
         ),

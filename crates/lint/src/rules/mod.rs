@@ -253,6 +253,10 @@ pub struct CrdRollout {
     pub fix: Option<(String, Vec<(Path, serde_json::Value)>)>,
     /// What to do, when no fix can be written.
     pub advice: String,
+    /// What the rollout replaces, counted (`replica(s)`, `RoleSet(s)`,
+    /// `Ray cluster(s)`); None when the resource has no count of its own
+    /// (a KAITO Workspace is one serving unit).
+    pub unit: Option<&'static str>,
 }
 
 /// GPUs the main container gets through DRA, named as the device plugin

@@ -176,12 +176,18 @@ fn crd_gap(w: &Workload<'_>, crd: &super::CrdRollout, out: &mut Vec<Hit>) {
     let Some((replicas, unavailable, _)) = gap(w) else {
         return;
     };
+    let goes = match crd.unit {
+        Some(unit) => {
+            format!("with {replicas} {unit}, {unavailable} may go before a replacement is Ready")
+        }
+        None => "it is replaced old pod first".to_string(),
+    };
     let hit = Hit::new(
         &RULE,
         Severity::Error,
         crd.field.clone(),
         format!(
-            "{}: {}; with {replicas} replica(s), {unavailable} may go before a replacement is Ready, so it may have no serving pod for the whole restart of a replacement; {}",
+            "{}: {}; {goes}, so it may have no serving pod for the whole restart of a replacement; {}",
             w.who(),
             crd.renders,
             crd.advice
