@@ -163,7 +163,7 @@ fn skipped_kinds_are_said_in_every_format() {
     use crate::common::process::infera;
     let dirs = [
         "tests/data/ecosystem/kaito",
-        "tests/data/ecosystem/nim-deploy",
+        "tests/data/ecosystem/nim-operator",
     ];
     let run = |format: &str| {
         let out = infera(&["lint", "--format", format, dirs[0], dirs[1]])
@@ -175,7 +175,7 @@ fn skipped_kinds_are_said_in_every_format() {
     let human = run("human");
     assert!(
         human.contains("skipped: MultiRoleInference ×1 (each role becomes a KAITO InferenceSet")
-            && human.contains("skipped: InferenceService ×1 (KServe hands it to Knative"),
+            && human.contains("skipped: NIMCache ×2 (downloads a model"),
         "{human}"
     );
     let github = run("github");
@@ -189,7 +189,7 @@ fn skipped_kinds_are_said_in_every_format() {
         .iter()
         .map(|k| (k["kind"].as_str().unwrap(), k["count"].as_u64().unwrap()))
         .collect();
-    assert_eq!(named, [("InferenceService", 1), ("MultiRoleInference", 1)]);
+    assert_eq!(named, [("MultiRoleInference", 1), ("NIMCache", 2)]);
     assert!(
         kinds
             .iter()
@@ -198,7 +198,8 @@ fn skipped_kinds_are_said_in_every_format() {
     let notes = sarif_notes(&run("sarif"));
     assert_eq!(notes.len(), 2, "{notes:?}");
     assert!(
-        notes[1].starts_with("skipped: MultiRoleInference ×1 ("),
+        notes[0].starts_with("skipped: MultiRoleInference ×1 (")
+            && notes[1].starts_with("skipped: NIMCache ×2 ("),
         "{notes:?}"
     );
 }
@@ -216,7 +217,7 @@ fn sarif_notes(text: &str) -> Vec<String> {
 }
 
 /// The serving kinds of the issue that must be linted (at most two may be
-/// skipped with a reason; these two are, see `docs/serving-kinds.md`).
+/// skipped with a reason; one is, see `docs/serving-kinds.md`).
 const SERVING: [&str; 10] = [
     "InferenceService",
     "LLMInferenceService",
@@ -245,8 +246,8 @@ fn has_pods(v: &serde_json::Value) -> bool {
 /// every format: a document that carries a pod template, or is a known
 /// serving kind, is linted (an object in the summary) or named as skipped
 /// with a reason in the human summary, JSON `skipped_kinds` and SARIF;
-/// never dropped silently. Of the serving kinds, only InferenceService
-/// (Knative) and MultiRoleInference may be skipped.
+/// never dropped silently. Of the serving kinds, only MultiRoleInference
+/// may be skipped.
 #[test]
 fn every_kind_in_the_corpus_is_linted_or_named() {
     use crate::common::process::infera;
@@ -308,15 +309,11 @@ fn every_kind_in_the_corpus_is_linted_or_named() {
             "{kind}: not in the SARIF notes"
         );
         assert!(
-            !SERVING.contains(&kind.as_str())
-                || ["InferenceService", "MultiRoleInference"].contains(&kind.as_str()),
+            !SERVING.contains(&kind.as_str()) || kind == "MultiRoleInference",
             "{kind} is a serving kind the issue asks to lint"
         );
     }
-    for kind in SERVING
-        .iter()
-        .filter(|k| !["InferenceService", "MultiRoleInference"].contains(k))
-    {
+    for kind in SERVING.iter().filter(|k| **k != "MultiRoleInference") {
         assert!(
             linted.iter().any(|k| k == kind),
             "{kind} was not linted: {linted:?}"

@@ -139,11 +139,6 @@ impl LintSummary {
 /// like KServe's `predictor.model` or a NIMService's `image`).
 fn known_skip_reason(kind: &str, group: &str) -> Option<&'static str> {
     Some(match (kind, group) {
-        // RawDeployment/Standard InferenceServices are linted (serving.rs);
-        // these are the ones KServe hands to Knative.
-        ("InferenceService", "serving.kserve.io") => {
-            "KServe hands it to Knative (Serverless, KServe's default without `serving.kserve.io/deploymentMode: RawDeployment`), and Knative's Revision rollout is not modelled; set that annotation to have it linted as the Deployment KServe renders"
-        }
         ("ServingRuntime" | "ClusterServingRuntime", "serving.kserve.io") => {
             "a KServe runtime template: it runs no pods itself"
         }

@@ -7,8 +7,9 @@
 //! - NIM operator `NIMService`: a Deployment with maxSurge 0 and
 //!   maxUnavailable 25% (`manifests/deployment.yaml`), or a
 //!   LeaderWorkerSet of `multiNode.parallelism.pipeline` pods.
-//! - KServe `InferenceService` (RawDeployment/Standard by its own
-//!   annotation): a Deployment (`createRawDefaultDeployment`).
+//! - KServe `InferenceService`: a Deployment (`createRawDefaultDeployment`)
+//!   with `deploymentMode` RawDeployment/Standard, else a Knative Service
+//!   whose new Revision takes traffic once Ready (`createKnativeService`).
 //! - KServe `LLMInferenceService`: a Deployment, or a LeaderWorkerSet with
 //!   `worker`, for the main workload and for `prefill`.
 //! - KAITO `Workspace` (preset): one StatefulSet whose pods are one
@@ -25,7 +26,7 @@ use serde_json::{Value, json};
 use super::finding::ObjectRef;
 use super::kinds::{Cx, Plain, plain_workload};
 use super::rules::{CrdRollout, Hit, RollKind};
-use infera_model::manifest::serving::{ServingKind, ServingObject};
+use infera_model::manifest::serving::{ServingKind, ServingObject, kserve_raw_mode};
 use infera_model::manifest::{self, Seg};
 
 type Placeholders = Vec<(manifest::Path, String)>;
@@ -417,10 +418,22 @@ fn inference_service(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_
         spec["containers"] = json!([c]);
         (serde_json::from_value(spec).unwrap_or_default(), None)
     };
-    for c in pod
+    // Knative gives its user container (the one with a port, else the
+    // only one) a TCP probe when it has none (knative/serving
+    // `pkg/apis/serving/v1/revision_defaults.go`,
+    // `applyUserContainerDefaultReadinessProbe`); KServe gives one to
+    // `kserve-container` in RawDeployment mode (`setDefaultPodSpec`).
+    let knative = !kserve_raw_mode(obj.metadata.annotations.as_ref());
+    let user = pod
+        .containers
+        .iter()
+        .position(|c| c.ports.as_ref().is_some_and(|p| !p.is_empty()))
+        .unwrap_or(0);
+    for (_, c) in pod
         .containers
         .iter_mut()
-        .filter(|c| c.name == "kserve-container")
+        .enumerate()
+        .filter(|(i, c)| c.name == "kserve-container" || (knative && *i == user))
     {
         if c.readiness_probe.is_none() {
             let port = c
@@ -433,9 +446,27 @@ fn inference_service(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_
         }
     }
     let replicas = count(predictor.get("minReplicas"), 1);
-    let strategy = predictor.get("deploymentStrategy");
+    let (roll, crd) = if kserve_raw_mode(obj.metadata.annotations.as_ref()) {
+        raw_rollout(predictor, replicas)
+    } else {
+        knative_rollout(obj, replicas)
+    };
+    let unit = Unit {
+        obj,
+        pod,
+        pod_path,
+        base,
+        service: None,
+        roll,
+        crd,
+    };
+    run(unit, placeholders, cx, out);
+}
+
+/// The predictor's Deployment in RawDeployment/Standard mode.
+fn raw_rollout(predictor: &Value, replicas: Option<i32>) -> (Roll, CrdRollout) {
     let field = path(&["spec", "predictor", "deploymentStrategy"]);
-    let roll = match strategy {
+    let roll = match predictor.get("deploymentStrategy") {
         Some(s) if s.get("type").and_then(Value::as_str) == Some("Recreate") => {
             Roll::recreate(replicas)
         }
@@ -458,16 +489,44 @@ fn inference_service(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_
         )),
         advice: "set predictor.deploymentStrategy to maxSurge 1, maxUnavailable 0".into(),
     };
-    let unit = Unit {
-        obj,
-        pod,
-        pod_path,
-        base,
-        service: None,
-        roll,
-        crd,
+    (roll, crd)
+}
+
+/// Serverless (Knative) mode — KServe's shipped default without the
+/// annotation: `createKnativeService` routes 100% of traffic to the latest
+/// Revision, which Knative resolves to the latest *Ready* one (knative/serving
+/// `pkg/reconciler/route/traffic/traffic.go`, `addConfigurationTarget`), so a
+/// change starts a new Revision of `initial-scale` pods (default 1,
+/// `pkg/autoscaler/config/config.go`) beside the serving one: surge first,
+/// nothing retired before the new pod is Ready.
+fn knative_rollout(obj: &ServingObject, replicas: Option<i32>) -> (Roll, CrdRollout) {
+    let initial = obj
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("autoscaling.knative.dev/initial-scale"))
+        .and_then(|v| v.parse::<i64>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(1);
+    let roll = Roll {
+        replicas,
+        number_of_nodes: None,
+        roll: RollKind::SurgeFirst,
+        max_surge: initial,
+        max_unavailable: 0,
+        max_unavailable_spec: None,
     };
-    run(unit, placeholders, cx, out);
+    let crd = CrdRollout {
+        unit: Some("replica(s)"),
+        renders:
+            "KServe renders a Knative Service, whose new Revision takes traffic only once Ready"
+                .into(),
+        field: path(&["spec", "predictor"]),
+        replicas: Some(path(&["spec", "predictor", "minReplicas"])),
+        fix: None,
+        advice: "keep a node free for the new Revision".into(),
+    };
+    (roll, crd)
 }
 
 /// KServe `LLMInferenceService` (main workload at `spec`, `prefill`
@@ -969,14 +1028,24 @@ mod tests {
     }
 
     #[test]
-    fn knative_inference_service_is_not_linted() {
-        let out = lint_source(
-            "t.yaml",
-            isvc("Serverless", "{model: {modelFormat: {name: x}}}").as_bytes(),
-            &LintOptions::default(),
+    fn knative_inference_service_surges_a_revision() {
+        let gpu = "{name: server, image: vllm/vllm-openai, command: [vllm, serve, m], resources: {limits: {nvidia.com/gpu: 8}}}";
+        // Knative's default TCP probe: no IR007; 8 of 8 GPUs: the new
+        // Revision's pod needs a free node (IR004, no fix).
+        let hits = lint(&isvc("Serverless", &format!("{{containers: [{gpu}]}}")));
+        assert_eq!(
+            hits.iter().map(|h| h.0.as_str()).collect::<Vec<_>>(),
+            ["IR004"]
         );
-        assert_eq!(out.summary.objects, 0);
-        assert_eq!(out.summary.skipped_kinds[0].kind, "InferenceService");
+        assert!(
+            hits[0]
+                .1
+                .contains("inferenceservice i requests 8 nvidia.com/gpu"),
+            "{}",
+            hits[0].1
+        );
+        let small = gpu.replace("gpu: 8", "gpu: 1");
+        assert!(codes(&isvc("Serverless", &format!("{{containers: [{small}]}}"))).is_empty());
     }
 
     #[test]

@@ -171,10 +171,9 @@ pub fn convert(node: &Node) -> ConvertOutcome {
     }
 }
 
-/// A serving object, untyped; an InferenceService that Knative would roll
-/// (not `RawDeployment` by its own annotation) is left to the skip list.
+/// A serving object, untyped.
 fn serving(node: &Node, kind: super::serving::ServingKind) -> ConvertOutcome {
-    use super::serving::{ServingKind, ServingObject, kserve_raw_mode};
+    use super::serving::ServingObject;
     let object = node.to_json();
     let metadata = match object.get("metadata") {
         Some(m) => match serde_path_to_error::deserialize::<
@@ -198,9 +197,6 @@ fn serving(node: &Node, kind: super::serving::ServingKind) -> ConvertOutcome {
         },
         None => Default::default(),
     };
-    if kind == ServingKind::InferenceService && !kserve_raw_mode(metadata.annotations.as_ref()) {
-        return ConvertOutcome::Other;
-    }
     ConvertOutcome::Typed {
         object: TypedObject::Serving(Box::new(ServingObject {
             kind,
