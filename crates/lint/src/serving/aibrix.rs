@@ -147,14 +147,6 @@ pub(super) fn ray_cluster_fleet(
         )),
         advice: "set strategy to maxSurge 1, maxUnavailable 0".into(),
     };
-    let unit = Unit {
-        obj,
-        pod,
-        pod_path: Some(pod_path),
-        base: path(&["spec"]),
-        service: None,
-        roll,
-        crd,
-    };
+    let unit = Unit::whole(obj, pod, Some(pod_path), roll, crd);
     run(unit, placeholders, cx, out);
 }

@@ -156,6 +156,27 @@ struct Unit<'a> {
     crd: CrdRollout,
 }
 
+impl<'a> Unit<'a> {
+    /// The whole resource as one workload (`spec` its base).
+    fn whole(
+        obj: &'a ServingObject,
+        pod: PodSpec,
+        pod_path: Option<manifest::Path>,
+        roll: Roll,
+        crd: CrdRollout,
+    ) -> Unit<'a> {
+        Unit {
+            obj,
+            pod,
+            pod_path,
+            base: path(&["spec"]),
+            service: None,
+            roll,
+            crd,
+        }
+    }
+}
+
 fn run(unit: Unit<'_>, placeholders: &Placeholders, cx: Cx<'_>, out: &mut Out) {
     let labels = Default::default();
     let plain = Plain {

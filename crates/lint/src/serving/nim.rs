@@ -99,14 +99,6 @@ pub(super) fn nim_service(
         fix,
         advice: format!("run 2 or more replicas (`{}`)", dotted(&replicas_field)),
     };
-    let unit = Unit {
-        obj,
-        pod,
-        pod_path: None,
-        base: path(&["spec"]),
-        service: None,
-        roll,
-        crd,
-    };
+    let unit = Unit::whole(obj, pod, None, roll, crd);
     run(unit, placeholders, cx, out);
 }

@@ -71,14 +71,6 @@ pub(super) fn vllm_runtime(
         containers: vec![c],
         ..PodSpec::default()
     };
-    let unit = Unit {
-        obj,
-        pod,
-        pod_path: None,
-        base: path(&["spec"]),
-        service: None,
-        roll,
-        crd,
-    };
+    let unit = Unit::whole(obj, pod, None, roll, crd);
     run(unit, placeholders, cx, out);
 }

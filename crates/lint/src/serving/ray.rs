@@ -112,14 +112,6 @@ pub(super) fn ray_service(
         fix: None,
         advice: "keep the capacity of a second cluster free".into(),
     };
-    let unit = Unit {
-        obj,
-        pod,
-        pod_path: Some(pod_path),
-        base: path(&["spec"]),
-        service: None,
-        roll,
-        crd,
-    };
+    let unit = Unit::whole(obj, pod, Some(pod_path), roll, crd);
     run(unit, placeholders, cx, out);
 }
