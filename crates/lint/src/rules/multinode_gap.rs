@@ -80,7 +80,11 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
                 "{groups} {nodes}-node group(s) rolled with maxUnavailable {unavailable} and maxSurge {}: no group stays up while one is replaced, and no readiness probe can help, because the old group goes before its replacement exists",
                 w.max_surge
             ),
-            format!("{more}, or surge a group with a readiness probe"),
+            // A serving resource says which of its own fields can surge.
+            match &w.crd {
+                Some(crd) => format!("{more}, {}", crd.advice),
+                None => format!("{more}, or surge a group with a readiness probe"),
+            },
         )
     } else if w.max_surge > 0 && unavailable == 0 && !probed {
         (

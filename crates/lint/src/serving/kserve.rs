@@ -247,7 +247,11 @@ pub(super) fn llm_inference_service(
                 vec![(field, json!({"maxSurge": 1, "maxUnavailable": 0}))],
             )
         }),
-        advice: "set rolloutStrategy to maxSurge 1, maxUnavailable 0".into(),
+        advice: if multinode {
+            "or surge a group (`rolloutStrategy: {maxSurge: 1, maxUnavailable: 0}`; the `main` container's readiness probe comes from KServe's preset)".into()
+        } else {
+            "set rolloutStrategy to maxSurge 1, maxUnavailable 0 (the `main` container's readiness probe comes from KServe's preset)".into()
+        },
     };
     let unit = Unit {
         obj,

@@ -97,7 +97,15 @@ pub(super) fn nim_service(
         field: replicas_field.clone(),
         replicas: Some(replicas_field.clone()),
         fix,
-        advice: format!("run 2 or more replicas (`{}`)", dotted(&replicas_field)),
+        // IR012 names the group count itself; IR008 needs the field.
+        advice: if pipeline.is_some() {
+            "since the NIM operator's rollout cannot surge".to_string()
+        } else {
+            format!(
+                "run 2 or more replicas (`{}`): the NIM operator's rollout cannot surge",
+                dotted(&replicas_field)
+            )
+        },
     };
     let unit = Unit::whole(obj, pod, None, roll, crd);
     run(unit, placeholders, cx, out);
