@@ -1,6 +1,6 @@
 //! Serving custom resources whose operator renders the pods: an untyped
 //! view (the object as JSON) and its kind. Their operators' rendering is
-//! read in `infera_lint` (`serving.rs`), with the source it follows cited
+//! read in `infera_lint` (`serving/`), with the source it follows cited
 //! there and in `docs/serving-kinds.md`.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -82,5 +82,53 @@ impl ServingObject {
     /// The value at a JSON pointer (`/spec/replicas`), if any.
     pub fn at(&self, pointer: &str) -> Option<&serde_json::Value> {
         self.object.pointer(pointer).filter(|v| !v.is_null())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_known_only_in_their_own_group() {
+        assert_eq!(
+            ServingKind::of("Workspace", "kaito.sh"),
+            Some(ServingKind::KaitoWorkspace)
+        );
+        assert_eq!(ServingKind::of("Workspace", "tekton.dev"), None);
+        assert_eq!(ServingKind::of("RayCluster", "ray.io"), None);
+        for kind in [
+            ServingKind::VllmRuntime,
+            ServingKind::InferenceService,
+            ServingKind::LlmInferenceService,
+            ServingKind::RayService,
+            ServingKind::RayClusterFleet,
+            ServingKind::StormService,
+            ServingKind::NimService,
+        ] {
+            let group = match kind {
+                ServingKind::VllmRuntime => "production-stack.vllm.ai",
+                ServingKind::InferenceService | ServingKind::LlmInferenceService => {
+                    "serving.kserve.io"
+                }
+                ServingKind::RayService => "ray.io",
+                ServingKind::NimService => "apps.nvidia.com",
+                _ => "orchestration.aibrix.ai",
+            };
+            assert_eq!(ServingKind::of(kind.name(), group), Some(kind));
+        }
+    }
+
+    #[test]
+    fn only_the_objects_own_annotation_makes_kserve_raw() {
+        let ann = |v: &str| {
+            [(KSERVE_DEPLOYMENT_MODE.to_string(), v.to_string())]
+                .into_iter()
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        assert!(kserve_raw_mode(Some(&ann("RawDeployment"))));
+        assert!(kserve_raw_mode(Some(&ann("Standard"))));
+        assert!(!kserve_raw_mode(Some(&ann("Serverless"))));
+        assert!(!kserve_raw_mode(None));
     }
 }
