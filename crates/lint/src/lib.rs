@@ -12,6 +12,7 @@ pub mod fix;
 mod kinds;
 pub mod report;
 pub mod rules;
+mod serving;
 
 use std::io;
 

@@ -17,6 +17,7 @@ pub mod de;
 pub mod dynamo;
 pub mod events;
 pub mod node;
+pub mod serving;
 pub mod typed;
 
 use std::io::Read;
