@@ -11,11 +11,13 @@
 //! (truncated); the simulator to the millisecond.
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::engine;
 use crate::worker::{
-    READINESS_PORT_ENV, WORKER_INFO_ANNOTATION, main_container_position, worker_readiness_port,
+    READINESS_PORT_ENV, READY_PATH, ReadinessPort, WORKER_INFO_ANNOTATION, main_container_position,
+    readiness_port as env_readiness_port, worker_readiness_port,
 };
 
 /// Whether `pod` counts as Ready: condition Ready True and not terminating.
@@ -42,6 +44,41 @@ fn running(pod: &Pod) -> bool {
         .as_ref()
         .and_then(|s| s.phase.as_deref())
         .is_some_and(|p| p == "Running")
+}
+
+// ---------------------------------------------------------------------------
+// Container predicates (operator-semantics §2, §3)
+// ---------------------------------------------------------------------------
+
+/// The readiness port of one container (its own env).
+pub fn container_readiness_port(c: &Container) -> ReadinessPort {
+    env_readiness_port(c.env.as_deref().unwrap_or(&[]))
+}
+
+/// Index of the main container of a pod spec: the one named `main` or
+/// `infera`, else the first.
+pub fn main_container_index(pod: &PodSpec) -> usize {
+    crate::worker::main_container_position(pod.containers.iter().map(|c| c.name.as_str()))
+        .unwrap_or(0)
+}
+
+/// True when the container's entrypoint launches an infera engine
+/// (`python3 -m infera.engine.<backend>`), as the engine catalogue reads it.
+pub fn container_runs_engine(c: &Container) -> bool {
+    crate::engine::runs_infera(c)
+}
+
+/// True when the container is probed on its readiness port: a
+/// `readinessProbe.httpGet` with path exactly `/ready` and an integer port
+/// equal to the container's knowable readiness port (§3).
+pub fn container_probed_on_readiness_port(c: &Container) -> bool {
+    let Some(http) = c.readiness_probe.as_ref().and_then(|p| p.http_get.as_ref()) else {
+        return false;
+    };
+    let Some(port) = container_readiness_port(c).known() else {
+        return false;
+    };
+    http.path.as_deref() == Some(READY_PATH) && http.port == IntOrString::Int(i32::from(port))
 }
 
 /// The container that runs the pod's model server — the one rule lint, the
