@@ -157,13 +157,8 @@ enum Spent {
 /// The unhealthy-pod policy, then `checkAndDecrement` under optimistic
 /// concurrency (a conflict re-reads the budget).
 fn spend(shared: &Shared, pod: &Value, budget: &Value, dry_run: bool) -> Result<Spent, ApiStatus> {
-    if !pod_ready(pod) {
-        let always = str_at(budget, "/spec/unhealthyPodEvictionPolicy") == "AlwaysAllow";
-        let current = i64_at(budget, "/status/currentHealthy").unwrap_or(0);
-        let desired = i64_at(budget, "/status/desiredHealthy").unwrap_or(0);
-        if always || (current >= desired && desired > 0) {
-            return Ok(Spent::UnhealthyPod);
-        }
+    if unhealthy_may_go(pod, budget) {
+        return Ok(Spent::UnhealthyPod);
     }
     let ns = str_at(budget, "/metadata/namespace").to_string();
     let name = str_at(budget, "/metadata/name").to_string();
@@ -195,6 +190,19 @@ fn spend(shared: &Shared, pod: &Value, budget: &Value, dry_run: bool) -> Result<
     );
     timeout.retry_after = Some(10);
     Err(timeout)
+}
+
+/// An unready pod leaves without spending the budget: always under
+/// `AlwaysAllow`, under `IfHealthyBudget` (the default) while
+/// `currentHealthy >= desiredHealthy > 0`.
+fn unhealthy_may_go(pod: &Value, budget: &Value) -> bool {
+    if pod_ready(pod) {
+        return false;
+    }
+    let always = str_at(budget, "/spec/unhealthyPodEvictionPolicy") == "AlwaysAllow";
+    let current = i64_at(budget, "/status/currentHealthy").unwrap_or(0);
+    let desired = i64_at(budget, "/status/desiredHealthy").unwrap_or(0);
+    always || (current >= desired && desired > 0)
 }
 
 /// `checkAndDecrement`: the budget with one disruption fewer and the pod
@@ -410,6 +418,34 @@ mod tests {
         json!({"metadata": {"name": "llama", "generation": 1},
             "status": {"disruptionsAllowed": allowed, "currentHealthy": current,
                 "desiredHealthy": desired, "observedGeneration": observed}})
+    }
+
+    #[test]
+    fn an_unready_pod_goes_as_the_policy_says() {
+        let ready = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        let unready = json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}});
+        let with = |policy: Option<&str>, current: i64, desired: i64| {
+            let mut b = budget(0, current, desired, 1);
+            if let Some(p) = policy {
+                b["spec"] = json!({"unhealthyPodEvictionPolicy": p});
+            }
+            b
+        };
+        // (pod, policy, currentHealthy, desiredHealthy) -> goes unspent
+        let cases = [
+            (&unready, None, 2, 2, true),
+            (&unready, Some("IfHealthyBudget"), 1, 2, false),
+            (&unready, None, 0, 0, false),
+            (&unready, Some("AlwaysAllow"), 0, 1, true),
+            (&ready, Some("AlwaysAllow"), 0, 1, false),
+        ];
+        for (pod, policy, current, desired, want) in cases {
+            assert_eq!(
+                unhealthy_may_go(pod, &with(policy, current, desired)),
+                want,
+                "{policy:?} {current}/{desired}"
+            );
+        }
     }
 
     #[test]
