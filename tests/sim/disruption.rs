@@ -321,3 +321,91 @@ async fn a_stopped_kubelets_node_turns_unknown_after_the_grace_period() {
     );
     sim.shutdown().await;
 }
+
+/// The step kinds of `service` in a JSON report, in order.
+fn step_kinds(report: &Value, service: &str) -> Vec<String> {
+    report["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["service"] == service)
+        .filter_map(|s| s["kind"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Whether `want` appears in `have` in this order (other steps between).
+fn in_order(have: &[String], want: &[&str]) -> bool {
+    let mut rest = have.iter();
+    want.iter().all(|w| rest.any(|h| h == w))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_narrates_a_drain_and_its_gap() {
+    let Some(bin) = kubectl_bin() else { return };
+    let (sim, _client) = start_with(&[]).await;
+    let decode = sim.ready_pods("decode");
+    let node = decode
+        .first()
+        .and_then(|p| p.pointer("/spec/nodeName"))
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("no Ready decode pod"))
+        .to_string();
+    let report = sim.path("audit.json");
+    let audit = std::process::Command::new(env!("CARGO_BIN_EXE_infera"))
+        .args(["audit", "idep/llama", "-n", NS, "--for", "20s", "--report"])
+        .arg(&report)
+        .arg("--kubeconfig")
+        .arg(sim.kubeconfig())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("infera audit: {e}"));
+    // The audit has listed the pods when it says what it audits.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let drain = ["drain", &node, "--ignore-daemonsets", "--timeout=60s"];
+    let (code, stdout, stderr) = kubectl(&bin, &sim, &drain).await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    // "The node is shut down": NotReady 50 s (2.5 s real) later.
+    sim.stop_kubelet(&node);
+    let out = tokio::task::spawn_blocking(move || audit.wait_with_output())
+        .await
+        .unwrap_or_else(|e| panic!("join: {e}"))
+        .unwrap_or_else(|e| panic!("infera audit: {e}"));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "a gap is exit 1:\n{text}");
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("report: {e}")),
+    )
+    .unwrap_or_else(|e| panic!("report JSON: {e}"));
+    let role = report["roles"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["role"] == "decode")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (
+            role["min_ready_exact"].as_u64(),
+            role["min_routable_exact"].as_u64()
+        ),
+        (Some(0), Some(0)),
+        "{role}"
+    );
+    let kinds = step_kinds(&report, "decode");
+    for want in [
+        &["cordoned", "evicted", "deleted", "gone"][..],
+        // Ready and routable come in either order (the probe's and the
+        // registration's timing).
+        &["evicted", "created", "scheduled", "ready"],
+        &["evicted", "created", "scheduled", "routable"],
+        &["cordoned", "node-not-ready"],
+    ] {
+        assert!(in_order(&kinds, want), "{want:?} in {kinds:?}");
+    }
+    assert!(
+        text.contains("evicted"),
+        "the human output tells the steps:\n{text}"
+    );
+    sim.shutdown().await;
+}
