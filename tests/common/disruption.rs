@@ -206,6 +206,18 @@ pub async fn eviction_answers(client: &kube::Client, ns: &str) -> Vec<(String, u
     patch_budget(client, ns, "web", json!({"minAvailable": 2})).await;
     let (code, msg) = evict(client, ns, &name_of(a)).await;
     out.push(("web one above".to_string(), code, msg));
+    // The controller has seen the evicted pod terminating (the cause of
+    // the next refusal depends on it, on a real control plane too).
+    let api: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), ns);
+    until(
+        "web counting 2 healthy",
+        Duration::from_secs(30),
+        || async {
+            let status = api.get("web").await.ok()?.status?;
+            (status.current_healthy == 2).then_some(())
+        },
+    )
+    .await;
     let (code, msg) = evict(client, ns, &name_of(b)).await;
     out.push(("web spent".to_string(), code, msg));
     create_budget(client, &budget(ns, "web-too", None, Some("1"), "web")).await;
