@@ -13,11 +13,23 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
+/// (expectedPods, desiredHealthy, disruptionsAllowed, currentHealthy).
+pub type Counts = (i32, i32, i32, i32);
+
+/// (name, minAvailable, maxUnavailable, selector app, counts).
+pub type Case = (
+    &'static str,
+    Option<&'static str>,
+    Option<&'static str>,
+    &'static str,
+    Counts,
+);
+
 /// (name, minAvailable, maxUnavailable, selector app) → (expectedPods,
 /// desiredHealthy, disruptionsAllowed, currentHealthy) with `web` at 3
 /// Ready replicas, as k8s.io/kubernetes@v1.37.2
 /// pkg/controller/disruption/disruption.go computes them.
-pub const CASES: &[(&str, Option<&str>, Option<&str>, &str, (i32, i32, i32, i32))] = &[
+pub const CASES: &[Case] = &[
     ("min-int", Some("2"), None, "web", (3, 2, 1, 3)),
     ("min-pct", Some("50%"), None, "web", (3, 2, 1, 3)),
     ("min-all", Some("100%"), None, "web", (3, 3, 0, 3)),
