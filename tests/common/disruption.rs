@@ -1,8 +1,7 @@
 //! PodDisruptionBudget cases shared by the sim's and the lab's disruption
 //! tests: the same objects go to both worlds, which must answer alike.
 //!
-//! A Deployment `web` (3 replicas, light requests) and `sick` (1 replica
-//! whose readiness probe never passes), then one budget per case; the
+//! A Deployment `web` (3 replicas, light requests), then one budget per case; the
 //! status the disruption controller writes is read back through `kube`.
 
 use std::time::{Duration, Instant};
@@ -66,16 +65,11 @@ pub fn budget(
     .unwrap_or_else(|e| panic!("budget {name}: {e}"))
 }
 
-/// A Deployment of `replicas` light pods labelled `app: NAME`; `sick`
-/// pods have a readiness probe on a port nothing listens on. `extra`
+/// A Deployment of `replicas` light pods labelled `app: NAME`. `extra`
 /// is merged into the pod spec (tolerations, for the lab's tainted nodes).
-pub fn deployment(ns: &str, name: &str, replicas: i32, sick: bool, extra: &Value) -> Deployment {
-    let mut container = json!({"name": name, "image": "registry.k8s.io/pause:3.10",
+pub fn deployment(ns: &str, name: &str, replicas: i32, extra: &Value) -> Deployment {
+    let container = json!({"name": name, "image": "registry.k8s.io/pause:3.10",
         "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}});
-    if sick {
-        container["readinessProbe"] =
-            json!({"httpGet": {"path": "/never", "port": 9}, "periodSeconds": 1});
-    }
     let mut pod_spec = json!({"containers": [container], "terminationGracePeriodSeconds": 30});
     if let (Some(spec), Some(more)) = (pod_spec.as_object_mut(), extra.as_object()) {
         spec.extend(more.clone());

@@ -169,7 +169,7 @@ fn budgets_and_evictions_answer_as_on_the_sim() {
     wait_steady(&lab, NS, 3);
     let tolerate = json!({"tolerations": [{"key": "infera.amd.com/simulated-node",
         "operator": "Exists", "effect": "NoSchedule"}]});
-    apply(&lab, &deployment(NS, "web", 3, false, &tolerate));
+    apply(&lab, &deployment(NS, "web", 3, &tolerate));
     poll("web Ready", || (ready_web(&lab).len() == 3).then_some(()));
     let want: Vec<(String, (i32, i32, i32, i32))> = CASES
         .iter()

@@ -23,8 +23,8 @@ use crate::common::sim::Sim;
 const NS: &str = "llm";
 
 /// `pd-1p1d` at speed 20 over HTTPS (kubectl sends its token only over
-/// TLS), with these Deployments (name, replicas, sick) Ready.
-async fn start_with(apps: &[(&str, i32, bool)]) -> (Sim, kube::Client) {
+/// TLS), with these Deployments (name, replicas) Ready.
+async fn start_with(apps: &[(&str, i32)]) -> (Sim, kube::Client) {
     let mut options = crate::common::sim::options("pd-1p1d", 20.0);
     options.tls = true;
     let sim = Sim::with(options).await;
@@ -38,29 +38,27 @@ async fn start_with(apps: &[(&str, i32, bool)]) -> (Sim, kube::Client) {
     config.default_retry = false;
     let client = kube::Client::try_from(config).unwrap_or_else(|e| panic!("client: {e}"));
     let api: Api<Deployment> = Api::namespaced(client.clone(), NS);
-    for (name, replicas, sick) in apps {
-        let d = deployment(NS, name, *replicas, *sick, &json!({}));
+    for (name, replicas) in apps {
+        let d = deployment(NS, name, *replicas, &json!({}));
         api.create(&PostParams::default(), &d)
             .await
             .unwrap_or_else(|e| panic!("create {name}: {e}"));
     }
-    for (name, replicas, sick) in apps {
-        if !sick {
-            let want = usize::try_from(*replicas).unwrap_or(0);
-            until(
-                &format!("{name} Ready"),
-                Duration::from_secs(60),
-                || async { (ready(&client, NS, name).await.len() == want).then_some(()) },
-            )
-            .await;
-        }
+    for (name, replicas) in apps {
+        let want = usize::try_from(*replicas).unwrap_or(0);
+        until(
+            &format!("{name} Ready"),
+            Duration::from_secs(60),
+            || async { (ready(&client, NS, name).await.len() == want).then_some(()) },
+        )
+        .await;
     }
     (sim, client)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn budget_status_is_what_upstream_computes() {
-    let (sim, client) = start_with(&[("web", 3, false)]).await;
+    let (sim, client) = start_with(&[("web", 3)]).await;
     let got = case_statuses(&client, NS).await;
     let want: Vec<(String, (i32, i32, i32, i32))> = CASES
         .iter()
@@ -75,7 +73,7 @@ async fn budget_status_is_what_upstream_computes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn evictions_honour_the_budget() {
-    let (sim, client) = start_with(&[("web", 3, false)]).await;
+    let (sim, client) = start_with(&[("web", 3)]).await;
     let answers = eviction_answers(&client, NS).await;
     let got: Vec<(&str, u16, &str)> = answers
         .iter()
@@ -186,7 +184,7 @@ fn web_node(sim: &Sim) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_drain_waits_for_the_budget() {
     let Some(bin) = kubectl_bin() else { return };
-    let (sim, client) = start_with(&[("web", 2, false)]).await;
+    let (sim, client) = start_with(&[("web", 2)]).await;
     let node = web_node(&sim);
     let budget = crate::common::disruption::budget(NS, "web", Some("2"), None, "web");
     let api: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> =
