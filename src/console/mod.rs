@@ -182,9 +182,34 @@ pub async fn audit(args: AuditArgs) -> anyhow::Result<Exit> {
     let conn = crate::cluster::connect(&args.cluster_args.options()).await?;
     let status = |line: &str| eprintln!("{} {line}", stamp());
     let report = audit::audit_target_with(&conn, &options, 1.0, &status, ctrl_c()).await?;
+    print_steps(&report);
     let exit = report.exit();
     let page = page_context(Some(&conn), command_line(), None);
     Ok(finish_outputs_with(Some(&report), &outputs, exit, &page))
+}
+
+/// What the audit saw happen (the narration: evictions, deletions, the
+/// replacements, cordons, nodes NotReady), one line a step, before the table.
+fn print_steps(report: &Report) {
+    if report.steps.is_empty() {
+        return;
+    }
+    println!("steps:");
+    for s in &report.steps {
+        let mut line = format!(
+            "  {:>8}  {:<8} {:<17}",
+            audit::format_seconds(s.elapsed_s),
+            s.service,
+            s.kind
+        );
+        if let Some(pod) = &s.pod {
+            line.push_str(&format!(" {pod}"));
+        }
+        if let Some(node) = &s.node {
+            line.push_str(&format!(" on {node}"));
+        }
+        println!("{}", line.trim_end());
+    }
 }
 
 /// `infera audit` of several targets: one table, a verdict per target and

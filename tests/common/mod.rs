@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod case;
+pub mod disruption;
 pub mod lab;
 pub mod process;
 pub mod sim;

@@ -31,22 +31,12 @@ async fn start(scenario: &str, speed: f64) -> (Sim, Client) {
 }
 
 /// Poll `f` until it yields `Some`, for at most 30 s.
-async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+async fn eventually<T, F, Fut>(what: &str, f: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    crate::common::disruption::until(what, Duration::from_secs(30), f).await
 }
 
 /// The API error of a failed call (panics on success or a transport error).

@@ -209,7 +209,8 @@ pub async fn audit_target_with(
         opts.sample_interval,
         time_scale,
     )
-    .with_target(target.to_string());
+    .with_target(target.to_string())
+    .narrating();
     if let Some(path) = &opts.samples {
         let file = std::fs::File::create(path).map_err(|source| AuditCommandError::Samples {
             path: path.display().to_string(),

@@ -23,6 +23,7 @@ mod evidence;
 pub mod exit;
 mod many;
 mod many_report;
+mod narrate;
 mod pods;
 mod report;
 mod roles;

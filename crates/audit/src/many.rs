@@ -283,6 +283,7 @@ pub async fn audit_many_with(
         ));
         auditors.push(
             Auditor::new(roles, opts.min_ready, opts.sample_interval, time_scale)
+                .narrating()
                 .with_target(s.target.to_string())
                 .with_namespace(s.namespace.clone()),
         );

@@ -51,6 +51,8 @@ pub struct AuditSession {
     /// The task's result once it has been awaited (a fatal error ends it early).
     ended: Option<Result<(), AuditError>>,
     synced: watch::Receiver<bool>,
+    /// The node watch of a narrating audit ([`Auditor::narrating`]).
+    nodes: Option<tokio::task::JoinHandle<()>>,
 }
 
 fn lock(m: &Mutex<Vec<Auditor>>) -> MutexGuard<'_, Vec<Auditor>> {
@@ -84,7 +86,9 @@ impl AuditSession {
         label_selector: Option<String>,
         auditors: Vec<Auditor>,
     ) -> AuditSession {
+        let narrating = auditors.iter().any(Auditor::is_narrating);
         let auditors = Arc::new(Mutex::new(auditors));
+        let nodes = narrating.then(|| tokio::spawn(node_watch(client.clone(), auditors.clone())));
         let (stop_tx, stop_rx) = oneshot::channel();
         let (synced_tx, synced_rx) = watch::channel(false);
         let api = match namespace {
@@ -108,6 +112,7 @@ impl AuditSession {
             task,
             ended: None,
             synced: synced_rx,
+            nodes,
         }
     }
 
@@ -204,6 +209,9 @@ impl AuditSession {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
+        if let Some(nodes) = self.nodes.take() {
+            nodes.abort();
+        }
         self.join().await;
         if let Some(Err(e)) = self.ended.take() {
             return Err(e);
@@ -221,6 +229,40 @@ impl Drop for AuditSession {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
+        }
+        if let Some(nodes) = self.nodes.take() {
+            nodes.abort();
+        }
+    }
+}
+
+/// Watch every node for a narrating audit: cordons and NotReady of the
+/// nodes its pods are (or were) on. Best effort: nodes are cluster-scoped,
+/// and a namespaced Role (what `infera rbac` prints for `audit`) cannot
+/// list them; on 401/403 the node steps are left out (logged), the
+/// audit's numbers are unaffected.
+async fn node_watch(client: Client, auditors: Arc<Mutex<Vec<Auditor>>>) {
+    let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(client);
+    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    futures::pin_mut!(stream);
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(event) => {
+                let now = Instant::now();
+                for a in lock(&auditors).iter_mut() {
+                    a.apply_node(&event, now);
+                }
+            }
+            Err(watcher::Error::InitialListFailed(kube::Error::Api(status)))
+                if matches!(status.code, 401 | 403) =>
+            {
+                tracing::info!(
+                    "no node steps in the narration: listing nodes was refused ({})",
+                    status.code
+                );
+                return;
+            }
+            Err(_) => {}
         }
     }
 }

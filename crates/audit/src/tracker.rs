@@ -15,13 +15,14 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::watcher::Event;
 
 use infera_cluster::reflect::{Delta, Reflector, namespaced_key};
 use infera_cluster::sight::{Beat, Sight, Skew, Transition};
 
 use super::evidence::{Accum, Bounds, sweep};
+use super::narrate::Narrator;
 use super::pods::{Facts, Histories, Moment};
 use super::report::{StepRecord, Unobserved};
 use super::server_clock::ServerClock;
@@ -176,6 +177,8 @@ pub struct Auditor {
     pub(crate) samples_csv_error: Option<String>,
     pub(crate) steps: Vec<StepRecord>,
     steps_dropped: u64,
+    /// Tells the disruptions as steps ([`Auditor::narrating`]).
+    narrator: Option<Narrator>,
 }
 
 impl std::fmt::Debug for Auditor {
@@ -242,6 +245,73 @@ impl Auditor {
             samples_csv_error: None,
             steps: Vec::new(),
             steps_dropped: 0,
+            narrator: None,
+        }
+    }
+
+    /// Tell what happens to the audited pods and their nodes as steps
+    /// (eviction, deletion, cordon, node NotReady, the replacement created,
+    /// scheduled, Ready, routable; see `narrate.rs`), for an audit of
+    /// changes infera does not make itself. A rollout marks its own steps.
+    pub fn narrating(mut self) -> Self {
+        self.narrator = Some(Narrator::default());
+        self
+    }
+
+    /// Whether [`Auditor::narrating`] is on (the session then watches nodes).
+    pub fn is_narrating(&self) -> bool {
+        self.narrator.is_some()
+    }
+
+    /// One node watch event, for the narration (nothing when it is off).
+    pub fn apply_node(&mut self, event: &Event<Node>, now: Instant) {
+        let Some(narrator) = self.narrator.as_mut() else {
+            return;
+        };
+        let steps = match event {
+            Event::InitApply(node) => {
+                narrator.node_listed(node);
+                Vec::new()
+            }
+            Event::Apply(node) => narrator.node(node, now),
+            _ => Vec::new(),
+        };
+        for s in steps {
+            self.step(s);
+        }
+    }
+
+    /// The narration of one pod event (see [`Auditor::narrating`]).
+    fn narrate(&mut self, event: &Event<Pod>, now: Instant) {
+        let Some(narrator) = self.narrator.as_mut() else {
+            return;
+        };
+        let namespace = self.namespace.as_deref();
+        let role_of = |pod: &Pod| {
+            if namespace.is_some_and(|ns| pod.metadata.namespace.as_deref() != Some(ns)) {
+                return None;
+            }
+            let role = self.roles.iter().position(|r| r.spec.matches(pod))?;
+            let spec = &self.roles[role].spec;
+            let service = spec.services.first().unwrap_or(&spec.role).clone();
+            Some((role, service))
+        };
+        let steps = match event {
+            Event::Apply(pod) | Event::InitApply(pod) => match role_of(pod) {
+                Some((role, service)) => {
+                    narrator.pod(&namespaced_key(pod), pod, role, &service, now)
+                }
+                None => Vec::new(),
+            },
+            Event::Delete(pod) => narrator.gone(&namespaced_key(pod), now),
+            Event::InitDone => {
+                narrator.listed = true;
+                Vec::new()
+            }
+            Event::Init => Vec::new(),
+        };
+        for s in steps {
+            self.step(s);
         }
     }
 
@@ -383,6 +453,7 @@ impl Auditor {
 
     /// Apply one watcher event at `now`.
     pub fn apply(&mut self, event: &Event<Pod>, now: Instant) {
+        self.narrate(event, now);
         if let Event::Init = event
             && let Some(t) = self.sight.as_mut().map(|s| s.relisting())
         {

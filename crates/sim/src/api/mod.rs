@@ -25,9 +25,8 @@
 //!   (`kubectl cluster-info` fails); no `pods/log`, `exec`, `attach`,
 //!   `portforward`.
 //! * No authorization: a `SelfSubjectAccessReview` (`kubectl auth can-i`)
-//!   is always `allowed` ([`authz`]), and `pods/eviction` (`kubectl drain`)
-//!   always deletes the pod, as there are no PodDisruptionBudgets
-//!   ([`eviction`]).
+//!   is always `allowed` ([`authz`]); `pods/eviction` (`kubectl drain`)
+//!   honours PodDisruptionBudgets as upstream ([`eviction`]).
 //! * `pods/proxy` forwards a GET to `podIP:port` (the world's real listener
 //!   on the pod's loopback IP) and relays status and body; a refused
 //!   connection is a 503 as upstream's. Other methods are sent as GET.
