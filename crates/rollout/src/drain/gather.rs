@@ -59,8 +59,7 @@ fn to_value<T: serde::Serialize>(obj: &T) -> Option<Value> {
 impl<'a> Reader<'a> {
     async fn list<K>(&mut self, params: &ListParams, resource: &str) -> Result<Vec<K>, DrainError>
     where
-        K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
-            + Clone
+        K: kube::Resource + Clone
             + serde::de::DeserializeOwned
             + std::fmt::Debug,
         K::DynamicType: Default,
@@ -68,23 +67,6 @@ impl<'a> Reader<'a> {
         self.requests += 1;
         let api: Api<K> = Api::all(self.conn.client.clone());
         retrying("list", || api.list(params))
-            .await
-            .map(|l| l.items)
-            .map_err(|e| cluster_error(self.conn, &e, "list", resource))
-    }
-
-    async fn list_namespaced<K>(&mut self, resource: &str) -> Result<Vec<K>, DrainError>
-    where
-        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
-            + Clone
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug,
-        K::DynamicType: Default,
-    {
-        self.requests += 1;
-        let api: Api<K> = Api::all(self.conn.client.clone());
-        let params = ListParams::default();
-        retrying("list", || api.list(&params))
             .await
             .map(|l| l.items)
             .map_err(|e| cluster_error(self.conn, &e, "list", resource))
@@ -181,10 +163,15 @@ pub async fn gather(conn: &Connection, sel: &Selection) -> Result<Inventory, Dra
     };
     let nodes: Vec<Node> = reader.list(&ListParams::default(), "nodes").await?;
     let draining = draining_nodes(&mut reader, &nodes, sel).await?;
-    let pods: Vec<Pod> = reader.list_namespaced("pods").await?;
-    let pdbs: Vec<PodDisruptionBudget> = reader
-        .list_namespaced("poddisruptionbudgets.policy")
-        .await?;
+    let pods: Vec<Pod> = reader.list(&ListParams::default(), "pods").await?;
+    // A server without policy/v1 (an older simulator) has no budgets.
+    let pdbs: Vec<PodDisruptionBudget> = match reader
+        .list(&ListParams::default(), "poddisruptionbudgets.policy")
+        .await
+    {
+        Err(DrainError::Cluster(ClusterError::NotFound { .. })) => Vec::new(),
+        other => other?,
+    };
     let mut inv = Inventory {
         draining,
         nodes,

@@ -15,12 +15,14 @@
 
 use std::collections::BTreeMap;
 
-use comfy_table::{Cell, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use comfy_table::{Cell, Table};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::Value;
 
-use crate::plan::{Capacity, LegPlan, LegStrategy, Verdict, surge_capacity, verdict};
+use crate::plan::{
+    Capacity, LegPlan, LegStrategy, Verdict, plan_table, role_rank, surge_capacity, verdict,
+};
 use infera_audit::RoleSpec;
 use infera_model::pod::{is_ready, is_serving};
 
@@ -395,13 +397,7 @@ pub fn decide(inv: &Inventory, flags: &PlanFlags) -> DrainPlan {
     let mut units: Vec<UnitPlan> = (0..inv.workloads.len())
         .filter_map(|i| decide_unit(inv, i, flags))
         .collect();
-    let rank = |role: &str| match role {
-        "decode" => 0,
-        "prefill" => 1,
-        "mixed" => 2,
-        _ => 3,
-    };
-    units.sort_by(|a, b| (rank(&a.role), &a.label).cmp(&(rank(&b.role), &b.label)));
+    units.sort_by(|a, b| (role_rank(&a.role), &a.label).cmp(&(role_rank(&b.role), &b.label)));
     DrainPlan {
         nodes: inv.draining.clone(),
         units,
@@ -441,12 +437,8 @@ impl DrainPlan {
     }
 
     pub fn table(&self) -> Table {
-        let mut table = Table::new();
-        table
-            .load_preset(UTF8_FULL_CONDENSED)
-            .set_content_arrangement(ContentArrangement::Dynamic)
-            .set_width(160)
-            .set_header(vec![
+        let mut table = plan_table(160);
+        table.set_header(vec![
                 "workload",
                 "namespace",
                 "role",

@@ -220,6 +220,11 @@ impl Run<'_> {
     /// Cordon, move, evict, wait.
     async fn steps(mut self, out: &mut dyn Reporter) -> Result<Outcome, DrainError> {
         let started = Instant::now();
+        let clock = crate::reporter::Clock {
+            time_scale: self.opts.rollout.time_scale,
+            simulated: self.opts.rollout.simulated,
+        };
+        out.start(&[("drain".to_string(), 0)], clock);
         self.write_state().await?;
         out.event(
             "drain",
@@ -229,6 +234,10 @@ impl Run<'_> {
         if let Some(stopped) = self.moves(out).await? {
             self.say_cordoned(out, "the drain stopped");
             return Ok(stopped);
+        }
+        if !self.state.moved.is_empty() {
+            // Each move drew its own legs; the evictions get the drain's.
+            out.start(&[("drain".to_string(), 0)], clock);
         }
         let victims = self.victims().await?;
         let deadline = self.opts.timeout.map(|t| {
@@ -244,6 +253,7 @@ impl Run<'_> {
             &mut interrupt,
         )
         .await?;
+        out.finish();
         match end {
             EvictEnd::Done => {
                 self.patch_nodes(&DrainState::removal_patch()).await?;
