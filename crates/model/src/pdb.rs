@@ -32,7 +32,8 @@ pub struct Scale {
 /// (expectedPods, desiredHealthy) as `getExpectedPodCount` computes them:
 /// maxUnavailable and a percentage minAvailable scale the controllers'
 /// replicas (rounded up); an integer minAvailable counts the matched pods.
-/// Neither field set: nothing is required (desiredHealthy 0).
+/// Neither field set: upstream computes neither count (both 0), so such a
+/// budget allows no disruption (`updatePdbStatus` needs expectedPods > 0).
 pub fn expected_and_desired(spec: &PodDisruptionBudgetSpec, scale: Scale) -> (i32, i32) {
     let expected = i64::from(scale.expected);
     if let Some(max_unavailable) = &spec.max_unavailable {
@@ -48,7 +49,7 @@ pub fn expected_and_desired(spec: &PodDisruptionBudgetSpec, scale: Scale) -> (i3
             scale.expected,
             clamp(scaled_int_or_percent(min, expected, true)),
         ),
-        None => (scale.expected, 0),
+        None => (0, 0),
     }
 }
 
@@ -62,7 +63,8 @@ pub fn disruptions_allowed(current_healthy: i32, expected: i32, desired_healthy:
 }
 
 /// A budget that allows no disruption even with every one of `replicas`
-/// pods healthy (minAvailable ≥ replicas, maxUnavailable 0 or 0 %): every
+/// pods healthy (minAvailable ≥ replicas, maxUnavailable 0 or 0 %, or
+/// neither field set): every
 /// eviction of a selected pod is refused for as long as the spec stands.
 pub fn never_allows(spec: &PodDisruptionBudgetSpec, replicas: i32) -> bool {
     let scale = Scale {
@@ -114,7 +116,7 @@ mod tests {
             (None, int(1), 1, 1, (0, 1, false)),
             (None, pct("10%"), 3, 3, (2, 1, false)),
             (None, int(5), 2, 2, (0, 2, false)),
-            (None, None, 2, 2, (0, 2, false)),
+            (None, None, 2, 2, (0, 0, true)),
         ];
         for (min, max, replicas, healthy, want) in cases {
             let spec = spec(min.clone(), max.clone());

@@ -14,10 +14,11 @@ pub enum Kind {
     ReplicaSet,
     InferaDeployment,
     LeaderWorkerSet,
+    PodDisruptionBudget,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Namespace,
         Kind::Node,
         Kind::Pod,
@@ -26,6 +27,7 @@ impl Kind {
         Kind::ReplicaSet,
         Kind::InferaDeployment,
         Kind::LeaderWorkerSet,
+        Kind::PodDisruptionBudget,
     ];
 
     /// API group ("" for core).
@@ -35,6 +37,7 @@ impl Kind {
             Kind::Deployment | Kind::ReplicaSet => "apps",
             Kind::InferaDeployment => INFERA_DEPLOYMENT.group,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.group,
+            Kind::PodDisruptionBudget => "policy",
         }
     }
 
@@ -44,6 +47,7 @@ impl Kind {
             Kind::Deployment | Kind::ReplicaSet => "v1",
             Kind::InferaDeployment => INFERA_DEPLOYMENT.version,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.version,
+            Kind::PodDisruptionBudget => "v1",
         }
     }
 
@@ -54,6 +58,7 @@ impl Kind {
             Kind::Deployment | Kind::ReplicaSet => "apps/v1",
             Kind::InferaDeployment => INFERA_DEPLOYMENT.api_version,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.api_version,
+            Kind::PodDisruptionBudget => "policy/v1",
         }
     }
 
@@ -67,6 +72,7 @@ impl Kind {
             Kind::ReplicaSet => "ReplicaSet",
             Kind::InferaDeployment => INFERA_DEPLOYMENT.kind,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.kind,
+            Kind::PodDisruptionBudget => "PodDisruptionBudget",
         }
     }
 
@@ -80,6 +86,7 @@ impl Kind {
             Kind::ReplicaSet => "replicasets",
             Kind::InferaDeployment => INFERA_DEPLOYMENT.plural,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.plural,
+            Kind::PodDisruptionBudget => "poddisruptionbudgets",
         }
     }
 
@@ -93,6 +100,7 @@ impl Kind {
             Kind::ReplicaSet => "replicaset",
             Kind::InferaDeployment => INFERA_DEPLOYMENT.singular,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.singular,
+            Kind::PodDisruptionBudget => "poddisruptionbudget",
         }
     }
 
@@ -106,6 +114,7 @@ impl Kind {
             Kind::ReplicaSet => &["rs"],
             Kind::InferaDeployment => INFERA_DEPLOYMENT.short_names,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.short_names,
+            Kind::PodDisruptionBudget => &["pdb"],
         }
     }
 

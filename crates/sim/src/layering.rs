@@ -22,6 +22,7 @@ const BELOW: &[(&[&str], &[&str])] = &[
             "net.rs",
             "defaults.rs",
             "partition.rs",
+            "budget.rs",
         ],
         &["crate::store", "crate::scenario"],
     ),

@@ -17,6 +17,7 @@
 //! of the three (a unit test, `layering.rs`, checks this).
 
 pub mod api;
+pub mod budget;
 pub mod clock;
 pub mod controllers;
 pub mod defaults;
@@ -135,6 +136,8 @@ pub struct RunningSim {
     token: String,
     controllers: Option<ControllerHandle>,
     world: Option<world::WorldHandle>,
+    /// Kubelets stopped through [`RunningSim::stop_kubelet`].
+    kubelets: controllers::StoppedKubelets,
 }
 
 impl std::fmt::Debug for RunningSim {
@@ -187,7 +190,8 @@ impl RunningSim {
         }
         let truth = truth::Truth::start(&store);
         let clock = SimClock::new(options.speed);
-        let controllers = controllers::start(store, clock.clone(), &scenario);
+        let kubelets = controllers::StoppedKubelets::default();
+        let controllers = controllers::start(store, clock.clone(), &scenario, kubelets.clone());
         let mut sim = RunningSim {
             api,
             door,
@@ -197,6 +201,7 @@ impl RunningSim {
             token,
             controllers: Some(controllers),
             world: None,
+            kubelets,
         };
         if options.world {
             match sim.start_world().await {
@@ -329,6 +334,17 @@ impl RunningSim {
     /// scheduler), as killing kube-controller-manager and kube-scheduler
     /// would: the API, the kubelets and the operator go on, nothing rolls.
     /// Idempotent.
+    /// Stop `node`'s kubelet ("the node is shut down"): its heartbeats
+    /// end now, and the node-lifecycle controller turns it `Ready=Unknown`
+    /// after the node-monitor grace period (50 s scenario time; see
+    /// `controllers::nodelifecycle`).
+    pub fn stop_kubelet(&self, node: &str) {
+        if let Some(world) = &self.world {
+            world.stop_heartbeats(node);
+        }
+        self.kubelets.stop(node);
+    }
+
     pub fn stop_controllers(&mut self) {
         if let Some(c) = self.controllers.take() {
             c.shutdown();
@@ -340,7 +356,12 @@ impl RunningSim {
     pub fn start_controllers(&mut self) {
         if self.controllers.is_none() {
             let store = self.store().clone();
-            let started = controllers::start(store, self.clock.clone(), &self.scenario);
+            let started = controllers::start(
+                store,
+                self.clock.clone(),
+                &self.scenario,
+                self.kubelets.clone(),
+            );
             self.controllers = Some(started);
         }
     }

@@ -80,6 +80,7 @@ fn typed(api_version: &str, kind: &str, raw: &[u8]) -> Result<Value, ApiStatus> 
         ("v1", "Node") => node(decode(raw, kind)?),
         ("apps/v1", "Deployment") => deployment(decode(raw, kind)?),
         ("apps/v1", "ReplicaSet") => replicaset(decode(raw, kind)?),
+        ("policy/v1", "PodDisruptionBudget") => pdb(decode(raw, kind)?),
         ("policy/v1", "Eviction") => {
             let e: k8s_pb::api::policy::v1::Eviction = decode(raw, kind)?;
             let mut m = Map::new();
@@ -110,7 +111,7 @@ fn typed(api_version: &str, kind: &str, raw: &[u8]) -> Result<Value, ApiStatus> 
                 "UnsupportedMediaType",
                 format!(
                     "the simulator decodes protobuf bodies for Namespace, Pod, Node, Deployment, \
-                     ReplicaSet, Eviction, Scale and DeleteOptions, not {api_version} {kind}: \
+                     ReplicaSet, PodDisruptionBudget, Eviction, Scale and DeleteOptions, not {api_version} {kind}: \
                      send it as application/json"
                 ),
             ));
@@ -205,6 +206,34 @@ fn int_or_string(v: IntOrString) -> Value {
         Some(1) => json!(v.str_val.unwrap_or_default()),
         _ => json!(v.int_val.unwrap_or(0)),
     }
+}
+
+/// What `kubectl create poddisruptionbudget` sends (spec only; status is
+/// the disruption controller's).
+fn pdb(p: k8s_pb::api::policy::v1::PodDisruptionBudget) -> Value {
+    let mut m = Map::new();
+    put(&mut m, "metadata", p.metadata.map(object_meta));
+    if let Some(s) = p.spec {
+        let mut spec = Map::new();
+        put(
+            &mut spec,
+            "minAvailable",
+            s.min_available.map(int_or_string),
+        );
+        put(
+            &mut spec,
+            "maxUnavailable",
+            s.max_unavailable.map(int_or_string),
+        );
+        put(&mut spec, "selector", s.selector.map(label_selector));
+        put(
+            &mut spec,
+            "unhealthyPodEvictionPolicy",
+            s.unhealthy_pod_eviction_policy.filter(|p| !p.is_empty()),
+        );
+        m.insert("spec".into(), Value::Object(spec));
+    }
+    Value::Object(m)
 }
 
 fn namespace(n: core::Namespace) -> Value {

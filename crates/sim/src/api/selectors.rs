@@ -48,7 +48,10 @@ pub fn supported_field(kind: Kind, label: &str) -> bool {
                     | "source"
                     | "type"
             ),
-            Kind::Deployment | Kind::InferaDeployment | Kind::LeaderWorkerSet => false,
+            Kind::Deployment
+            | Kind::InferaDeployment
+            | Kind::LeaderWorkerSet
+            | Kind::PodDisruptionBudget => false,
         }
 }
 

@@ -29,6 +29,14 @@ pub(crate) fn prepare_for_create(kind: Kind, obj: &mut Value) {
         Kind::Namespace => {
             map.remove("status");
         }
+        // pkg/registry/policy/poddisruptionbudget/strategy.go: an empty
+        // status, whose four counts are not omitempty.
+        Kind::PodDisruptionBudget => {
+            map.insert(
+                "status".into(),
+                json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
+            );
+        }
         _ => {
             map.insert("status".into(), json!({}));
         }

@@ -184,6 +184,14 @@ fn column_specs(kind: Kind) -> &'static [(&'static str, &'static str, u8)] {
             ("Age", "date", 0),
         ],
         Kind::LeaderWorkerSet => &[("Name", "string", 0), ("Age", "string", 0)],
+        // pkg/printers/internalversion/printers.go (podDisruptionBudgetColumnDefinitions).
+        Kind::PodDisruptionBudget => &[
+            ("Name", "string", 0),
+            ("Min Available", "string", 0),
+            ("Max Unavailable", "string", 0),
+            ("Allowed Disruptions", "integer", 0),
+            ("Age", "string", 0),
+        ],
     }
 }
 
@@ -337,6 +345,22 @@ fn cells(kind: Kind, o: &Value) -> Vec<Value> {
             json!(age),
         ],
         Kind::LeaderWorkerSet => vec![json!(name), json!(age)],
+        Kind::PodDisruptionBudget => vec![
+            json!(name),
+            json!(int_or_string_cell(o, "/spec/minAvailable")),
+            json!(int_or_string_cell(o, "/spec/maxUnavailable")),
+            json!(i(o, "/status/disruptionsAllowed")),
+            json!(age),
+        ],
+    }
+}
+
+/// An IntOrString as `printPodDisruptionBudget` prints it: `N/A` when unset.
+fn int_or_string_cell(o: &Value, pointer: &str) -> String {
+    match o.pointer(pointer) {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => "N/A".to_string(),
     }
 }
 

@@ -130,6 +130,7 @@ fn remove_unknown(orig: &mut Value, typed: &Value) {
 fn typed(kind: Kind, obj: &Value) -> Result<Option<Value>, String> {
     use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
     use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
     let mut probe = obj.clone();
     if let Some(map) = probe.as_object_mut() {
         map.insert("apiVersion".into(), Value::from(kind.api_version()));
@@ -142,6 +143,7 @@ fn typed(kind: Kind, obj: &Value) -> Result<Option<Value>, String> {
         Kind::Event => roundtrip::<Event>(&probe),
         Kind::Deployment => roundtrip::<Deployment>(&probe),
         Kind::ReplicaSet => roundtrip::<ReplicaSet>(&probe),
+        Kind::PodDisruptionBudget => roundtrip::<PodDisruptionBudget>(&probe),
         Kind::InferaDeployment | Kind::LeaderWorkerSet => Ok(None),
     }
 }
@@ -294,9 +296,33 @@ pub fn errors(kind: Kind, obj: &Value, old: Option<&Value>) -> Vec<String> {
             );
         }
         Kind::Pod => containers(obj.get("spec"), "spec", &mut errors),
+        Kind::PodDisruptionBudget => pdb_spec(obj, &mut errors),
         _ => {}
     }
     errors
+}
+
+/// Two of upstream's `ValidatePodDisruptionBudgetSpec` checks
+/// (pkg/apis/policy/validation/validation.go): not both minAvailable and
+/// maxUnavailable, and a known unhealthyPodEvictionPolicy.
+fn pdb_spec(obj: &Value, errors: &mut Vec<String>) {
+    let spec = obj.get("spec");
+    let set = |k: &str| spec.and_then(|s| s.get(k)).is_some_and(|v| !v.is_null());
+    if set("minAvailable") && set("maxUnavailable") {
+        errors.push(
+            "spec: Invalid value: \"object\": minAvailable and maxUnavailable cannot be both set"
+                .into(),
+        );
+    }
+    if let Some(policy) = spec
+        .and_then(|s| s.get("unhealthyPodEvictionPolicy"))
+        .and_then(Value::as_str)
+        && !matches!(policy, "AlwaysAllow" | "IfHealthyBudget")
+    {
+        errors.push(format!(
+            "spec.unhealthyPodEvictionPolicy: Unsupported value: {policy:?}: supported values: \"AlwaysAllow\", \"IfHealthyBudget\""
+        ));
+    }
 }
 
 /// `errors` joined as upstream joins a `field.ErrorList` in a message.

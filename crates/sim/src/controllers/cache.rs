@@ -175,6 +175,7 @@ pub struct Cache {
     pub deployments: Objects,
     pub ideps: Objects,
     pub nodes: Objects,
+    pub pdbs: Objects,
     /// Typed pods for the scheduler.
     pub sched_pods: HashMap<Key, SchedPod>,
     /// Per node name, in name order (the scheduler's iteration order).
@@ -204,6 +205,7 @@ impl Cache {
             Kind::Deployment => Some(&mut self.deployments),
             Kind::InferaDeployment => Some(&mut self.ideps),
             Kind::Node => Some(&mut self.nodes),
+            Kind::PodDisruptionBudget => Some(&mut self.pdbs),
             _ => None,
         }
     }

@@ -1,5 +1,5 @@
 //! The simulated control plane — what a real cluster has: Deployment,
-//! ReplicaSet, garbage collector and scheduler in one manager loop fed by
+//! ReplicaSet, disruption, garbage collector and scheduler in one manager loop fed by
 //! `store.subscribe()` events (plus timers and periodic resyncs). These
 //! controllers use the Store directly rather than the HTTP API (a
 //! documented simplification); every write goes through the cache at once,
@@ -11,6 +11,8 @@
 
 mod cache;
 pub mod deployment;
+pub mod disruption;
+pub mod nodelifecycle;
 mod replicaset;
 mod scheduler;
 
@@ -29,12 +31,15 @@ use crate::clock::SimClock;
 use crate::json::str_at;
 use crate::scenario::Scenario;
 use crate::store::{EventType, Kind, Store};
+pub use nodelifecycle::StoppedKubelets;
 
 /// A unit of controller work.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Work {
     Deployment(Key),
     ReplicaSet(Key),
+    Disruption(Key),
+    NodeHealth,
     Schedule,
     Resync,
 }
@@ -54,11 +59,18 @@ impl ControllerHandle {
     }
 }
 
-/// Start every controller on `store` (the scenario is the world's business).
-pub fn start(store: Store, clock: SimClock, _scenario: &Scenario) -> ControllerHandle {
+/// Start every controller on `store` (the scenario is the world's business;
+/// `kubelets` is where the embedded world says which kubelets stopped).
+pub fn start(
+    store: Store,
+    clock: SimClock,
+    _scenario: &Scenario,
+    kubelets: StoppedKubelets,
+) -> ControllerHandle {
     let (stop, stop_rx) = watch::channel(false);
     let rx = store.subscribe();
-    let manager = Manager::new(store, clock);
+    let mut manager = Manager::new(store, clock);
+    manager.kubelets = kubelets;
     let task = tokio::spawn(manager.run(rx, stop_rx));
     ControllerHandle {
         tasks: vec![task],
@@ -87,6 +99,8 @@ pub(crate) struct Manager {
     settled: HashMap<Key, Vec<u64>>,
     /// Timers set so far.
     requeues: u64,
+    /// Kubelets the embedded world has stopped (node lifecycle).
+    kubelets: StoppedKubelets,
 }
 
 /// Passes of dirty work per wake-up.
@@ -110,6 +124,7 @@ impl Manager {
             resume: VecDeque::new(),
             settled: HashMap::new(),
             requeues: 0,
+            kubelets: StoppedKubelets::default(),
         }
     }
 
@@ -120,6 +135,7 @@ impl Manager {
             Kind::Deployment,
             Kind::ReplicaSet,
             Kind::Pod,
+            Kind::PodDisruptionBudget,
         ] {
             let (items, _) = self.store.list_stored(kind, None);
             let present: BTreeSet<Key> = items.iter().map(|o| key_of(o.value())).collect();
@@ -205,7 +221,16 @@ impl Manager {
     fn mark_for(&mut self, kind: Kind, v: &Value, deleted: bool) {
         let key = key_of(v);
         let owner = cache::controller_uid(v).map(str::to_string);
+        if matches!(kind, Kind::Pod | Kind::ReplicaSet | Kind::Deployment) {
+            self.mark_pdbs(&key.0);
+        }
         match kind {
+            Kind::PodDisruptionBudget => {
+                if !deleted {
+                    self.dirty.insert(Work::Disruption(key));
+                }
+                return;
+            }
             Kind::Pod => {
                 if let Some(rs) = owner
                     .as_deref()
@@ -246,6 +271,7 @@ impl Manager {
             }
             Kind::Node => {
                 self.dirty.insert(Work::Schedule);
+                self.dirty.insert(Work::NodeHealth);
             }
             _ => {}
         }
@@ -293,6 +319,8 @@ impl Manager {
                 match w {
                     Work::Deployment(k) => self.sync_deployment(&k),
                     Work::ReplicaSet(k) => self.sync_replicaset(&k),
+                    Work::Disruption(k) => self.sync_pdb(&k),
+                    Work::NodeHealth => self.monitor_nodes(),
                     Work::Schedule => self.schedule_pending(),
                     Work::Resync => self.resync(),
                 }
@@ -309,6 +337,7 @@ impl Manager {
     /// (time-based conditions).
     fn resync(&mut self) {
         self.collect_garbage();
+        self.dirty.insert(Work::NodeHealth);
         for k in self.cache.deployments.keys() {
             self.dirty.insert(Work::Deployment(k));
         }

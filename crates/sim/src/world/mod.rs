@@ -199,6 +199,11 @@ impl World {
 }
 
 impl WorldHandle {
+    /// `node`'s heartbeats (Lease and Ready) end: its kubelet has stopped.
+    pub fn stop_heartbeats(&self, node: &str) {
+        lock(&self.shared.not_ready).insert(node.to_string());
+    }
+
     /// Stop every task (open listeners close with them).
     pub fn shutdown(mut self) {
         self.stop();

@@ -28,6 +28,29 @@ pub(crate) struct DeleteOptions {
     dry_run: bool,
 }
 
+impl DeleteOptions {
+    pub(crate) fn uid(&self) -> Option<&str> {
+        self.uid.as_deref()
+    }
+
+    pub(crate) fn resource_version(&self) -> Option<&str> {
+        self.resource_version.as_deref()
+    }
+
+    pub(crate) fn dry_run(&self) -> bool {
+        self.dry_run
+    }
+
+    /// The same options with a resourceVersion precondition (what the
+    /// Eviction API sets to guard against a pod turning Ready meanwhile).
+    pub(crate) fn with_resource_version(self, rv: &str) -> DeleteOptions {
+        DeleteOptions {
+            resource_version: Some(rv.to_string()),
+            ..self
+        }
+    }
+}
+
 pub(crate) fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, ApiStatus> {
     let mut opts = DeleteOptions::default();
     if !body.iter().all(u8::is_ascii_whitespace) {
