@@ -7,6 +7,7 @@ mod common;
 mod audit_many;
 mod clock_skew;
 mod credentials;
+mod drain;
 mod kubectl_plugin;
 mod operator_generation;
 mod partition;
