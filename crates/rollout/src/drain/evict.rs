@@ -104,7 +104,9 @@ async fn step(
     now: Instant,
     out: &mut dyn Reporter,
 ) -> Result<(), DrainError> {
-    let api: Api<Pod> = Api::namespaced(conn.client.clone(), &v.namespace);
+    // Without `kube`'s own 429 retry (15 times with backoff): a budget's
+    // 429 is an answer, retried here every 5 s as kubectl does.
+    let api: Api<Pod> = Api::namespaced(conn.probe_client.clone(), &v.namespace);
     let label = format!("{}/{}", v.namespace, v.name);
     let failed = |e: &kube::Error, verb: &str, resource: &str| {
         DrainError::from(ClusterError::from_kube(
