@@ -334,12 +334,14 @@ pub struct RolloutArgs {
 }
 
 #[derive(Debug, Clone, Args)]
-#[command(after_help = "Exit codes: 0 drained, every role held --min-ready; 1 drained but a role fell below; \
+#[command(
+    after_help = "Exit codes: 0 drained, every role held --min-ready; 1 drained but a role fell below; \
 2 usage, connection or permission (nothing changed); 3 refused by the plan (GAP or STALL without --force), \
 a move stalled, or --timeout passed (the node stays cordoned); 130 interrupted (the node stays cordoned; \
 rerun the same command to resume).\n\n\
 Examples:\n  infera drain gpu-node-0 --ignore-daemonsets --dry-run\n  \
-infera drain -l pool=mi355x --ignore-daemonsets --timeout 30m --report drain.html")]
+infera drain -l pool=mi355x --ignore-daemonsets --timeout 30m --report drain.html"
+)]
 pub struct DrainArgs {
     /// The node(s) to drain.
     #[arg(value_name = "NODE")]

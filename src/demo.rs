@@ -221,7 +221,9 @@ fn decode_node(store: &Store, ns: &str) -> Option<String> {
     let (pods, _) = store.list(Kind::Pod, Some(ns));
     pods.iter()
         .filter(|p| p.pointer("/metadata/deletionTimestamp").is_none())
-        .find(|p| p.pointer("/metadata/labels/infera.amd.com~1service") == Some(&Value::from("decode")))
+        .find(|p| {
+            p.pointer("/metadata/labels/infera.amd.com~1service") == Some(&Value::from("decode"))
+        })
         .and_then(|p| p.pointer("/spec/nodeName").and_then(Value::as_str))
         .map(str::to_string)
 }
@@ -291,9 +293,13 @@ async fn set_unschedulable(
 ) -> Result<(), DemoError> {
     let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(conn.client.clone());
     let patch = serde_json::json!({"spec": {"unschedulable": on}});
-    api.patch(node, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch))
-        .await
-        .map_err(|e| conn.error(&e, "patch", "nodes"))?;
+    api.patch(
+        node,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await
+    .map_err(|e| conn.error(&e, "patch", "nodes"))?;
     Ok(())
 }
 
@@ -333,10 +339,9 @@ async fn kubectl_drain(
         (crate::audit::Outcome::Complete, evicted)
     };
     let speed = sim.clock().speed();
-    let (many, evicted) = crate::audit::audit_many_during(
-        conn, &audit, &selected, false, speed, &|_| {}, during,
-    )
-    .await?;
+    let (many, evicted) =
+        crate::audit::audit_many_during(conn, &audit, &selected, false, speed, &|_| {}, during)
+            .await?;
     evicted?;
     Ok(many)
 }

@@ -15,13 +15,16 @@ use super::{Terminal, command_line, ctrl_c, finish_many, interactive, page_conte
 /// The library options of `infera drain`'s flags.
 pub fn options(args: &DrainArgs) -> Result<DrainOptions, String> {
     let pod_selector = match &args.pod_selector {
-        Some(s) => Some(crate::audit::parse_selector(s).ok_or_else(|| {
-            format!("--pod-selector `{s}`: use key=value[,key=value…]")
-        })?),
+        Some(s) => Some(
+            crate::audit::parse_selector(s)
+                .ok_or_else(|| format!("--pod-selector `{s}`: use key=value[,key=value…]"))?,
+        ),
         None => None,
     };
     if args.nodes.is_empty() == args.selector.is_none() {
-        return Err("give NODE names or -l SELECTOR, not both and not neither (as kubectl drain)".into());
+        return Err(
+            "give NODE names or -l SELECTOR, not both and not neither (as kubectl drain)".into(),
+        );
     }
     let mut rollout = rollout::Options::unattended(1.0);
     rollout.simulated = false;
@@ -78,7 +81,8 @@ pub async fn drain(args: DrainArgs) -> anyhow::Result<Exit> {
     };
     let Some(report) = outcome.report else {
         if json {
-            let line = serde_json::json!({"event": "result", "exit": outcome.exit.code(), "report": null});
+            let line =
+                serde_json::json!({"event": "result", "exit": outcome.exit.code(), "report": null});
             let _ = writeln!(std::io::stdout(), "{line}");
         }
         return Ok(outcome.exit);

@@ -111,35 +111,61 @@ async fn draining_the_only_decode_pods_node_keeps_every_role_serving() {
     let from = now_ms();
     let (code, text) = run(
         sim.kubeconfig(),
-        &[&target, "--ignore-daemonsets", "-o", "json", "--report", report.to_str().unwrap_or_default()],
+        &[
+            &target,
+            "--ignore-daemonsets",
+            "-o",
+            "json",
+            "--report",
+            report.to_str().unwrap_or_default(),
+        ],
     )
     .await;
     let to = now_ms();
     assert_eq!(code, 0, "{text}");
     // The plan said move, and the replacement came up elsewhere first.
-    let events: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
     assert!(
         events.iter().any(|e| e["event"] == "note"
-            && e["text"].as_str().is_some_and(|t| t.contains("idep/llama decode → move"))),
+            && e["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("idep/llama decode → move"))),
         "{text}"
     );
-    let result = events.last().unwrap_or_else(|| panic!("no JSON line: {text}"));
+    let result = events
+        .last()
+        .unwrap_or_else(|| panic!("no JSON line: {text}"));
     assert_eq!(result["event"], "result", "{text}");
     assert_eq!(result["exit"], 0, "{text}");
     for (role, ready, routable) in truth_minima(&sim, from, to) {
-        assert!(ready >= 1 && routable >= 1, "truth: {role} fell to {ready}/{routable}\n{text}");
+        assert!(
+            ready >= 1 && routable >= 1,
+            "truth: {role} fell to {ready}/{routable}\n{text}"
+        );
     }
     // infera's own report says the same, per role.
-    let written: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap_or_default())
-        .unwrap_or_else(|e| panic!("report: {e}"));
-    let roles = written.pointer("/targets/0/roles").and_then(Value::as_array).cloned().unwrap_or_default();
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("report: {e}"));
+    let roles = written
+        .pointer("/targets/0/roles")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(roles.len(), 2, "{written}");
     for r in &roles {
         assert_eq!(r["min_ready_exact"], 1, "{r}");
         assert_eq!(r["min_routable_exact"], 1, "{r}");
     }
     assert!(cordoned(sim.store(), &target));
-    assert_eq!(drain_record(sim.store(), &target), None, "the record is cleared");
+    assert_eq!(
+        drain_record(sim.store(), &target),
+        None,
+        "the record is cleared"
+    );
     assert_eq!(live_pods_on(sim.store(), &target), Vec::<String>::new());
     let decode = pods_of(sim.store(), NS, "decode");
     assert!(decode.iter().any(|p| is_ready(p) && node_of(p) != target));
@@ -202,9 +228,16 @@ async fn sigkill_mid_move_then_rerun_resumes_without_a_second_restart() {
     assert_eq!(code, 0, "rerun:\n{text}");
     assert!(text.contains("Resuming the drain"), "{text}");
     assert!(text.contains("resuming: trigger already applied"), "{text}");
-    assert_eq!(restart_label(store).as_ref(), Some(&first), "restarted a second time:\n{text}");
+    assert_eq!(
+        restart_label(store).as_ref(),
+        Some(&first),
+        "restarted a second time:\n{text}"
+    );
     for (role, ready, routable) in truth_minima(&sim, from, to) {
-        assert!(ready >= 1 && routable >= 1, "{role} fell to {ready}/{routable}\n{text}");
+        assert!(
+            ready >= 1 && routable >= 1,
+            "{role} fell to {ready}/{routable}\n{text}"
+        );
     }
     assert_eq!(live_pods_on(store, &target), Vec::<String>::new());
     assert_eq!(drain_record(store, &target), None);
@@ -291,13 +324,26 @@ async fn a_budget_that_never_allows_is_stall_and_forced_times_out_cordoned() {
     let (code, text) = run(sim.kubeconfig(), &[&target, only_web[0], only_web[1]]).await;
     assert_eq!(code, 3, "{text}");
     assert!(text.contains("deploy/web → STALL"), "{text}");
-    assert!(text.contains("PodDisruptionBudget web allows no disruption"), "{text}");
-    assert!(!cordoned(sim.store(), &target), "refused: nothing changed\n{text}");
+    assert!(
+        text.contains("PodDisruptionBudget web allows no disruption"),
+        "{text}"
+    );
+    assert!(
+        !cordoned(sim.store(), &target),
+        "refused: nothing changed\n{text}"
+    );
     // Forced: the evictions are refused (429) until --timeout; the node
     // stays cordoned and the pod is still there.
     let (code, text) = run(
         sim.kubeconfig(),
-        &[&target, only_web[0], only_web[1], "--force", "--timeout", "8s"],
+        &[
+            &target,
+            only_web[0],
+            only_web[1],
+            "--force",
+            "--timeout",
+            "8s",
+        ],
     )
     .await;
     assert_eq!(code, 3, "{text}");
@@ -320,7 +366,10 @@ async fn bad_input_is_one_clear_line_and_changes_nothing() {
         (&["gpu-node-9"], "node \"gpu-node-9\" not found"),
         (&["-l", "pool=none"], "no node matches -l pool=none"),
         (&["gpu-node-0", "-l", "pool=none"], "not both"),
-        (&["gpu-node-0", "--pod-selector", "app in (a)"], "--pod-selector"),
+        (
+            &["gpu-node-0", "--pod-selector", "app in (a)"],
+            "--pod-selector",
+        ),
     ];
     for (args, expected) in cases {
         let (code, text) = run(sim.kubeconfig(), args).await;
@@ -350,8 +399,16 @@ async fn rbac_drain_prints_the_verbs_drain_uses() {
         .unwrap_or_else(|| panic!("{list}"));
     let grants = |resource: &str, verb: &str| {
         drain["rules"].as_array().into_iter().flatten().any(|r| {
-            r["resources"].as_array().into_iter().flatten().any(|x| x == resource)
-                && r["verbs"].as_array().into_iter().flatten().any(|x| x == verb)
+            r["resources"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|x| x == resource)
+                && r["verbs"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|x| x == verb)
         })
     };
     for (resource, verb) in [
@@ -363,5 +420,9 @@ async fn rbac_drain_prints_the_verbs_drain_uses() {
         assert!(grants(resource, verb), "{resource} {verb}: {drain}");
     }
     // The rollout rules come cluster-wide: a move may be in any namespace.
-    assert!(items.iter().any(|o| o["kind"] == "ClusterRole" && o["metadata"]["name"] == "infera"));
+    assert!(
+        items
+            .iter()
+            .any(|o| o["kind"] == "ClusterRole" && o["metadata"]["name"] == "infera")
+    );
 }

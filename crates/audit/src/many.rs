@@ -271,7 +271,8 @@ pub async fn audit_many_with(
     if opts.duration.is_none() && !opts.until_complete {
         return Err(AuditCommandError::NoMode);
     }
-    let mut session = start_session(conn, opts, selected, all_namespaces, time_scale, status).await?;
+    let mut session =
+        start_session(conn, opts, selected, all_namespaces, time_scale, status).await?;
     let time_scale = session.time_scale();
     let namespace = (!all_namespaces).then_some(conn.namespace.as_str());
     let decided = Mutex::new(vec![None; selected.len()]);

@@ -365,16 +365,16 @@ impl Plan {
     pub fn table(&self) -> Table {
         let mut table = plan_table(140);
         table.set_header(vec![
-                "#",
-                "leg",
-                "role",
-                "workload",
-                "replicas",
-                "strategy",
-                "surge capacity",
-                "lint",
-                "verdict",
-            ]);
+            "#",
+            "leg",
+            "role",
+            "workload",
+            "replicas",
+            "strategy",
+            "surge capacity",
+            "lint",
+            "verdict",
+        ]);
         for (i, leg) in self.legs.iter().enumerate() {
             let lint = if leg.findings.is_empty() {
                 "clean".to_string()

@@ -32,7 +32,10 @@ pub struct Victim {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum State {
     /// Not evicted yet; try again at this instant.
-    Pending { next: Instant, refused: bool },
+    Pending {
+        next: Instant,
+        refused: bool,
+    },
     /// Eviction accepted; waiting for the deletion.
     Evicted,
     Gone,

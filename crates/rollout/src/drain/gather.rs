@@ -59,9 +59,7 @@ fn to_value<T: serde::Serialize>(obj: &T) -> Option<Value> {
 impl<'a> Reader<'a> {
     async fn list<K>(&mut self, params: &ListParams, resource: &str) -> Result<Vec<K>, DrainError>
     where
-        K: kube::Resource + Clone
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug,
+        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
         K::DynamicType: Default,
     {
         self.requests += 1;
@@ -73,7 +71,12 @@ impl<'a> Reader<'a> {
     }
 
     /// GET an owner once (cached); not found is `None`.
-    async fn owner(&mut self, kind: &str, ns: &str, name: &str) -> Result<Option<Value>, DrainError> {
+    async fn owner(
+        &mut self,
+        kind: &str,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<Value>, DrainError> {
         let key = (kind.to_string(), ns.to_string(), name.to_string());
         if let Some(hit) = self.cache.get(&key) {
             return Ok(hit.clone());
@@ -200,7 +203,10 @@ async fn draining_nodes(
     nodes: &[Node],
     sel: &Selection,
 ) -> Result<Vec<String>, DrainError> {
-    let names: Vec<String> = nodes.iter().filter_map(|n| n.metadata.name.clone()).collect();
+    let names: Vec<String> = nodes
+        .iter()
+        .filter_map(|n| n.metadata.name.clone())
+        .collect();
     if let Some(selector) = &sel.selector {
         let matched: Vec<Node> = reader
             .list(&ListParams::default().labels(selector), "nodes")
@@ -211,7 +217,10 @@ async fn draining_nodes(
                 names.len()
             )));
         }
-        return Ok(matched.into_iter().filter_map(|n| n.metadata.name).collect());
+        return Ok(matched
+            .into_iter()
+            .filter_map(|n| n.metadata.name)
+            .collect());
     }
     if sel.nodes.is_empty() {
         return Err(DrainError::Usage(
@@ -280,12 +289,9 @@ async fn classify(
         None if !sel.force && !finished => PodAction::Refuse(
             "cannot delete Pods that declare no controller (use --force to override)".into(),
         ),
-        _ if uses_empty_dir(&value) && !sel.delete_emptydir_data && !finished => {
-            PodAction::Refuse(
-                "cannot delete Pods with local storage (use --delete-emptydir-data to override)"
-                    .into(),
-            )
-        }
+        _ if uses_empty_dir(&value) && !sel.delete_emptydir_data && !finished => PodAction::Refuse(
+            "cannot delete Pods with local storage (use --delete-emptydir-data to override)".into(),
+        ),
         _ => PodAction::Evict,
     };
     if entry.action != PodAction::Evict {
@@ -369,7 +375,7 @@ async fn deployment_workload(
         role: name.to_string(),
         replicas: replicas_of(&dep),
         strategy: Some(deployment_strategy(&dep)),
-        ready_means_registered: ready_means_registered(&template),
+        ready_means_registered: ready_means_serving(&template),
         template,
         role_spec: RoleSpec {
             role: name.to_string(),
@@ -395,7 +401,11 @@ async fn deployment_workload(
         ]);
         w.role_spec = infera_audit::roles_from_inferadeployment(&cr)
             .ok()
-            .and_then(|roles| roles.into_iter().find(|r| r.services.iter().any(|s| s == service)))
+            .and_then(|roles| {
+                roles
+                    .into_iter()
+                    .find(|r| r.services.iter().any(|s| s == service))
+            })
             .unwrap_or_else(|| RoleSpec {
                 role: service.to_string(),
                 services: vec![service.to_string()],
@@ -410,6 +420,22 @@ async fn deployment_workload(
         });
     }
     Ok(Some(w))
+}
+
+/// Whether Ready on pods of this template means serving: a worker's Ready
+/// does when it is probed on `/ready`; any other pod (a router, a web
+/// server) registers nowhere, so Ready is all there is
+/// ([`infera_model::pod::is_serving`]).
+fn ready_means_serving(template: &Value) -> bool {
+    let pod: Option<Pod> = serde_json::from_value(serde_json::json!({
+        "metadata": template.get("metadata").cloned().unwrap_or(Value::Null),
+        "spec": template.get("spec").cloned().unwrap_or(Value::Null),
+    }))
+    .ok();
+    ready_means_registered(template)
+        || !pod
+            .as_ref()
+            .is_some_and(infera_model::pod::is_infera_worker)
 }
 
 fn statefulset_workload(ns: &str, name: &str, sts: &Value) -> Workload {

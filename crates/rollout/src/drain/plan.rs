@@ -280,7 +280,11 @@ pub fn decide_unit(inv: &Inventory, index: usize, flags: &PlanFlags) -> Option<U
             .count(),
     );
     let nodes: Vec<Node> = (inv.nodes.iter())
-        .filter(|n| !inv.draining.iter().any(|d| Some(d) == n.metadata.name.as_ref()))
+        .filter(|n| {
+            !inv.draining
+                .iter()
+                .any(|d| Some(d) == n.metadata.name.as_ref())
+        })
         .cloned()
         .collect();
     let capacity = surge_capacity(&w.template, &w.namespace, &nodes, &inv.pods);
@@ -388,7 +392,10 @@ fn judge(
                 capacity.describe()
             ),
         ),
-        Verdict::Gap(reason) => (DrainPath::Gap, format!("{short}, and a restart would too: {reason}")),
+        Verdict::Gap(reason) => (
+            DrainPath::Gap,
+            format!("{short}, and a restart would too: {reason}"),
+        ),
     }
 }
 
@@ -439,17 +446,17 @@ impl DrainPlan {
     pub fn table(&self) -> Table {
         let mut table = plan_table(160);
         table.set_header(vec![
-                "workload",
-                "namespace",
-                "role",
-                "replicas",
-                "pods on node",
-                "Ready without",
-                "replacement fits",
-                "PDBs (allowed)",
-                "operator",
-                "verdict",
-            ]);
+            "workload",
+            "namespace",
+            "role",
+            "replicas",
+            "pods on node",
+            "Ready without",
+            "replacement fits",
+            "PDBs (allowed)",
+            "operator",
+            "verdict",
+        ]);
         for u in &self.units {
             let budgets = if u.budgets.is_empty() {
                 "none".to_string()
@@ -496,7 +503,10 @@ impl DrainPlan {
                 PodAction::Skip(why) => format!("skip ({why})"),
                 PodAction::Refuse(why) => format!("cannot drain: {why}"),
             };
-            lines.push(format!("  {}/{} ({}): {what}", p.namespace, p.name, p.owner));
+            lines.push(format!(
+                "  {}/{} ({}): {what}",
+                p.namespace, p.name, p.owner
+            ));
         }
         lines.join("\n")
     }

@@ -312,14 +312,22 @@ impl Run<'_> {
                 continue;
             }
             if self.state.moved.contains(&key) {
-                out.event("drain", &format!("{}: moved by an earlier run", unit.label), Instant::now());
+                out.event(
+                    "drain",
+                    &format!("{}: moved by an earlier run", unit.label),
+                    Instant::now(),
+                );
                 continue;
             }
             if !self.state.moving.contains(&key) {
                 self.state.moving.push(key.clone());
                 self.write_state().await?;
             }
-            out.event("drain", &format!("moving {}: {}", unit.label, unit.why), Instant::now());
+            out.event(
+                "drain",
+                &format!("moving {}: {}", unit.label, unit.why),
+                Instant::now(),
+            );
             let mut conn = self.conn.clone();
             conn.namespace = w.namespace.clone();
             let kind = match w.kind {
@@ -331,14 +339,9 @@ impl Run<'_> {
                 name: w.name.clone(),
             });
             req.services = w.leg.iter().cloned().collect();
-            let rollout = crate::execute_with(
-                &conn,
-                req,
-                self.move_options(),
-                out,
-                self.interrupt.clone(),
-            )
-            .await?;
+            let rollout =
+                crate::execute_with(&conn, req, self.move_options(), out, self.interrupt.clone())
+                    .await?;
             match rollout.exit {
                 Exit::Ok | Exit::Findings | Exit::Unproven => {
                     self.state.moved.push(key.clone());
@@ -380,9 +383,10 @@ impl Run<'_> {
             for pod in pods.items {
                 let ns = pod.metadata.namespace.clone().unwrap_or_default();
                 let name = pod.metadata.name.clone().unwrap_or_default();
-                let planned = self.inv.on_nodes.iter().any(|p| {
-                    p.namespace == ns && p.name == name && p.action == PodAction::Evict
-                });
+                let planned =
+                    self.inv.on_nodes.iter().any(|p| {
+                        p.namespace == ns && p.name == name && p.action == PodAction::Evict
+                    });
                 if planned {
                     out.push(Victim {
                         namespace: ns,

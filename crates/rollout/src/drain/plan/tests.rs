@@ -82,7 +82,11 @@ fn budget(min_available: i32) -> PodDisruptionBudget {
 
 #[test]
 fn the_only_pod_with_room_elsewhere_moves() {
-    let inv = inventory(workload(OwnerKind::Deployment, 1, 1), &[("a", "n0")], &["n1"]);
+    let inv = inventory(
+        workload(OwnerKind::Deployment, 1, 1),
+        &[("a", "n0")],
+        &["n1"],
+    );
     let u = decide_unit(&inv, 0, &flags()).unwrap();
     assert_eq!(u.path, DrainPath::Move, "{}", u.why);
     assert_eq!((u.ready_now, u.ready_without), (1, 0));
@@ -92,7 +96,11 @@ fn the_only_pod_with_room_elsewhere_moves() {
 #[test]
 fn no_room_anywhere_else_is_a_gap() {
     // n1 is full: its 8 GPUs are taken by another pod.
-    let mut inv = inventory(workload(OwnerKind::Deployment, 1, 1), &[("a", "n0")], &["n1"]);
+    let mut inv = inventory(
+        workload(OwnerKind::Deployment, 1, 1),
+        &[("a", "n0")],
+        &["n1"],
+    );
     inv.pods.push(pod("other", "n1", json!({"app": "x"}), true));
     let u = decide_unit(&inv, 0, &flags()).unwrap();
     assert_eq!(u.path, DrainPath::Gap, "{}", u.why);
@@ -103,7 +111,11 @@ fn no_room_anywhere_else_is_a_gap() {
 
 #[test]
 fn a_surge_free_strategy_is_a_gap() {
-    let inv = inventory(workload(OwnerKind::Deployment, 1, 0), &[("a", "n0")], &["n1"]);
+    let inv = inventory(
+        workload(OwnerKind::Deployment, 1, 0),
+        &[("a", "n0")],
+        &["n1"],
+    );
     let u = decide_unit(&inv, 0, &flags()).unwrap();
     assert_eq!(u.path, DrainPath::Gap, "{}", u.why);
     assert!(u.why.contains("old-pod-first"), "{}", u.why);
@@ -140,7 +152,10 @@ fn a_budget_that_never_allows_is_a_stall() {
     assert_eq!(u.budgets[0].allowed, 0);
     // minAvailable 1 of 2 allows one: evict.
     inv.pdbs[0] = budget(1);
-    assert_eq!(decide_unit(&inv, 0, &flags()).unwrap().path, DrainPath::Evict);
+    assert_eq!(
+        decide_unit(&inv, 0, &flags()).unwrap().path,
+        DrainPath::Evict
+    );
 }
 
 #[test]
@@ -151,7 +166,10 @@ fn statefulsets_and_leaderworkersets_are_never_moved() {
         assert_eq!(u.path, DrainPath::Gap, "{kind:?}: {}", u.why);
         assert!(u.why.contains("never restarted"), "{}", u.why);
         let inv = inventory(workload(kind, 2, 1), &[("a", "n0"), ("b", "n1")], &["n1"]);
-        assert_eq!(decide_unit(&inv, 0, &flags()).unwrap().path, DrainPath::Evict);
+        assert_eq!(
+            decide_unit(&inv, 0, &flags()).unwrap().path,
+            DrainPath::Evict
+        );
     }
 }
 
@@ -161,16 +179,26 @@ fn a_move_started_by_an_earlier_run_is_resumed_whatever_the_counts() {
     let w = workload(OwnerKind::Deployment, 1, 1);
     let key = w.key();
     let inv = inventory(w, &[("a", "n0"), ("surge", "n1")], &["n1"]);
-    assert_eq!(decide_unit(&inv, 0, &flags()).unwrap().path, DrainPath::Evict);
+    assert_eq!(
+        decide_unit(&inv, 0, &flags()).unwrap().path,
+        DrainPath::Evict
+    );
     let resumed = PlanFlags {
         min_ready: 1,
         moving: vec![key],
     };
-    assert_eq!(decide_unit(&inv, 0, &resumed).unwrap().path, DrainPath::Move);
+    assert_eq!(
+        decide_unit(&inv, 0, &resumed).unwrap().path,
+        DrainPath::Move
+    );
 }
 
 #[test]
 fn a_workload_with_no_pod_on_the_node_has_no_line() {
-    let inv = inventory(workload(OwnerKind::Deployment, 1, 1), &[("a", "n1")], &["n1"]);
+    let inv = inventory(
+        workload(OwnerKind::Deployment, 1, 1),
+        &[("a", "n1")],
+        &["n1"],
+    );
     assert!(decide_unit(&inv, 0, &flags()).is_none());
 }
