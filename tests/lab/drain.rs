@@ -12,14 +12,20 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::common::lab::{Attached, Lab, SCENARIO_NAMESPACE, is_ready, json, lab_or_skip, wait_steady};
+use crate::common::lab::{
+    Attached, Lab, SCENARIO_NAMESPACE, is_ready, json, lab_or_skip, wait_steady,
+};
 use serde_json::{Value, json as j};
 
 const NS: &str = SCENARIO_NAMESPACE;
 
 fn kubectl_ok(lab: &Lab, args: &[&str]) -> Value {
     let out = lab.kubectl(args);
-    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
 }
 
@@ -37,7 +43,10 @@ fn pods(lab: &Lab) -> Vec<Value> {
 }
 
 fn node_of(p: &Value) -> String {
-    p["spec"]["nodeName"].as_str().unwrap_or_default().to_string()
+    p["spec"]["nodeName"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn live(p: &Value) -> bool {
@@ -73,7 +82,11 @@ fn drain(lab: &Lab, kubeconfig: &Path, args: &[&str]) -> (i32, String) {
 }
 
 fn rbac(lab: &Lab, args: &[&str]) -> Vec<Value> {
-    let out = lab.infera(&["rbac", "-n", NS, "-o", "json"]).args(args).output().expect("infera rbac");
+    let out = lab
+        .infera(&["rbac", "-n", NS, "-o", "json"])
+        .args(args)
+        .output()
+        .expect("infera rbac");
     json(&out)["items"].as_array().cloned().unwrap_or_default()
 }
 
@@ -94,25 +107,45 @@ fn drain_on_the_real_control_plane() {
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("forbidden: cannot list nodes"), "{text}");
     assert!(text.contains("infera rbac --drain"), "{text}");
-    assert_eq!(text.lines().filter(|l| l.starts_with("error:")).count(), 1, "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("error:")).count(),
+        1,
+        "{text}"
+    );
     assert!(!cordoned(&lab, &decode));
 
     // `infera rbac --drain`: enough for the whole drain.
     rbac(&lab, &["--drain"]).iter().for_each(|o| apply(&lab, o));
     let report = lab.dir.path().join("drain.json");
     let started = Instant::now();
-    let (code, text) = drain(&lab, &sa, &[&decode, "--report", report.to_str().unwrap_or_default()]);
-    eprintln!("drain of {decode} (only decode pod) took {:?}", started.elapsed());
+    let (code, text) = drain(
+        &lab,
+        &sa,
+        &[&decode, "--report", report.to_str().unwrap_or_default()],
+    );
+    eprintln!(
+        "drain of {decode} (only decode pod) took {:?}",
+        started.elapsed()
+    );
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("idep/llama decode → move"), "{text}");
-    let written: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap_or_default())
-        .unwrap_or_else(|e| panic!("report: {e}"));
-    for r in written.pointer("/targets/0/roles").and_then(Value::as_array).into_iter().flatten() {
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("report: {e}"));
+    for r in written
+        .pointer("/targets/0/roles")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         assert_eq!(r["min_ready_exact"], 1, "{r}");
         assert_eq!(r["min_routable_exact"], 1, "{r}");
     }
     assert!(cordoned(&lab, &decode));
-    assert!(!pods(&lab).iter().any(|p| live(p) && node_of(p) == decode), "pods left on {decode}");
+    assert!(
+        !pods(&lab).iter().any(|p| live(p) && node_of(p) == decode),
+        "pods left on {decode}"
+    );
 
     budget_blocks(&lab, &decode);
     no_capacity_is_a_gap(&lab, &decode);
@@ -121,18 +154,29 @@ fn drain_on_the_real_control_plane() {
 /// Two `web` pods on two nodes and a budget of maxUnavailable 0.
 fn budget_blocks(lab: &Lab, already: &str) {
     kubectl_ok(lab, &["uncordon", already]);
-    apply(lab, &j!({"apiVersion": "apps/v1", "kind": "Deployment",
+    apply(
+        lab,
+        &j!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "web", "namespace": NS},
         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
             "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
                 "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                     {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}},
-                "containers": [{"name": "web", "image": "nginx:1.27"}]}}}}));
-    apply(lab, &j!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "containers": [{"name": "web", "image": "nginx:1.27"}]}}}}),
+    );
+    apply(
+        lab,
+        &j!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
         "metadata": {"name": "web", "namespace": NS},
-        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}}}));
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}}}),
+    );
     let deadline = Instant::now() + Duration::from_secs(60);
-    while pods(lab).iter().filter(|p| p["metadata"]["labels"]["app"] == "web" && is_ready(p)).count() < 2 {
+    while pods(lab)
+        .iter()
+        .filter(|p| p["metadata"]["labels"]["app"] == "web" && is_ready(p))
+        .count()
+        < 2
+    {
         assert!(Instant::now() < deadline, "web never had 2 Ready pods");
         std::thread::sleep(Duration::from_millis(500));
     }
@@ -146,7 +190,14 @@ fn budget_blocks(lab: &Lab, already: &str) {
     let (code, text) = drain(
         lab,
         &admin,
-        &[&target, "--pod-selector", "app=web", "--force", "--timeout", "12s"],
+        &[
+            &target,
+            "--pod-selector",
+            "app=web",
+            "--force",
+            "--timeout",
+            "12s",
+        ],
     );
     assert_eq!(code, 3, "{text}");
     assert!(text.contains("refused (429)"), "{text}");

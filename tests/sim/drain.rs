@@ -426,3 +426,39 @@ async fn rbac_drain_prints_the_verbs_drain_uses() {
             .any(|o| o["kind"] == "ClusterRole" && o["metadata"]["name"] == "infera")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_drain_measures_kubectls_gap_and_infera_has_none() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let timeline = dir.path().join("drain.svg");
+    let mut cmd = infera(&["demo", "--scenario", "drain", "--speed", "40", "--timeline"]);
+    cmd.arg(&timeline).stdin(Stdio::null());
+    let out = tokio::task::spawn_blocking(move || cmd.output().expect("run infera demo"))
+        .await
+        .expect("join");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    // kubectl's way: decode fell to 0 for the weight load (measured).
+    let kubectl = text
+        .lines()
+        .find(|l| l.starts_with("kubectl drain: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(kubectl.contains("fell below"), "{kubectl}");
+    let decode_row = text
+        .lines()
+        .find(|l| l.contains("idep/llama") && l.contains(" decode "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let cells: Vec<&str> = decode_row.split('┆').map(str::trim).collect();
+    assert_eq!(
+        cells.get(6),
+        Some(&"0"),
+        "min Ready exact of decode: {decode_row}"
+    );
+    // infera's way, on the same cluster: no gap.
+    assert!(text.contains("idep/llama decode → move"), "{text}");
+    assert!(
+        text.contains("never fewer than 1 Ready and 1 routable pod per role"),
+        "{text}"
+    );
+    assert!(timeline.exists());
+}
