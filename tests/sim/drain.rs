@@ -128,12 +128,21 @@ async fn draining_the_only_decode_pods_node_keeps_every_role_serving() {
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    assert!(
-        events.iter().any(|e| e["event"] == "note"
-            && e["text"]
-                .as_str()
-                .is_some_and(|t| t.contains("idep/llama decode → move"))),
-        "{text}"
+    let plan = events
+        .iter()
+        .find(|e| e["event"] == "drain-plan")
+        .unwrap_or_else(|| panic!("no drain-plan event: {text}"));
+    assert_eq!(plan["nodes"], json!([target]), "{plan}");
+    let decode = (plan["workloads"].as_array().into_iter().flatten())
+        .find(|w| w["workload"] == "idep/llama decode")
+        .unwrap_or_else(|| panic!("{plan}"));
+    assert_eq!(decode["verdict"], "move", "{decode}");
+    assert_eq!(
+        (
+            decode["ready_now"].as_u64(),
+            decode["ready_without"].as_u64()
+        ),
+        (Some(1), Some(0))
     );
     let result = events
         .last()

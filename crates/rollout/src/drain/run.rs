@@ -66,7 +66,7 @@ pub async fn drain(
         moving: state.as_ref().map(|s| s.moving.clone()).unwrap_or_default(),
     };
     let plan = decide(&inv, &flags);
-    out.note(&plan.render());
+    out.drain_plan(&plan);
     let refusals = plan.refusals();
     if !refusals.is_empty() {
         return Err(DrainError::Usage(format!(
