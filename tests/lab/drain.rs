@@ -10,11 +10,9 @@
 //! (tests/sim/drain.rs, the plan's unit tests): the lab has no LWS controller.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crate::common::lab::{
-    Attached, Lab, SCENARIO_NAMESPACE, is_ready, json, lab_or_skip, wait_steady,
-};
+use crate::common::lab::{Attached, Lab, SCENARIO_NAMESPACE, json, lab_or_skip, wait_steady};
 use serde_json::{Value, json as j};
 
 const NS: &str = SCENARIO_NAMESPACE;
@@ -151,68 +149,51 @@ fn drain_on_the_real_control_plane() {
     no_capacity_is_a_gap(&lab, &decode);
 }
 
-/// Two `web` pods on two nodes and a budget of maxUnavailable 0.
+/// A budget of maxUnavailable 0 on the prefill worker, drained with
+/// `--min-ready 0` so that eviction (not a move) is the path: the real
+/// disruption controller and Eviction API refuse it.
 fn budget_blocks(lab: &Lab, already: &str) {
     kubectl_ok(lab, &["uncordon", already]);
     apply(
         lab,
-        &j!({"apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": NS},
-        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
-            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
-                "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}},
-                "containers": [{"name": "web", "image": "nginx:1.27"}]}}}}),
-    );
-    apply(
-        lab,
         &j!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-        "metadata": {"name": "web", "namespace": NS},
-        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}}}),
+        "metadata": {"name": "prefill", "namespace": NS},
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"infera.amd.com/service": "prefill"}}}}),
     );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while pods(lab)
-        .iter()
-        .filter(|p| p["metadata"]["labels"]["app"] == "web" && is_ready(p))
-        .count()
-        < 2
-    {
-        assert!(Instant::now() < deadline, "web never had 2 Ready pods");
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    let target = node_with(lab, "app", "web");
+    let target = node_with(lab, "infera.amd.com/service", "prefill");
     let admin = lab.kubeconfig();
-    let (code, text) = drain(lab, &admin, &[&target, "--pod-selector", "app=web"]);
+    let only = [
+        "--pod-selector",
+        "infera.amd.com/service=prefill",
+        "--min-ready",
+        "0",
+    ];
+    let mut args = vec![target.as_str()];
+    args.extend(only);
+    let (code, text) = drain(lab, &admin, &args);
     assert_eq!(code, 3, "{text}");
-    assert!(text.contains("deploy/web → STALL"), "{text}");
+    assert!(text.contains("idep/llama prefill → STALL"), "{text}");
     assert!(!cordoned(lab, &target), "{text}");
-    let before: Vec<String> = web_pods_on(lab, &target);
-    let (code, text) = drain(
-        lab,
-        &admin,
-        &[
-            &target,
-            "--pod-selector",
-            "app=web",
-            "--force",
-            "--timeout",
-            "12s",
-        ],
-    );
+    let before = prefill_pods_on(lab, &target);
+    args.extend(["--force", "--timeout", "12s"]);
+    let (code, text) = drain(lab, &admin, &args);
     assert_eq!(code, 3, "{text}");
     assert!(text.contains("refused (429)"), "{text}");
     assert!(text.contains("stay cordoned"), "{text}");
     assert!(cordoned(lab, &target));
-    assert_eq!(web_pods_on(lab, &target), before, "{text}");
+    assert_eq!(prefill_pods_on(lab, &target), before, "{text}");
     kubectl_ok(lab, &["uncordon", &target]);
-    kubectl_ok(lab, &["delete", "pdb", "web", "-n", NS]);
-    kubectl_ok(lab, &["delete", "deployment", "web", "-n", NS]);
+    kubectl_ok(lab, &["delete", "pdb", "prefill", "-n", NS]);
 }
 
-fn web_pods_on(lab: &Lab, node: &str) -> Vec<String> {
+fn prefill_pods_on(lab: &Lab, node: &str) -> Vec<String> {
     pods(lab)
         .iter()
-        .filter(|p| live(p) && node_of(p) == node && p["metadata"]["labels"]["app"] == "web")
+        .filter(|p| {
+            live(p)
+                && node_of(p) == node
+                && p["metadata"]["labels"]["infera.amd.com/service"] == "prefill"
+        })
         .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
         .collect()
 }
