@@ -214,4 +214,5 @@ fn no_capacity_is_a_gap(lab: &Lab, _first: &str) {
     assert!(text.contains("no spare capacity"), "{text}");
     assert!(!cordoned(lab, &decode), "{text}");
     assert_eq!(node_with(lab, "infera.amd.com/service", "decode"), decode);
+    assert!(!text.contains("evicted"), "{text}");
 }

@@ -87,8 +87,11 @@ pub async fn drain(
             s.moving.iter().filter(|m| !s.moved.contains(m)).count()
         ));
     }
+    // Also when resuming: a record left by a forced or narrower run (a
+    // timeout, Ctrl-C) must not carry `--force` into this one. A move in
+    // flight is never blocking (the plan resumes it).
     let blocking = !plan.blocking().is_empty();
-    if blocking && !opts.force && state.is_none() {
+    if blocking && !opts.force {
         out.note(&plan.refusal());
         return Ok(early(Exit::Stalled, plan));
     }
