@@ -5,7 +5,8 @@
 //! and routable; a PodDisruptionBudget that never allows is predicted
 //! STALL, and forced it times out against the real disruption controller
 //! and Eviction API with the node cordoned and the pod still there; with
-//! every other node cordoned, draining decode's node is refused as GAP.
+//! every other node cordoned, draining decode's node is refused as GAP
+//! (and the forced run's record left on that node does not force it).
 //! SIGKILL and resume, and LeaderWorkerSets, are proven on the sim only
 //! (tests/sim/drain.rs, the plan's unit tests): the lab has no LWS controller.
 
