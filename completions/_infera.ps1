@@ -32,6 +32,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('render', 'render', [CompletionResultType]::ParameterValue, 'Print the Deployments/LeaderWorkerSets the infera operator would create from an InferaDeployment, annotated with the predicted rollout strategy')
             [CompletionResult]::new('rollout', 'rollout', [CompletionResultType]::ParameterValue, 'Drive a worker rollout step by step: surge, wait for /ready, retire the old pod, one leg at a time')
             [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'Sample readiness and routability per role while someone else rolls, and report the minimum number of Ready and routable pods')
+            [CompletionResult]::new('drain', 'drain', [CompletionResultType]::ParameterValue, 'Drain node(s) as a rollout: plan every pod on them, move the serving workers surge-first, evict the rest honouring PodDisruptionBudgets')
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'A local simulated cluster that speaks the real Kubernetes API')
             [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Roll a worker on the built-in simulated cluster and show the evidence')
             [CompletionResult]::new('rbac', 'rbac', [CompletionResultType]::ParameterValue, 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need')
@@ -226,6 +227,36 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'infera;drain' {
+            [CompletionResult]::new('-l', '-l', [CompletionResultType]::ParameterName, 'Drain the nodes matching this label selector instead')
+            [CompletionResult]::new('--selector', '--selector', [CompletionResultType]::ParameterName, 'Drain the nodes matching this label selector instead')
+            [CompletionResult]::new('--pod-selector', '--pod-selector', [CompletionResultType]::ParameterName, 'Only evict pods matching this label selector (`key=value[,…]`)')
+            [CompletionResult]::new('--grace-period', '--grace-period', [CompletionResultType]::ParameterName, 'Seconds each evicted pod gets to terminate (negative: its own terminationGracePeriodSeconds)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Give up after this long (0: wait for ever); the node stays cordoned')
+            [CompletionResult]::new('--stall-after', '--stall-after', [CompletionResultType]::ParameterName, 'A moved worker''s surge pod Unschedulable for this long is a stall')
+            [CompletionResult]::new('--step-timeout', '--step-timeout', [CompletionResultType]::ParameterName, 'Give up on a single step of a move after this long')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format on stdout (`json`: JSON lines, as `rollout -o json`)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format on stdout (`json`: JSON lines, as `rollout -o json`)')
+            [CompletionResult]::new('--sample-interval', '--sample-interval', [CompletionResultType]::ParameterName, 'Seconds between two readiness samples (the field check uses 10 s)')
+            [CompletionResult]::new('--min-ready', '--min-ready', [CompletionResultType]::ParameterName, 'A role below this many Ready or routable pods counts as a gap')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report')
+            [CompletionResult]::new('--timeline', '--timeline', [CompletionResultType]::ParameterName, 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file to use')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The name of the kubeconfig context to use')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
+            [CompletionResult]::new('--ignore-daemonsets', '--ignore-daemonsets', [CompletionResultType]::ParameterName, 'Leave DaemonSet-managed pods (otherwise the drain is refused)')
+            [CompletionResult]::new('--delete-emptydir-data', '--delete-emptydir-data', [CompletionResultType]::ParameterName, 'Evict pods with emptyDir volumes (their data is lost)')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Drain despite a predicted GAP or STALL, and evict pods that declare no controller')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the plan and stop')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'infera;sim' {
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
@@ -336,6 +367,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('-A', '-A ', [CompletionResultType]::ParameterName, 'Grant the Role''s rules in every namespace (a ClusterRole and ClusterRoleBinding instead), for `audit -A` and `lint --cluster -A`')
             [CompletionResult]::new('--all-namespaces', '--all-namespaces', [CompletionResultType]::ParameterName, 'Grant the Role''s rules in every namespace (a ClusterRole and ClusterRoleBinding instead), for `audit -A` and `lint --cluster -A`')
+            [CompletionResult]::new('--drain', '--drain', [CompletionResultType]::ParameterName, 'Print what `infera drain` needs: the same rules in every namespace (it moves and evicts wherever a pod runs) and the `infera-drain` ClusterRole (nodes, evictions, PodDisruptionBudgets, owners)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -383,6 +415,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('render', 'render', [CompletionResultType]::ParameterValue, 'Print the Deployments/LeaderWorkerSets the infera operator would create from an InferaDeployment, annotated with the predicted rollout strategy')
             [CompletionResult]::new('rollout', 'rollout', [CompletionResultType]::ParameterValue, 'Drive a worker rollout step by step: surge, wait for /ready, retire the old pod, one leg at a time')
             [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'Sample readiness and routability per role while someone else rolls, and report the minimum number of Ready and routable pods')
+            [CompletionResult]::new('drain', 'drain', [CompletionResultType]::ParameterValue, 'Drain node(s) as a rollout: plan every pod on them, move the serving workers surge-first, evict the rest honouring PodDisruptionBudgets')
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'A local simulated cluster that speaks the real Kubernetes API')
             [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Roll a worker on the built-in simulated cluster and show the evidence')
             [CompletionResult]::new('rbac', 'rbac', [CompletionResultType]::ParameterValue, 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need')
@@ -417,6 +450,9 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             break
         }
         'infera;help;audit' {
+            break
+        }
+        'infera;help;drain' {
             break
         }
         'infera;help;sim' {

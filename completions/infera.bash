@@ -25,6 +25,9 @@ _infera() {
             infera,demo)
                 cmd="infera__subcmd__demo"
                 ;;
+            infera,drain)
+                cmd="infera__subcmd__drain"
+                ;;
             infera,generate)
                 cmd="infera__subcmd__generate"
                 ;;
@@ -60,6 +63,9 @@ _infera() {
                 ;;
             infera__subcmd__help,demo)
                 cmd="infera__subcmd__help__subcmd__demo"
+                ;;
+            infera__subcmd__help,drain)
+                cmd="infera__subcmd__help__subcmd__drain"
                 ;;
             infera__subcmd__help,generate)
                 cmd="infera__subcmd__help__subcmd__generate"
@@ -161,7 +167,7 @@ _infera() {
 
     case "${cmd}" in
         infera)
-            opts="-v -h -V --verbose --help --version lint rules render rollout audit sim demo rbac policy completions generate help"
+            opts="-v -h -V --verbose --help --version lint rules render rollout audit drain sim demo rbac policy completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -296,6 +302,88 @@ _infera() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        infera__subcmd__drain)
+            opts="-l -o -n -v -h -V --selector --pod-selector --ignore-daemonsets --delete-emptydir-data --force --grace-period --timeout --dry-run --stall-after --step-timeout --output --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -l)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pod-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --grace-period)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stall-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --step-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --sample-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-ready)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --report)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         infera__subcmd__generate)
             opts="-v -h -V --dir --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -315,7 +403,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__help)
-            opts="lint rules render rollout audit sim demo rbac policy completions generate help"
+            opts="lint rules render rollout audit drain sim demo rbac policy completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -357,6 +445,20 @@ _infera() {
             return 0
             ;;
         infera__subcmd__help__subcmd__demo)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        infera__subcmd__help__subcmd__drain)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -689,7 +791,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rbac)
-            opts="-n -A -o -v -h -V --namespace --all-namespaces --output --verbose --help --version"
+            opts="-n -A -o -v -h -V --namespace --all-namespaces --drain --output --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

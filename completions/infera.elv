@@ -29,6 +29,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand render 'Print the Deployments/LeaderWorkerSets the infera operator would create from an InferaDeployment, annotated with the predicted rollout strategy'
             cand rollout 'Drive a worker rollout step by step: surge, wait for /ready, retire the old pod, one leg at a time'
             cand audit 'Sample readiness and routability per role while someone else rolls, and report the minimum number of Ready and routable pods'
+            cand drain 'Drain node(s) as a rollout: plan every pod on them, move the serving workers surge-first, evict the rest honouring PodDisruptionBudgets'
             cand sim 'A local simulated cluster that speaks the real Kubernetes API'
             cand demo 'Roll a worker on the built-in simulated cluster and show the evidence'
             cand rbac 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need'
@@ -209,6 +210,35 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'infera;drain'= {
+            cand -l 'Drain the nodes matching this label selector instead'
+            cand --selector 'Drain the nodes matching this label selector instead'
+            cand --pod-selector 'Only evict pods matching this label selector (`key=value[,…]`)'
+            cand --grace-period 'Seconds each evicted pod gets to terminate (negative: its own terminationGracePeriodSeconds)'
+            cand --timeout 'Give up after this long (0: wait for ever); the node stays cordoned'
+            cand --stall-after 'A moved worker''s surge pod Unschedulable for this long is a stall'
+            cand --step-timeout 'Give up on a single step of a move after this long'
+            cand -o 'Output format on stdout (`json`: JSON lines, as `rollout -o json`)'
+            cand --output 'Output format on stdout (`json`: JSON lines, as `rollout -o json`)'
+            cand --sample-interval 'Seconds between two readiness samples (the field check uses 10 s)'
+            cand --min-ready 'A role below this many Ready or routable pods counts as a gap'
+            cand --report 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report'
+            cand --timeline 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both'
+            cand --kubeconfig 'Path to the kubeconfig file to use'
+            cand --context 'The name of the kubeconfig context to use'
+            cand -n 'The namespace scope for this request (default: the context''s namespace)'
+            cand --namespace 'The namespace scope for this request (default: the context''s namespace)'
+            cand --ignore-daemonsets 'Leave DaemonSet-managed pods (otherwise the drain is refused)'
+            cand --delete-emptydir-data 'Evict pods with emptyDir volumes (their data is lost)'
+            cand --force 'Drain despite a predicted GAP or STALL, and evict pods that declare no controller'
+            cand --dry-run 'Print the plan and stop'
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'infera;sim'= {
             cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
@@ -309,6 +339,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --output 'Output format'
             cand -A 'Grant the Role''s rules in every namespace (a ClusterRole and ClusterRoleBinding instead), for `audit -A` and `lint --cluster -A`'
             cand --all-namespaces 'Grant the Role''s rules in every namespace (a ClusterRole and ClusterRoleBinding instead), for `audit -A` and `lint --cluster -A`'
+            cand --drain 'Print what `infera drain` needs: the same rules in every namespace (it moves and evicts wherever a pod runs) and the `infera-drain` ClusterRole (nodes, evictions, PodDisruptionBudgets, owners)'
             cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
             cand -h 'Print help'
@@ -352,6 +383,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand render 'Print the Deployments/LeaderWorkerSets the infera operator would create from an InferaDeployment, annotated with the predicted rollout strategy'
             cand rollout 'Drive a worker rollout step by step: surge, wait for /ready, retire the old pod, one leg at a time'
             cand audit 'Sample readiness and routability per role while someone else rolls, and report the minimum number of Ready and routable pods'
+            cand drain 'Drain node(s) as a rollout: plan every pod on them, move the serving workers surge-first, evict the rest honouring PodDisruptionBudgets'
             cand sim 'A local simulated cluster that speaks the real Kubernetes API'
             cand demo 'Roll a worker on the built-in simulated cluster and show the evidence'
             cand rbac 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need'
@@ -378,6 +410,8 @@ set edit:completion:arg-completer[infera] = {|@words|
         &'infera;help;rollout;history'= {
         }
         &'infera;help;audit'= {
+        }
+        &'infera;help;drain'= {
         }
         &'infera;help;sim'= {
             cand serve 'Serve a simulated cluster until interrupted'

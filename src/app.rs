@@ -45,6 +45,7 @@ fn run(cli: Cli) -> anyhow::Result<Exit> {
             runtime()?.block_on(crate::console::history::history(args))
         }
         Command::Audit(args) => runtime()?.block_on(crate::console::audit(args)),
+        Command::Drain(args) => runtime()?.block_on(crate::console::drain::drain(args)),
         Command::Sim(SimCommand::Serve(args)) => {
             runtime()?.block_on(crate::commands::sim::serve(args))
         }

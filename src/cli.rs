@@ -42,6 +42,9 @@ pub enum Command {
     /// Sample readiness and routability per role while someone else rolls,
     /// and report the minimum number of Ready and routable pods.
     Audit(AuditArgs),
+    /// Drain node(s) as a rollout: plan every pod on them, move the serving
+    /// workers surge-first, evict the rest honouring PodDisruptionBudgets.
+    Drain(DrainArgs),
     /// A local simulated cluster that speaks the real Kubernetes API.
     #[command(subcommand)]
     Sim(SimCommand),
@@ -331,6 +334,60 @@ pub struct RolloutArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Exit codes: 0 drained, every role held --min-ready; 1 drained but a role fell below; \
+2 usage, connection or permission (nothing changed); 3 refused by the plan (GAP or STALL without --force), \
+a move stalled, or --timeout passed (the node stays cordoned); 130 interrupted (the node stays cordoned; \
+rerun the same command to resume).\n\n\
+Examples:\n  infera drain gpu-node-0 --ignore-daemonsets --dry-run\n  \
+infera drain -l pool=mi355x --ignore-daemonsets --timeout 30m --report drain.html"
+)]
+pub struct DrainArgs {
+    /// The node(s) to drain.
+    #[arg(value_name = "NODE")]
+    pub nodes: Vec<String>,
+    /// Drain the nodes matching this label selector instead.
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Only evict pods matching this label selector (`key=value[,…]`).
+    #[arg(long, value_name = "SELECTOR")]
+    pub pod_selector: Option<String>,
+    /// Leave DaemonSet-managed pods (otherwise the drain is refused).
+    #[arg(long)]
+    pub ignore_daemonsets: bool,
+    /// Evict pods with emptyDir volumes (their data is lost).
+    #[arg(long)]
+    pub delete_emptydir_data: bool,
+    /// Drain despite a predicted GAP or STALL, and evict pods that declare
+    /// no controller.
+    #[arg(long)]
+    pub force: bool,
+    /// Seconds each evicted pod gets to terminate (negative: its own
+    /// terminationGracePeriodSeconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = -1, allow_hyphen_values = true)]
+    pub grace_period: i64,
+    /// Give up after this long (0: wait for ever); the node stays cordoned.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Print the plan and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// A moved worker's surge pod Unschedulable for this long is a stall.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub stall_after: Duration,
+    /// Give up on a single step of a move after this long.
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse_duration)]
+    pub step_timeout: Duration,
+    /// Output format on stdout (`json`: JSON lines, as `rollout -o json`).
+    #[arg(long, short = 'o', value_enum, default_value_t = RolloutFormat::Text)]
+    pub output: RolloutFormat,
+    #[command(flatten)]
+    pub audit: AuditKnobs,
+    #[command(flatten)]
+    pub cluster_args: ClusterArgs,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct SetImageArgs {
     #[command(flatten)]
     pub rollout: RolloutArgs,
@@ -413,6 +470,11 @@ pub struct RbacArgs {
     /// ClusterRoleBinding instead), for `audit -A` and `lint --cluster -A`.
     #[arg(short = 'A', long)]
     pub all_namespaces: bool,
+    /// Print what `infera drain` needs: the same rules in every namespace
+    /// (it moves and evicts wherever a pod runs) and the `infera-drain`
+    /// ClusterRole (nodes, evictions, PodDisruptionBudgets, owners).
+    #[arg(long)]
+    pub drain: bool,
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Yaml)]
     pub output: OutputFormat,

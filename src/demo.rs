@@ -135,6 +135,10 @@ pub enum DemoError {
     NotSteady(Duration),
     #[error(transparent)]
     Rollout(#[from] crate::rollout::RolloutError),
+    #[error(transparent)]
+    Drain(#[from] crate::rollout::drain::DrainError),
+    #[error(transparent)]
+    Audit(#[from] crate::audit::AuditCommandError),
 }
 
 /// How the demo went: the scenario's name and the rollout's outcome.
@@ -173,7 +177,11 @@ pub async fn run(
     out.note(&format!(
         "waiting for {target} in namespace {ns} to be serving…"
     ));
-    let result = roll(&sim, target, &ns, opts, out, interrupt).await;
+    let result = if name == "drain" {
+        drain_demo(&sim, &target, &ns, opts, out, interrupt).await
+    } else {
+        roll(&sim, target, &ns, opts, out, interrupt).await
+    };
     sim.shutdown().await;
     Ok(DemoOutcome {
         scenario: name,
@@ -206,4 +214,161 @@ async fn roll(
     ));
     let request = Request::restart(target);
     Ok(execute_with(&conn, request, options, out, interrupt).await?)
+}
+
+/// The node of the scenario's (only) decode pod that is not terminating.
+fn decode_node(store: &Store, ns: &str) -> Option<String> {
+    let (pods, _) = store.list(Kind::Pod, Some(ns));
+    pods.iter()
+        .filter(|p| p.pointer("/metadata/deletionTimestamp").is_none())
+        .find(|p| {
+            p.pointer("/metadata/labels/infera.amd.com~1service") == Some(&Value::from("decode"))
+        })
+        .and_then(|p| p.pointer("/spec/nodeName").and_then(Value::as_str))
+        .map(str::to_string)
+}
+
+/// The `drain` scenario, on one cluster: `kubectl drain` of the decode
+/// pod's node (cordon, every pod evicted at once), audited, so the gap is
+/// measured; the node uncordoned; then `infera drain` of the node decode
+/// was rescheduled to, whose report is the demo's.
+async fn drain_demo(
+    sim: &RunningSim,
+    target: &Target,
+    ns: &str,
+    opts: &Options,
+    out: &mut dyn Reporter,
+    interrupt: impl Future<Output = ()>,
+) -> Result<RolloutOutcome, DemoError> {
+    if !wait_steady(sim.store(), ns, STEADY_TIMEOUT).await {
+        return Err(DemoError::NotSteady(STEADY_TIMEOUT));
+    }
+    let config = sim.client_config().await?;
+    let mut conn = crate::cluster::connect_with(config, Some(crate::sim::CONTEXT.into())).await?;
+    conn.namespace = ns.to_string();
+    let speed = sim.clock().speed();
+    let first = decode_node(sim.store(), ns).ok_or(DemoError::NotSteady(STEADY_TIMEOUT))?;
+    out.note(&format!(
+        "$ kubectl drain {first} --ignore-daemonsets   # what kubectl does: cordon, then evict every pod at once"
+    ));
+    let kubectl = kubectl_drain(sim, &conn, target, &first, opts).await?;
+    out.note(&kubectl.table());
+    out.note(&format!("kubectl drain: {}", kubectl.sentence()));
+    set_unschedulable(&conn, &first, false).await?;
+    let second = decode_node(sim.store(), ns).ok_or(DemoError::NotSteady(STEADY_TIMEOUT))?;
+    out.note(&format!(
+        "$ kubectl uncordon {first}; infera drain {second} --ignore-daemonsets   # the node decode moved to"
+    ));
+    let options = crate::rollout::drain::DrainOptions {
+        selection: crate::rollout::drain::Selection {
+            nodes: vec![second.clone()],
+            ignore_daemonsets: true,
+            ..Default::default()
+        },
+        grace_period: None,
+        timeout: None,
+        dry_run: false,
+        force: false,
+        rollout: crate::rollout::Options {
+            stall_after: opts.stall_after,
+            sample_interval: opts.sample_interval,
+            min_ready: opts.min_ready,
+            command_line: format!("infera drain {second}"),
+            ..crate::rollout::Options::unattended(speed)
+        },
+    };
+    let drained = crate::rollout::drain::drain(&conn, &options, out, interrupt).await?;
+    Ok(RolloutOutcome {
+        exit: drained.exit,
+        plan: None,
+        report: drained.report.and_then(|m| m.reports.into_iter().next()),
+        steps: Vec::new(),
+    })
+}
+
+async fn set_unschedulable(
+    conn: &crate::cluster::Connection,
+    node: &str,
+    on: bool,
+) -> Result<(), DemoError> {
+    let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(conn.client.clone());
+    let patch = serde_json::json!({"spec": {"unschedulable": on}});
+    api.patch(
+        node,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await
+    .map_err(|e| conn.error(&e, "patch", "nodes"))?;
+    Ok(())
+}
+
+/// What `kubectl drain` does (cordon, evict every pod on the node at once
+/// through the Eviction API), audited until the role serves again.
+async fn kubectl_drain(
+    sim: &RunningSim,
+    conn: &crate::cluster::Connection,
+    target: &Target,
+    node: &str,
+    opts: &Options,
+) -> Result<crate::audit::ManyReport, DemoError> {
+    let ns = conn.namespace.clone();
+    let selected = [crate::audit::Selected {
+        namespace: ns.clone(),
+        target: crate::audit::Target::InferaDeployment(target.name.clone()),
+    }];
+    let audit = crate::audit::Options {
+        target: String::new(),
+        duration: None,
+        until_complete: false,
+        roles: Vec::new(),
+        samples: None,
+        sample_interval: opts.sample_interval,
+        min_ready: opts.min_ready,
+    };
+    let during = async {
+        let evicted = evict_node(sim.store(), conn, node).await;
+        if evicted.is_ok() {
+            // The evicted pods leave, then the replacements load and serve.
+            while decode_node(sim.store(), &ns).as_deref() == Some(node) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            wait_steady(sim.store(), &ns, STEADY_TIMEOUT).await;
+        }
+        (crate::audit::Outcome::Complete, evicted)
+    };
+    let speed = sim.clock().speed();
+    let (many, evicted) =
+        crate::audit::audit_many_during(conn, &audit, &selected, false, speed, &|_| {}, during)
+            .await?;
+    evicted?;
+    Ok(many)
+}
+
+/// Cordon `node` and evict every pod on it at once, as kubectl drain does.
+async fn evict_node(
+    store: &Store,
+    conn: &crate::cluster::Connection,
+    node: &str,
+) -> Result<(), DemoError> {
+    set_unschedulable(conn, node, true).await?;
+    let (pods, _) = store.list(Kind::Pod, None);
+    for p in pods
+        .iter()
+        .filter(|p| p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node))
+    {
+        let (Some(ns), Some(name)) = (
+            p.pointer("/metadata/namespace").and_then(Value::as_str),
+            p.pointer("/metadata/name").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        let api: kube::Api<k8s_openapi::api::core::v1::Pod> =
+            kube::Api::namespaced(conn.client.clone(), ns);
+        api.evict(name, &kube::api::EvictParams::default())
+            .await
+            .map_err(|e| conn.error(&e, "create", "pods/eviction"))?;
+    }
+    Ok(())
 }

@@ -22,6 +22,9 @@ pub fn render_rbac(
         RbacScope::AllNamespaces => {
             "in every namespace (also `audit -A`, `lint --cluster -A`)".to_string()
         }
+        RbacScope::Drain => "in every namespace, and `infera drain` (the `infera-drain` ClusterRole: \n\
+             # nodes list/patch, pods get/list, pods/eviction create, poddisruptionbudgets list, owners get)"
+            .to_string(),
     };
     match format {
         OutputFormat::Json => super::json_list(objects),
@@ -40,10 +43,10 @@ pub fn render_rbac(
 
 /// `infera rbac`.
 pub fn rbac_command(args: &RbacArgs) -> anyhow::Result<Exit> {
-    let scope = if args.all_namespaces {
-        RbacScope::AllNamespaces
-    } else {
-        RbacScope::Namespace
+    let scope = match (args.drain, args.all_namespaces) {
+        (true, _) => RbacScope::Drain,
+        (false, true) => RbacScope::AllNamespaces,
+        (false, false) => RbacScope::Namespace,
     };
     print!("{}", render_rbac(&args.namespace, scope, args.output)?);
     Ok(Exit::Ok)

@@ -125,7 +125,7 @@ pub fn request(args: &RolloutArgs, image: Option<String>) -> Result<Request, Rol
 }
 
 /// The invocation, quoted for a shell, without `--abort`.
-fn command_line() -> String {
+pub(crate) fn command_line() -> String {
     std::env::args()
         .filter(|a| a != "--abort")
         .map(|a| {

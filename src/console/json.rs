@@ -64,6 +64,40 @@ impl<W: Write> Reporter for JsonLines<W> {
                          "gitops": gitops, "refuses": plan.refuses()}));
     }
 
+    fn drain_plan(&mut self, plan: &crate::rollout::drain::DrainPlan) {
+        use crate::rollout::drain::plan::PodAction;
+        let units: Vec<Value> = plan
+            .units
+            .iter()
+            .map(|u| {
+                let budgets: Vec<Value> = (u.budgets.iter())
+                    .map(|b| json!({"name": b.name, "disruptions_allowed": b.allowed, "never_allows": b.never}))
+                    .collect();
+                json!({"workload": u.label, "namespace": u.namespace, "role": u.role,
+                       "replicas": u.replicas, "pods": u.pods, "ready_now": u.ready_now,
+                       "ready_without": u.ready_without, "capacity": u.capacity.describe(),
+                       "pdbs": budgets, "operator": u.generation,
+                       "verdict": u.path.label(), "why": u.why})
+            })
+            .collect();
+        let others: Vec<Value> = (plan.others.iter())
+            .map(|p| {
+                let (action, why) = match &p.action {
+                    PodAction::Evict => ("evict", ""),
+                    PodAction::Skip(w) => ("skip", w.as_str()),
+                    PodAction::Refuse(w) => ("refuse", w.as_str()),
+                };
+                json!({"namespace": p.namespace, "pod": p.name, "owner": p.owner,
+                       "action": action, "why": why})
+            })
+            .collect();
+        self.emit(
+            json!({"event": "drain-plan", "nodes": plan.nodes, "min_ready": plan.min_ready,
+                         "requests": plan.requests, "workloads": units, "other_pods": others,
+                         "refuses": !plan.blocking().is_empty()}),
+        );
+    }
+
     fn note(&mut self, text: &str) {
         self.emit(json!({"event": "note", "text": text}));
     }

@@ -12,6 +12,7 @@
 //! write fails.
 
 pub mod convert;
+pub mod drain;
 pub mod history;
 pub mod html;
 pub mod json;
@@ -260,6 +261,17 @@ pub fn finish_many(many: &audit::ManyReport, outputs: &Outputs, page: &html::Pag
         println!("{line}");
     }
     println!("overall: {}", many.sentence());
+    finish_files_many(many, outputs, page, many.exit())
+}
+
+/// Write the output files of a several-target report; `exit`, or 2 when
+/// one cannot be written.
+pub fn finish_files_many(
+    many: &audit::ManyReport,
+    outputs: &Outputs,
+    page: &html::PageContext,
+    exit: Exit,
+) -> Exit {
     let html_path = outputs.report.as_ref().filter(|p| html::is_html(p));
     let mut rest = outputs.clone();
     let mut results = Vec::new();
@@ -269,7 +281,7 @@ pub fn finish_many(many: &audit::ManyReport, outputs: &Outputs, page: &html::Pag
     }
     results.extend(rest.write_many(many));
     if say_written(results) {
-        many.exit()
+        exit
     } else {
         Exit::Usage
     }

@@ -158,6 +158,26 @@ impl Lab {
 }
 
 impl Lab {
+    /// A kubeconfig for ServiceAccount `account` of `ns` (namespace `ns`),
+    /// with a fresh token (returned too, for the credentials check).
+    pub fn sa_kubeconfig(&self, ns: &str, account: &str) -> (PathBuf, String) {
+        let out = self.kubectl(&["create", "token", account, "-n", ns]);
+        assert!(
+            out.status.success(),
+            "kubectl create token: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let ca = self.dir.path().join("pki/ca.crt");
+        let config = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: lab\n  cluster: {{server: \"https://127.0.0.1:6443\", certificate-authority: \"{}\"}}\nusers:\n- name: {account}\n  user: {{token: \"{token}\"}}\ncontexts:\n- name: lab\n  context: {{cluster: lab, user: {account}, namespace: {ns}}}\ncurrent-context: lab\n",
+            ca.display()
+        );
+        let path = self.dir.path().join(format!("{account}.kubeconfig"));
+        std::fs::write(&path, config).expect("write kubeconfig");
+        (path, token)
+    }
+
     /// `lab/operator start DIR`: the published Infera operator, out of
     /// cluster in the lab's namespace, until `lab/down` (the drop). Returns
     /// how long it took to be reconciling. The binary is

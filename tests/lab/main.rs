@@ -10,6 +10,7 @@ mod common;
 mod audit_many;
 mod conformance;
 mod disruption;
+mod drain;
 mod faults;
 mod gitops;
 mod operator;

@@ -4,7 +4,7 @@
 //! that needs it fail with exit 2 and one line naming the verb and the
 //! resource. So the printed Role is sufficient and minimal.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use crate::common::lab::{Attached, Lab, SCENARIO_NAMESPACE, json, lab_or_skip, wait_steady};
@@ -50,20 +50,6 @@ fn apply(lab: &Lab, object: &Value) {
     let file = lab.dir.path().join("object.json");
     std::fs::write(&file, object.to_string()).expect("write object");
     kubectl_ok(lab, &["apply", "-f", file.to_str().unwrap_or_default()]);
-}
-
-/// A kubeconfig for the ServiceAccount `infera`, with a fresh token.
-fn sa_kubeconfig(lab: &Lab) -> (PathBuf, String) {
-    let out = kubectl_ok(lab, &["create", "token", "infera", "-n", NS]);
-    let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let ca = lab.dir.path().join("pki/ca.crt");
-    let config = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: lab\n  cluster: {{server: \"https://127.0.0.1:6443\", certificate-authority: \"{}\"}}\nusers:\n- name: infera\n  user: {{token: \"{token}\"}}\ncontexts:\n- name: lab\n  context: {{cluster: lab, user: infera, namespace: {NS}}}\ncurrent-context: lab\n",
-        ca.display()
-    );
-    let path = lab.dir.path().join("sa.kubeconfig");
-    std::fs::write(&path, config).expect("write kubeconfig");
-    (path, token)
 }
 
 struct Ran {
@@ -168,7 +154,7 @@ fn printed_role_is_sufficient_and_minimal() {
         .cloned()
         .unwrap_or_default();
     objects.iter().for_each(|o| apply(&lab, o));
-    let (kubeconfig, token) = sa_kubeconfig(&lab);
+    let (kubeconfig, token) = lab.sa_kubeconfig(NS, "infera");
 
     // Sufficient: everything works with exactly the printed objects.
     for args in COMMANDS {

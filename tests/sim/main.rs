@@ -8,6 +8,7 @@ mod audit_many;
 mod clock_skew;
 mod credentials;
 mod disruption;
+mod drain;
 mod kubectl_plugin;
 mod operator_generation;
 mod partition;

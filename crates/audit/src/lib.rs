@@ -34,7 +34,7 @@ mod tracker;
 mod verdict;
 
 pub use command::{AuditCommandError, Options, SETTLE, audit_target, audit_target_with};
-pub use many::{Selected, Selection, audit_many_with, target_label};
+pub use many::{Selected, Selection, audit_many_during, audit_many_with, target_label};
 pub use many_report::ManyReport;
 pub use report::{
     Outcome, Outputs, Report, ReportError, RoleBounds, RoleReport, StepRecord, Undecided,

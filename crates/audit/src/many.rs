@@ -271,34 +271,10 @@ pub async fn audit_many_with(
     if opts.duration.is_none() && !opts.until_complete {
         return Err(AuditCommandError::NoMode);
     }
-    let mut auditors = Vec::with_capacity(selected.len());
-    let mut selectors = Vec::with_capacity(selected.len());
-    let mut described = Vec::with_capacity(selected.len());
-    for s in selected {
-        let (roles, selector) = resolve_roles(conn, &s.namespace, &s.target, &[]).await?;
-        described.push(format!(
-            "{} ({})",
-            target_label(s, all_namespaces),
-            role_names(&roles)
-        ));
-        auditors.push(
-            Auditor::new(roles, opts.min_ready, opts.sample_interval, time_scale)
-                .narrating()
-                .with_target(s.target.to_string())
-                .with_namespace(s.namespace.clone()),
-        );
-        selectors.push(selector);
-    }
-    let time_scale = auditors.first().map_or(1.0, Auditor::time_scale);
+    let mut session =
+        start_session(conn, opts, selected, all_namespaces, time_scale, status).await?;
+    let time_scale = session.time_scale();
     let namespace = (!all_namespaces).then_some(conn.namespace.as_str());
-    status(&describe_many(namespace, &described, opts));
-    let mut session = AuditSession::start_group(
-        conn.client.clone(),
-        &conn.url,
-        namespace,
-        pod_selector(selected, &selectors),
-        auditors,
-    );
     let decided = Mutex::new(vec![None; selected.len()]);
     tokio::pin!(interrupt);
     let fallback = tokio::select! {
@@ -341,6 +317,70 @@ pub async fn audit_many_with(
         all_namespaces,
         reports,
     })
+}
+
+/// One pod watch feeding one [`Auditor`] per target of `selected`, said
+/// on `status` (shared by [`audit_many_with`] and [`audit_many_during`]).
+async fn start_session(
+    conn: &Connection,
+    opts: &Options,
+    selected: &[Selected],
+    all_namespaces: bool,
+    time_scale: f64,
+    status: &dyn Fn(&str),
+) -> Result<AuditSession, AuditCommandError> {
+    let mut auditors = Vec::with_capacity(selected.len());
+    let mut selectors = Vec::with_capacity(selected.len());
+    let mut described = Vec::with_capacity(selected.len());
+    for s in selected {
+        let (roles, selector) = resolve_roles(conn, &s.namespace, &s.target, &[]).await?;
+        described.push(format!(
+            "{} ({})",
+            target_label(s, all_namespaces),
+            role_names(&roles)
+        ));
+        auditors.push(
+            Auditor::new(roles, opts.min_ready, opts.sample_interval, time_scale)
+                .narrating()
+                .with_target(s.target.to_string())
+                .with_namespace(s.namespace.clone()),
+        );
+        selectors.push(selector);
+    }
+    let namespace = (!all_namespaces).then_some(conn.namespace.as_str());
+    status(&describe_many(namespace, &described, opts));
+    Ok(AuditSession::start_group(
+        conn.client.clone(),
+        &conn.url,
+        namespace,
+        pod_selector(selected, &selectors),
+        auditors,
+    ))
+}
+
+/// Audit every target of `selected` while `during` runs (`infera drain`):
+/// the pod watch is synced before `during` is first polled, and the
+/// reports close with the [`Outcome`] it returns, when it returns.
+pub async fn audit_many_during<T>(
+    conn: &Connection,
+    opts: &Options,
+    selected: &[Selected],
+    all_namespaces: bool,
+    time_scale: f64,
+    status: &dyn Fn(&str),
+    during: impl Future<Output = (Outcome, T)>,
+) -> Result<(ManyReport, T), AuditCommandError> {
+    let mut session =
+        start_session(conn, opts, selected, all_namespaces, time_scale, status).await?;
+    session.wait_synced().await?;
+    let (outcome, value) = during.await;
+    let reports = session.finish_each(|_| outcome).await?;
+    let report = ManyReport {
+        namespaces: selected.iter().map(|s| s.namespace.clone()).collect(),
+        all_namespaces,
+        reports,
+    };
+    Ok((report, value))
 }
 
 fn role_names(roles: &[RoleSpec]) -> String {

@@ -165,6 +165,13 @@ impl AuditSession {
         }
     }
 
+    /// Reported seconds per wall second (the first auditor's; 1 when none).
+    pub fn time_scale(&self) -> f64 {
+        lock(&self.auditors)
+            .first()
+            .map_or(1.0, Auditor::time_scale)
+    }
+
     /// How many complete pod lists were applied (1: no re-list yet).
     pub fn lists(&self) -> u64 {
         lock(&self.auditors).first().map_or(0, Auditor::lists)

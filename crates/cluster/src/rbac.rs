@@ -17,6 +17,10 @@ pub enum Scope {
     /// `audit -A` and `lint --cluster -A`, which list and watch in every
     /// namespace.
     AllNamespaces,
+    /// What `infera drain` needs: the [`Scope::AllNamespaces`] objects (a
+    /// drain moves and audits workloads wherever their pods run) and the
+    /// `infera-drain` ClusterRole ([`drain_rules`]).
+    Drain,
 }
 
 fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
@@ -55,11 +59,16 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
 ///   the surge pod right now" (without them the plan says the capacity is
 ///   unknown), and the pods of the namespace.
 pub fn rbac_objects(namespace: &str, scope: Scope) -> Vec<Value> {
+    if scope == Scope::Drain {
+        let mut objects = rbac_objects(namespace, Scope::AllNamespaces);
+        objects.extend(drain_objects(namespace));
+        return objects;
+    }
     let subject = json!([{ "kind": "ServiceAccount", "name": NAME, "namespace": namespace }]);
     // (Role kind, binding kind, binding name, namespace of both).
     let (role_kind, binding_kind, binding_name, ns) = match scope {
         Scope::Namespace => ("Role", "RoleBinding", NAME.to_string(), Some(namespace)),
-        Scope::AllNamespaces => (
+        Scope::AllNamespaces | Scope::Drain => (
             "ClusterRole",
             "ClusterRoleBinding",
             format!("{NAME}-{namespace}"),
@@ -111,6 +120,49 @@ pub fn rbac_objects(namespace: &str, scope: Scope) -> Vec<Value> {
     ]
 }
 
+/// The rules only `infera drain` uses, cluster-wide (nodes are not
+/// namespaced, and a node runs pods of every namespace):
+/// * nodes list, patch — the plan's one node list; the cordon and the
+///   resume record (`infera.amd.com/drain-in-flight`) are one patch;
+/// * pods list, get — the pods on the node (the capacity list and, before
+///   evicting, a list per node), and each evicted pod until it is deleted;
+/// * pods/eviction create — the Eviction API, which honours PDBs;
+/// * poddisruptionbudgets list — the PDBs covering each workload;
+/// * replicasets, statefulsets, leaderworkersets get — a pod's owner chain
+///   (deployments and inferadeployments get come with the rollout rules).
+pub fn drain_rules() -> Vec<Value> {
+    let lws = LEADER_WORKER_SET;
+    vec![
+        rule("", &["nodes"], &["list", "patch"]),
+        rule("", &["pods"], &["get", "list"]),
+        rule("", &["pods/eviction"], &["create"]),
+        rule("policy", &["poddisruptionbudgets"], &["list"]),
+        rule("apps", &["replicasets", "statefulsets"], &["get"]),
+        rule(lws.group, &[lws.plural], &["get"]),
+    ]
+}
+
+/// The `infera-drain` ClusterRole and its binding to the ServiceAccount.
+fn drain_objects(namespace: &str) -> Vec<Value> {
+    let subject = json!([{ "kind": "ServiceAccount", "name": NAME, "namespace": namespace }]);
+    let role = format!("{NAME}-drain");
+    vec![
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": { "name": role },
+            "rules": drain_rules(),
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": { "name": format!("{role}-{namespace}") },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role },
+            "subjects": subject,
+        }),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +206,28 @@ mod tests {
         assert!(!has(&objects, "Role", "pods", "delete"));
         assert!(!has(&objects, "Role", "pods", "create"));
         assert_eq!(objects[0]["metadata"]["namespace"], "prod");
+    }
+
+    #[test]
+    fn drain_grants_its_verbs_cluster_wide_on_top_of_the_rollout_rules() {
+        let objects = rbac_objects("prod", Scope::Drain);
+        assert_eq!(objects[..4], rbac_objects("prod", Scope::AllNamespaces)[..]);
+        for (res, verb) in [
+            ("nodes", "list"),
+            ("nodes", "patch"),
+            ("pods", "get"),
+            ("pods/eviction", "create"),
+            ("poddisruptionbudgets", "list"),
+            ("replicasets", "get"),
+            ("statefulsets", "get"),
+            ("leaderworkersets", "get"),
+        ] {
+            assert!(has(&objects[4..], "ClusterRole", res, verb), "{res} {verb}");
+        }
+        // Drain deletes nothing itself: evictions only.
+        assert!(!has(&objects, "ClusterRole", "pods", "delete"));
+        assert_eq!(objects[5]["roleRef"]["name"], "infera-drain");
+        assert_eq!(objects[5]["subjects"][0]["namespace"], "prod");
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //!   implements it in `crate::console`; tests capture it).
 //! * [`options`] — [`Request`], [`Options`] (library types; the CLI converts
 //!   its flags in `crate::console`), [`RolloutOutcome`], [`RolloutError`].
+//! * [`drain`] — `infera drain`: a node drain planned and run as a rollout.
 //! * [`drive`] — the [`Driver`]: the watch loop tying them together with the Auditor.
 //!
 //! Exit codes: 0 complete and every role held `--min-ready`; 1 complete but
@@ -22,6 +23,7 @@
 
 mod api;
 mod controller;
+pub mod drain;
 pub mod drive;
 pub mod gitops;
 pub mod history;

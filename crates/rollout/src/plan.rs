@@ -286,15 +286,30 @@ pub fn verdict(leg: &LegPlan, others_in_role: u32, min_ready: u32) -> Verdict {
     Verdict::Ok
 }
 
-/// Order legs: explicit `--order` first (in its order), then decode,
-/// prefill, mixed, others, each by name (see the module docs).
-pub fn order_legs(mut legs: Vec<(String, String)>, order: &[String]) -> Vec<String> {
-    let rank = |role: &str| match role {
+/// An empty plan table in the house style, `width` columns wide.
+pub fn plan_table(width: u16) -> Table {
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(width);
+    table
+}
+
+/// Where a role's leg goes in the default order (see the module docs).
+pub fn role_rank(role: &str) -> u8 {
+    match role {
         "decode" => 0,
         "prefill" => 1,
         "mixed" => 2,
         _ => 3,
-    };
+    }
+}
+
+/// Order legs: explicit `--order` first (in its order), then decode,
+/// prefill, mixed, others, each by name (see the module docs).
+pub fn order_legs(mut legs: Vec<(String, String)>, order: &[String]) -> Vec<String> {
+    let rank = role_rank;
     legs.sort_by(|(a_name, a_role), (b_name, b_role)| {
         let pos = |n: &String| order.iter().position(|o| o == n).unwrap_or(usize::MAX);
         (pos(a_name), rank(a_role), a_name).cmp(&(pos(b_name), rank(b_role), b_name))
@@ -348,22 +363,18 @@ impl Plan {
     }
 
     pub fn table(&self) -> Table {
-        let mut table = Table::new();
-        table
-            .load_preset(UTF8_FULL_CONDENSED)
-            .set_content_arrangement(ContentArrangement::Dynamic)
-            .set_width(140)
-            .set_header(vec![
-                "#",
-                "leg",
-                "role",
-                "workload",
-                "replicas",
-                "strategy",
-                "surge capacity",
-                "lint",
-                "verdict",
-            ]);
+        let mut table = plan_table(140);
+        table.set_header(vec![
+            "#",
+            "leg",
+            "role",
+            "workload",
+            "replicas",
+            "strategy",
+            "surge capacity",
+            "lint",
+            "verdict",
+        ]);
         for (i, leg) in self.legs.iter().enumerate() {
             let lint = if leg.findings.is_empty() {
                 "clean".to_string()

@@ -101,6 +101,10 @@ impl Stall {
 pub trait Reporter {
     /// The preflight plan.
     fn plan(&mut self, plan: &Plan);
+    /// The drain plan (`infera drain`); by default its text, as a note.
+    fn drain_plan(&mut self, plan: &crate::drain::DrainPlan) {
+        self.note(&plan.render());
+    }
     /// A message that is not a step of a leg (resuming, dry run, refusal,
     /// state after an interruption, a watch note).
     fn note(&mut self, text: &str);

@@ -45,7 +45,7 @@ use serde_json::{Value, json};
 use crate::faults::FaultConfig;
 use crate::store::{Kind, Store, StoreError};
 
-const BUILTINS: [(&str, &str); 6] = [
+const BUILTINS: [(&str, &str); 7] = [
     ("pd-1p1d", include_str!("scenarios/pd-1p1d.yaml")),
     (
         "pd-1p1d-gitops",
@@ -67,6 +67,7 @@ const BUILTINS: [(&str, &str); 6] = [
         "surge-no-readiness",
         include_str!("scenarios/surge-no-readiness.yaml"),
     ),
+    ("drain", include_str!("scenarios/drain.yaml")),
 ];
 
 /// Errors loading or applying a scenario; each names the file (or built-in).

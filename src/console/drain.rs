@@ -1,0 +1,104 @@
+//! `infera drain`: flags in, the plan and the drive on stdout (or JSON
+//! lines), the closing audit of every fleet that had a pod on the node(s),
+//! the output files, the exit code.
+
+use std::io::Write;
+
+use crate::audit::Outputs;
+use crate::cli::{DrainArgs, RolloutFormat};
+use crate::exit::Exit;
+use crate::rollout::drain::{self, DrainOptions, Selection};
+use crate::rollout::{self, Reporter};
+
+use super::{Terminal, command_line, ctrl_c, finish_many, interactive, page_context, usage};
+
+/// The library options of `infera drain`'s flags.
+pub fn options(args: &DrainArgs) -> Result<DrainOptions, String> {
+    let pod_selector = match &args.pod_selector {
+        Some(s) => Some(
+            crate::audit::parse_selector(s)
+                .ok_or_else(|| format!("--pod-selector `{s}`: use key=value[,key=value…]"))?,
+        ),
+        None => None,
+    };
+    if args.nodes.is_empty() == args.selector.is_none() {
+        return Err(
+            "give NODE names or -l SELECTOR, not both and not neither (as kubectl drain)".into(),
+        );
+    }
+    let mut rollout = rollout::Options::unattended(1.0);
+    rollout.simulated = false;
+    rollout.force = args.force;
+    rollout.step_timeout = args.step_timeout;
+    rollout.stall_after = args.stall_after;
+    rollout.sample_interval = args.audit.sample_interval;
+    rollout.min_ready = args.audit.min_ready;
+    rollout.command_line = super::convert::command_line();
+    Ok(DrainOptions {
+        selection: Selection {
+            nodes: args.nodes.clone(),
+            selector: args.selector.clone(),
+            pod_selector,
+            ignore_daemonsets: args.ignore_daemonsets,
+            delete_emptydir_data: args.delete_emptydir_data,
+            force: args.force,
+        },
+        grace_period: (args.grace_period >= 0).then_some(args.grace_period),
+        timeout: (!args.timeout.is_zero()).then_some(args.timeout),
+        dry_run: args.dry_run,
+        force: args.force,
+        rollout,
+    })
+}
+
+/// `infera drain NODE… | -l SELECTOR`.
+pub async fn drain(args: DrainArgs) -> anyhow::Result<Exit> {
+    let options = match options(&args) {
+        Ok(o) => o,
+        Err(e) => return Ok(usage(e)),
+    };
+    let outputs = Outputs::from(&args.audit);
+    if let Err(e) = outputs.check() {
+        return Ok(usage(e));
+    }
+    let conn = match crate::cluster::connect(&args.cluster_args.options()).await {
+        Ok(c) => c,
+        Err(e) => return Ok(usage(e)),
+    };
+    let json = args.output == RolloutFormat::Json;
+    let mut terminal;
+    let mut lines;
+    let out: &mut dyn Reporter = if json {
+        lines = super::json::JsonLines::new(std::io::stdout());
+        &mut lines
+    } else {
+        terminal = Terminal::new(interactive());
+        &mut terminal
+    };
+    let outcome = match drain::drain(&conn, &options, out, ctrl_c()).await {
+        Ok(outcome) => outcome,
+        Err(e) => return Ok(usage(e)),
+    };
+    let Some(report) = outcome.report else {
+        if json {
+            let line =
+                serde_json::json!({"event": "result", "exit": outcome.exit.code(), "report": null});
+            let _ = writeln!(std::io::stdout(), "{line}");
+        }
+        return Ok(outcome.exit);
+    };
+    let mut page = page_context(Some(&conn), command_line(), None);
+    page.plan = outcome.plan.as_ref().map(drain::DrainPlan::render);
+    if json {
+        let body = report
+            .try_to_json()
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .unwrap_or(serde_json::Value::Null);
+        let exit = super::finish_files_many(&report, &outputs, &page, outcome.exit);
+        let line = serde_json::json!({"event": "result", "exit": exit.code(), "report": body});
+        let _ = writeln!(std::io::stdout(), "{line}");
+        return Ok(exit);
+    }
+    Ok(finish_many(&report, &outputs, &page))
+}
