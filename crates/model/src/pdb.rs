@@ -105,12 +105,12 @@ pub fn read_budget(obj: &serde_json::Value) -> Option<Budget> {
 
 /// The budgets of `namespace` that select a pod with these labels.
 pub fn covering<'b>(
-    budgets: &'b [Budget],
+    budgets: impl IntoIterator<Item = &'b Budget>,
     namespace: &str,
     labels: &BTreeMap<String, String>,
 ) -> impl Iterator<Item = &'b Budget> {
     budgets
-        .iter()
+        .into_iter()
         .filter(move |b| b.namespace == namespace && selects(&b.spec, labels))
 }
 
@@ -119,9 +119,9 @@ pub fn covering<'b>(
 /// nothing serves until the replacement has loaded its weights. Only
 /// meaningful where `budgets` is every budget of the namespace (a live
 /// list, the drain plan), never on manifests that may omit some.
-pub fn unprotected_single_replica(
+pub fn unprotected_single_replica<'b>(
     replicas: i32,
-    budgets: &[Budget],
+    budgets: impl IntoIterator<Item = &'b Budget>,
     namespace: &str,
     labels: &BTreeMap<String, String>,
 ) -> bool {
