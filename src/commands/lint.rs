@@ -184,7 +184,10 @@ fn lint_cluster(args: &LintArgs, options: &LintOptions) -> anyhow::Result<LintOu
         let (objects, errors) = (listed.objects, listed.errors);
         // Only a complete list of budgets can say a worker has none (IR014).
         options.every_budget = !listed.unlisted.iter().any(|p| p == "poddisruptionbudgets");
-        options.every_claim = !listed.unlisted.iter().any(|p| p == "persistentvolumeclaims");
+        options.every_claim = !listed
+            .unlisted
+            .iter()
+            .any(|p| p == "persistentvolumeclaims");
         options.detected = infera_model::generation::detect_per_deployment(&listed.rendered);
         note_generations(&objects, &options);
         let live = live_inventory(&connection).await;

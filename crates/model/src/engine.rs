@@ -63,7 +63,9 @@
 //!   to the webserver and waits that long before it kills it
 //!   (huggingface/text-generation-inference `launcher/src/main.rs` at
 //!   db931fcf42da018a3657580c64bf2720f167f9ab, `graceful_termination_timeout`
-//!   and `terminate`).
+//!   and `terminate`; the flag came with PR #3126, and the 2.x launchers
+//!   before it wait a fixed 90 s, e.g. `launcher/src/main.rs` at v2.1.0 and
+//!   v2.3.0: `terminate("webserver", webserver, Duration::from_secs(90))`).
 //! - Triton: `--exit-timeout-secs`, default 30: "Timeout (in seconds) when
 //!   exiting to wait for in-flight inferences to finish"
 //!   (triton-inference-server/server `src/command_line_parser.cc` and
