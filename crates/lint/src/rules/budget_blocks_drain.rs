@@ -73,10 +73,15 @@ pub fn check(w: &Workload<'_>, around: &Around<'_>, out: &mut Vec<Hit>) {
             Severity::Error,
             w.base_field(&["replicas"]),
             format!(
-                "PodDisruptionBudget {} selects the {pods} pod(s) of {} and {}: it never allows an eviction, so every drain, node-pool upgrade and autoscaler consolidation of their nodes blocks until someone deletes the pod by hand; allow one disruption at a time (maxUnavailable: 1) and run 2 replicas so a drain keeps one serving",
+                "PodDisruptionBudget {} selects the {pods} pod(s) of {} and {}: it never allows an eviction, so every drain, node-pool upgrade and autoscaler consolidation of their nodes blocks until someone deletes the pod by hand; allow one disruption at a time (maxUnavailable: 1){}",
                 b.name,
                 w.who(),
-                why(b, pods)
+                why(b, pods),
+                if pods < 2 {
+                    " and run 2 replicas so a drain keeps one serving"
+                } else {
+                    ""
+                }
             ),
         );
         out.push(Hit {
