@@ -887,3 +887,55 @@ fn pinned_accelerator_and_instance_type_size_the_node() {
     // No label in the table: 8 GPUs a node, as before.
     assert_eq!(ir004(pod(4, "disk: ssd"), 0), None);
 }
+
+/// Live objects (`lint --cluster`): a budget's finding points at the budget
+/// (its object, and a fix in its own document), a live claim's access mode
+/// is known (an error), and a worker a budget covers is not IR014's.
+#[test]
+fn live_budgets_and_claims_are_judged_with_their_workload() {
+    use crate::engine::lint_live;
+    let deployment = serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "v", "namespace": "llm"},
+        "spec": {"replicas": 1, "strategy": {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "selector": {"matchLabels": {"app": "v"}},
+            "template": {"metadata": {"labels": {"app": "v"}}, "spec": {
+                "containers": [{"name": "vllm", "image": "vllm/vllm-openai",
+                    "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}}}],
+                "volumes": [{"name": "w", "persistentVolumeClaim": {"claimName": "weights"}}]}}}
+    });
+    let budget = serde_json::json!({
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "v", "namespace": "llm"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "v"}}}
+    });
+    let claim = serde_json::json!({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "weights", "namespace": "llm"},
+        "spec": {"accessModes": ["ReadWriteMany"]},
+        "status": {"phase": "Bound", "accessModes": ["ReadWriteOncePod"]}
+    });
+    let opts = LintOptions {
+        node_gpus: 8,
+        enabled: vec!["IR013", "IR014", "IR015"],
+        every_budget: true,
+        every_claim: true,
+        ..LintOptions::default()
+    };
+    let out = lint_live(&[deployment, budget, claim], "cluster", &opts, None);
+    let codes: Vec<&str> = out.findings.iter().map(|f| f.code).collect();
+    assert_eq!(codes, ["IR013", "IR015"], "{:?}", out.findings);
+    let ir013 = &out.findings[0];
+    assert_eq!(ir013.object.kind, "PodDisruptionBudget");
+    let fix = ir013.fix.as_ref().expect("IR013 carries its fix");
+    assert_eq!(fix.document, 1, "the budget's document");
+    assert_eq!(fix.changes[0].path, "/spec");
+    assert_eq!(fix.changes[0].value["maxUnavailable"], 1);
+    let ir015 = &out.findings[1];
+    assert_eq!(ir015.severity, crate::finding::Severity::Error);
+    assert!(
+        ir015.message.contains("ReadWriteOncePod"),
+        "{}",
+        ir015.message
+    );
+}
