@@ -702,6 +702,9 @@ fn source_context(file: &str, bytes: &[u8]) -> (Claims, Peers) {
     (claims, peers)
 }
 
+/// One object of a source with its place, or a document that did not parse.
+type Item<'n, 'p> = Result<(&'n Node<'n>, &'p Place<'p>), InputError>;
+
 /// Every object of every document of a source, with its place (`claims`:
 /// the source's DRA claims, for the rules), in order; a document that does
 /// not parse comes as its error, and the others still come. Returns the
@@ -710,7 +713,7 @@ fn each_object(
     file: &str,
     bytes: &[u8],
     claims: &Claims,
-    each: &mut dyn FnMut(Result<(&Node<'_>, &Place<'_>), InputError>),
+    each: &mut dyn FnMut(Item<'_, '_>),
 ) -> usize {
     let mut documents = 0;
     for raw in manifest::split_documents(bytes) {
