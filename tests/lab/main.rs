@@ -9,6 +9,7 @@ mod common;
 
 mod audit_many;
 mod conformance;
+mod disruption_rules;
 mod faults;
 mod gitops;
 mod operator;

@@ -690,7 +690,7 @@ fn source_context(file: &str, bytes: &[u8]) -> (Claims, Peers) {
     ];
     let mut claims = Claims::new();
     let mut peers = Peers::default();
-    if !KINDS.iter().any(|k| peers::mentions(bytes, k)) {
+    if !peers::mentions_any(bytes, &KINDS) {
         return (claims, peers);
     }
     let none = Claims::new();

@@ -49,7 +49,27 @@ impl Peers {
     }
 }
 
-/// The bytes mention `needle` (a cheap test before parsing a source twice).
-pub fn mentions(bytes: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && bytes.windows(needle.len()).any(|w| w == needle)
+/// The bytes mention one of `needles` (a cheap test, one pass over the
+/// bytes, before parsing a source twice).
+pub fn mentions_any(bytes: &[u8], needles: &[&[u8]]) -> bool {
+    bytes.iter().enumerate().any(|(i, b)| {
+        needles
+            .iter()
+            .any(|n| n.first() == Some(b) && bytes[i..].starts_with(n))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn mentions_any_finds_each_needle_anywhere() {
+        let needles: [&[u8]; 2] = [b"PodDisruptionBudget", b"ResourceClaim"];
+        assert!(super::mentions_any(
+            b"kind: PodDisruptionBudget\n",
+            &needles
+        ));
+        assert!(super::mentions_any(b"x ResourceClaimTemplate", &needles));
+        assert!(!super::mentions_any(b"kind: Deployment, Pod", &needles));
+        assert!(!super::mentions_any(b"", &needles));
+    }
 }
