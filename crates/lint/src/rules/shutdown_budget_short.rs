@@ -48,7 +48,9 @@ declare_rule! {
     /// ConfigMap or an unexpanded variable is unknown (then only the preStop
     /// is judged). The engine's teardown after its drain (freeing GPU
     /// memory, a few seconds) is not counted, and neither is how long the
-    /// requests actually take.
+    /// requests actually take. A pod an operator writes from fields of its
+    /// own (a Dynamo service, an InferaDeployment service without
+    /// `extraPodSpec`) is not judged: the operator sets its grace period.
     RULE, "IR016", "shutdown-budget-short", Error,
     "terminationGracePeriodSeconds is shorter than the preStop sleep plus the engine's drain: in-flight requests are killed"
 }
@@ -58,6 +60,11 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
         return;
     };
     if w.kind == "InferaDeployment" && !(w.worker && w.serving) {
+        return;
+    }
+    // No pod spec in the manifest (flat InferaDeployment fields, a Dynamo
+    // service): an operator writes the pod, and its grace period.
+    if w.pod_path.is_none() {
         return;
     }
     let grace = w
@@ -105,14 +112,11 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
             needed - grace
         ),
     );
-    out.push(match w.pod_path {
-        Some(_) => hit.with_fix(
-            format!("set terminationGracePeriodSeconds to {needed}"),
-            vec![(
-                w.pod_field(&[]),
-                serde_json::json!({"terminationGracePeriodSeconds": needed}),
-            )],
-        ),
-        None => hit,
-    });
+    out.push(hit.with_fix(
+        format!("set terminationGracePeriodSeconds to {needed}"),
+        vec![(
+            w.pod_field(&[]),
+            serde_json::json!({"terminationGracePeriodSeconds": needed}),
+        )],
+    ));
 }
