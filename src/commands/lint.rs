@@ -36,6 +36,9 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
         keep_sources: args.format == LintFormat::Human,
         operator: effective.operator,
         detected: Default::default(),
+        // Set by `--cluster` once it has listed them.
+        every_budget: false,
+        every_claim: false,
     };
 
     // Input errors always go to standard error (in json/sarif/github they
@@ -179,6 +182,12 @@ fn lint_cluster(args: &LintArgs, options: &LintOptions) -> anyhow::Result<LintOu
         let namespace = (!args.all_namespaces).then_some(connection.namespace.as_str());
         let listed = list_live_objects(&connection, namespace).await?;
         let (objects, errors) = (listed.objects, listed.errors);
+        // Only a complete list of budgets can say a worker has none (IR014).
+        options.every_budget = !listed.unlisted.iter().any(|p| p == "poddisruptionbudgets");
+        options.every_claim = !listed
+            .unlisted
+            .iter()
+            .any(|p| p == "persistentvolumeclaims");
         options.detected = infera_model::generation::detect_per_deployment(&listed.rendered);
         note_generations(&objects, &options);
         let live = live_inventory(&connection).await;
@@ -272,13 +281,18 @@ async fn live_inventory(
     )
 }
 
-/// The kinds `infera lint --cluster` reads.
-fn live_kinds() -> [kube::api::ApiResource; 3] {
+/// The kinds `infera lint --cluster` reads: the workloads, and the
+/// PodDisruptionBudgets and PersistentVolumeClaims the disruption rules
+/// judge them with (IR013–IR015).
+fn live_kinds() -> [kube::api::ApiResource; 5] {
     use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
+    use kube::api::ApiResource;
     [
         infera_cluster::api_resource(&INFERA_DEPLOYMENT),
-        kube::api::ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&()),
+        ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&()),
         infera_cluster::api_resource(&LEADER_WORKER_SET),
+        ApiResource::erase::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(&()),
+        ApiResource::erase::<k8s_openapi::api::core::v1::PersistentVolumeClaim>(&()),
     ]
 }
 
@@ -305,6 +319,7 @@ pub async fn list_live_objects(
     let mut objects = Vec::new();
     let mut errors = Vec::new();
     let mut rendered = Vec::new();
+    let mut unlisted = Vec::new();
     for resource in live_kinds() {
         let plural = resource.plural.as_str();
         let api: Api<DynamicObject> = match namespace {
@@ -330,6 +345,7 @@ pub async fn list_live_objects(
                             message: format!("{other}; {plural} were not linted"),
                         }),
                     }
+                    unlisted.push(plural.to_string());
                     break;
                 }
             };
@@ -371,6 +387,7 @@ pub async fn list_live_objects(
         objects,
         errors,
         rendered,
+        unlisted,
     })
 }
 
@@ -382,6 +399,8 @@ pub struct LiveObjects {
     pub errors: Vec<InputError>,
     /// The Deployments the operator rendered for the InferaDeployments.
     pub rendered: Vec<k8s_openapi::api::apps::v1::Deployment>,
+    /// The kinds (plural) that could not be listed, or not wholly.
+    pub unlisted: Vec<String>,
 }
 
 // ---------------------------------------------------------------------------

@@ -180,12 +180,14 @@ fn every_fix_in_the_corpus_removes_its_finding_and_raises_none() {
 /// manifests of their own.
 #[test]
 fn fixes_of_hand_written_findings_apply() {
-    let cases: [(&str, &str); 5] = [
+    let cases: [(&str, &str); 7] = [
         ("IR005", IR005_TCP),
         ("IR009", IR009_TP4),
         ("IR007", IR007_TRITON_FLOW),
         ("IR012", IR012_LWS_PERCENT),
         ("IR008", IR008_STATEFULSET),
+        ("IR013", IR013_BUDGET),
+        ("IR016", IR016_VLLM_DRAIN),
     ];
     for (code, text) in cases {
         let mut fixed = BTreeMap::new();
@@ -280,4 +282,54 @@ spec:
         image: lmsysorg/sglang:latest
         command: [python3, -m, sglang.launch_server, --port, '8000']
         readinessProbe: {httpGet: {path: /health, port: 8000}}
+";
+
+/// A budget that allows no eviction of a 2-replica vLLM Deployment: the fix
+/// goes into the budget (the second document).
+const IR013_BUDGET: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: v, namespace: llm}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: v}}
+  template:
+    metadata: {labels: {app: v}}
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.10.0
+        readinessProbe: {httpGet: {path: /health, port: 8000}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: v
+  namespace: llm
+spec:
+  minAvailable: 2
+  selector:
+    matchLabels: {app: v}
+";
+
+/// vLLM drains 60 s after a 15 s preStop sleep inside a 30 s grace period.
+const IR016_VLLM_DRAIN: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: v}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: v}}
+  template:
+    metadata: {labels: {app: v}}
+    spec:
+      terminationGracePeriodSeconds: 30
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.10.0
+        args: [--model, m, --shutdown-timeout=60]
+        readinessProbe: {httpGet: {path: /health, port: 8000}}
+        lifecycle:
+          preStop:
+            exec: {command: [/bin/sh, -c, sleep 15]}
 ";

@@ -11,6 +11,7 @@ mod audit_many;
 mod conformance;
 mod disruption;
 mod drain;
+mod disruption_rules;
 mod faults;
 mod gitops;
 mod operator;

@@ -13,6 +13,14 @@ const SPEED: f64 = 200.0;
 /// `infera lint --cluster -o json` against `sim`: (exit code, error findings
 /// as (code, service), stderr).
 async fn lint_cluster(sim: &Sim) -> (Option<i32>, Vec<(String, String)>, String) {
+    lint_cluster_at(sim, "error").await
+}
+
+/// The same, with the findings of `severity`.
+async fn lint_cluster_at(
+    sim: &Sim,
+    severity: &str,
+) -> (Option<i32>, Vec<(String, String)>, String) {
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_infera"))
         .args(["lint", "--cluster", "-o", "json", "--kubeconfig"])
         .arg(&sim.kubeconfig)
@@ -28,7 +36,7 @@ async fn lint_cluster(sim: &Sim) -> (Option<i32>, Vec<(String, String)>, String)
         .as_array()
         .unwrap()
         .iter()
-        .filter(|f| f["severity"] == "error")
+        .filter(|f| f["severity"] == severity)
         .map(|f| {
             let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
             (text(&f["code"]), text(&f["object"]["service"]))
@@ -73,6 +81,23 @@ async fn lint_cluster_lints_as_the_detected_generation() {
         );
         sim.shutdown().await;
     }
+}
+
+/// `lint --cluster` lists the namespace's PodDisruptionBudgets (none here)
+/// and warns of each single-replica worker none covers (IR014): a drain
+/// would evict its only pod. Only live: the same InferaDeployment as a file
+/// is quiet (`single_replica_without_a_budget_is_never_reported_on_files`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lint_cluster_warns_of_single_replicas_no_budget_covers() {
+    let sim = Sim::start("pd-1p1d", SPEED).await;
+    let (exit, found, stderr) = lint_cluster_at(&sim, "warning").await;
+    let want: Vec<(String, String)> = [("IR014", "decode"), ("IR014", "prefill")]
+        .iter()
+        .map(|(c, s)| (c.to_string(), s.to_string()))
+        .collect();
+    assert_eq!(found, want, "{stderr}");
+    assert_eq!(exit, Some(0), "warnings only: {stderr}");
+    sim.shutdown().await;
 }
 
 /// `infera audit idep/llama` names the generation in its JSON report.

@@ -52,6 +52,8 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
 ///   --cluster`, and the trigger on plain Deployments (`--surge`, restart
 ///   annotation, image);
 /// * leaderworkersets list — `lint --cluster` reads multi-node workers.
+/// * poddisruptionbudgets list, persistentvolumeclaims list — `lint
+///   --cluster` judges the workers' budgets and volume claims (IR013–IR015).
 ///
 /// Cluster-wide (ClusterRole), because nodes are not namespaced and a node's
 /// free capacity depends on pods of every namespace:
@@ -92,6 +94,8 @@ pub fn rbac_objects(namespace: &str, scope: Scope) -> Vec<Value> {
                 rule(idep.group, &[idep.plural], &["get", "list", "watch", "patch"]),
                 rule("apps", &["deployments"], &["get", "list", "watch", "patch"]),
                 rule(lws.group, &[lws.plural], &["list"]),
+                rule("policy", &["poddisruptionbudgets"], &["list"]),
+                rule("", &["persistentvolumeclaims"], &["list"]),
             ],
         }),
         json!({

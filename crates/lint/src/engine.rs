@@ -14,8 +14,9 @@ use serde::Serialize;
 
 pub use super::finding::RuleMeta;
 use super::finding::{Finding, Severity};
+use super::peers::{self, PeerBudget, Peers};
 pub use super::rules::InventoryNode;
-use super::rules::{Capacity, Hit, REGISTRY, Workload};
+use super::rules::{Around, Capacity, Check, Hit, REGISTRY, Workload};
 pub use super::rules::{rule, rules};
 use infera_model::api::INFERA_DEPLOYMENT;
 use infera_model::dra::Claims;
@@ -46,6 +47,12 @@ pub struct LintOptions {
     /// Live: the generation each InferaDeployment's operator showed
     /// ((namespace, name) → detection). A known one wins over `operator`.
     pub detected: std::collections::BTreeMap<(String, String), operator::Detection>,
+    /// The input holds every PodDisruptionBudget of the namespaces linted
+    /// (`lint --cluster` listed them): then a serving worker with none can
+    /// be reported (IR014). Never true for files.
+    pub every_budget: bool,
+    /// The input holds every PersistentVolumeClaim of those namespaces.
+    pub every_claim: bool,
 }
 
 impl LintOptions {
@@ -669,42 +676,51 @@ fn lint_file(path: &FsPath, opts: &LintOptions, stage: Stage<'_>) -> FileResult 
     r
 }
 
-/// The DRA claims and claim templates of one source (a file, stdin),
-/// which its pods' `resourceClaims` name. Only a source that mentions
-/// them is parsed twice.
-fn source_claims(file: &str, bytes: &[u8]) -> Claims {
-    const NEEDLE: &[u8] = b"ResourceClaim";
-    let mentions = bytes
-        .iter()
-        .enumerate()
-        .any(|(i, &b)| b == b'R' && bytes[i..].starts_with(NEEDLE));
-    if !mentions {
-        return Claims::new();
+/// What a source's workloads refer to in other objects of the same source
+/// (a file, stdin): the DRA claims and claim templates their pods' GPUs
+/// come from, their PodDisruptionBudgets and their PersistentVolumeClaims.
+/// Only a source that mentions one of these kinds is parsed twice.
+fn source_context(file: &str, bytes: &[u8]) -> (Claims, Peers) {
+    const KINDS: [&[u8]; 3] = [
+        b"ResourceClaim",
+        b"PodDisruptionBudget",
+        b"PersistentVolumeClaim",
+    ];
+    let mut claims = Claims::new();
+    let mut peers = Peers::default();
+    if !peers::mentions_any(bytes, &KINDS) {
+        return (claims, peers);
     }
-    manifest::split_documents(bytes)
-        .iter()
-        .filter_map(|raw| manifest::parse_document(file, raw).ok().flatten())
-        .flat_map(|doc| {
-            manifest::objects(&doc.root)
-                .into_iter()
-                .filter_map(|(_, node)| infera_model::dra::read_claim(&node.to_json()))
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    let none = Claims::new();
+    each_object(file, bytes, &none, &mut |item| {
+        if let Ok((node, place)) = item {
+            add_peer(&node.to_json(), place, &mut claims, &mut peers);
+        }
+    });
+    (claims, peers)
 }
 
-fn lint_bytes(file: &str, bytes: &[u8], opts: &LintOptions, stage: Stage<'_>, r: &mut FileResult) {
-    let claims = match stage {
-        Stage::Lint(_) => source_claims(file, bytes),
-        Stage::Load => Claims::new(),
-    };
+/// One object of a source with its place, or a document that did not parse.
+type Item<'n, 'p> = Result<(&'n Node<'n>, &'p Place<'p>), InputError>;
+
+/// Every object of every document of a source, with its place (`claims`:
+/// the source's DRA claims, for the rules), in order; a document that does
+/// not parse comes as its error, and the others still come. Returns the
+/// number of documents.
+fn each_object(
+    file: &str,
+    bytes: &[u8],
+    claims: &Claims,
+    each: &mut dyn FnMut(Item<'_, '_>),
+) -> usize {
+    let mut documents = 0;
     for raw in manifest::split_documents(bytes) {
-        r.documents += 1;
+        documents += 1;
         let doc = match manifest::parse_document(file, &raw) {
             Ok(Some(doc)) => doc,
             Ok(None) => continue,
             Err(e) => {
-                r.errors.push(InputError::from(e));
+                each(Err(InputError::from(e)));
                 continue;
             }
         };
@@ -715,11 +731,65 @@ fn lint_bytes(file: &str, bytes: &[u8], opts: &LintOptions, stage: Stage<'_>, r:
                 base,
                 source: Some((&doc.root, text)),
                 line_offset: doc.line_offset,
-                claims: &claims,
+                claims,
             };
-            lint_node(node, file, opts, stage, &place, r);
+            each(Ok((node, &place)));
         }
     }
+    documents
+}
+
+/// Record `v` when it is a DRA claim, a budget or a volume claim.
+fn add_peer(v: &serde_json::Value, place: &Place<'_>, claims: &mut Claims, peers: &mut Peers) {
+    if let Some((key, gpus)) = infera_model::dra::read_claim(v) {
+        claims.insert(key, gpus);
+    } else if let Some(budget) = infera_model::pdb::read_budget(v) {
+        peers.budgets.push(peer_budget(budget, place));
+    } else if let Some(claim) = infera_model::volume::read_claim(v) {
+        peers.claims.push(claim);
+    }
+}
+
+/// A budget with where findings about it point: the field that sets it,
+/// and the fix (one disruption at a time) as the document's edits.
+fn peer_budget(budget: infera_model::pdb::Budget, place: &Place<'_>) -> PeerBudget {
+    let spec = |k: &str| vec![Seg::Key("spec".into()), Seg::Key(k.into())];
+    let field = if budget.spec.min_available.is_some() {
+        spec("minAvailable")
+    } else {
+        spec("maxUnavailable")
+    };
+    let (line, column) = place.locate(&field);
+    let fix = place.fix(super::rules::HitFix {
+        description: "allow one disruption at a time (maxUnavailable: 1)".into(),
+        changes: vec![(vec![Seg::Key("spec".into())], peers::one_at_a_time())],
+    });
+    PeerBudget {
+        line,
+        column,
+        object: super::finding::ObjectRef {
+            kind: "PodDisruptionBudget".into(),
+            name: budget.name.clone(),
+            namespace: (!budget.namespace.is_empty()).then(|| budget.namespace.clone()),
+            service: None,
+        },
+        fix,
+        budget,
+    }
+}
+
+fn lint_bytes(file: &str, bytes: &[u8], opts: &LintOptions, stage: Stage<'_>, r: &mut FileResult) {
+    let (claims, mut peers) = match stage {
+        Stage::Lint(_) => source_context(file, bytes),
+        Stage::Load => Default::default(),
+    };
+    peers.every_budget = opts.every_budget;
+    peers.every_claim = opts.every_claim;
+    let documents = each_object(file, bytes, &claims, &mut |item| match item {
+        Ok((node, place)) => lint_node(node, file, opts, stage, (place, &peers), r),
+        Err(e) => r.errors.push(e),
+    });
+    r.documents += documents;
 }
 
 /// Where an object sits: its document, its path in it, and (for a file)
@@ -794,7 +864,7 @@ fn lint_node(
     file: &str,
     opts: &LintOptions,
     stage: Stage<'_>,
-    place: &Place<'_>,
+    (place, peers): (&Place<'_>, &Peers),
     r: &mut FileResult,
 ) {
     match manifest::convert(node) {
@@ -822,15 +892,30 @@ fn lint_node(
             let Stage::Lint(capacity) = stage else { return };
             let mut placeholders = set_aside;
             collect_placeholders(node, &mut placeholders);
+            let namespace = node
+                .get("metadata")
+                .and_then(|m| m.get("namespace"))
+                .and_then(Node::as_str)
+                .unwrap_or_default();
             let cx = super::kinds::Cx {
                 opts,
                 capacity,
                 claims: place.claims,
+                around: Around {
+                    peers,
+                    namespace,
+                    progress: super::rules::Progress::of(node),
+                },
             };
-            for (hit, object_ref) in super::kinds::lint_typed(&object, placeholders, cx) {
-                let (line, column) = place.locate(&hit.path);
+            for (hit, mut object_ref) in super::kinds::lint_typed(&object, placeholders, cx) {
                 let Some(meta) = rule(hit.code) else { continue };
-                let fix = hit.fix.map(|f| place.fix(f));
+                let (mut line, mut column) = place.locate(&hit.path);
+                let mut fix = hit.fix.map(|f| place.fix(f));
+                if let Some(b) = hit.at_budget.and_then(|i| peers.budgets.get(i)) {
+                    (line, column) = (b.line, b.column);
+                    fix = Some(b.fix.clone());
+                    object_ref = b.object.clone();
+                }
                 r.findings.push(Finding {
                     code: meta.code,
                     name: meta.name,
@@ -930,10 +1015,23 @@ pub fn lint_live(
     let linted = manifest::with_parse_stack(|| {
         let mut r = FileResult::default();
         let owners = live_inferadeployments(objects);
-        let claims: Claims = objects
-            .iter()
-            .filter_map(infera_model::dra::read_claim)
-            .collect();
+        let mut claims = Claims::new();
+        let mut peers = Peers {
+            every_budget: opts.every_budget,
+            every_claim: opts.every_claim,
+            ..Peers::default()
+        };
+        let none = Claims::new();
+        for (document, v) in objects.iter().enumerate() {
+            let place = Place {
+                document,
+                base: Vec::new(),
+                source: None,
+                line_offset: 0,
+                claims: &none,
+            };
+            add_peer(v, &place, &mut claims, &mut peers);
+        }
         for (document, v) in objects.iter().enumerate() {
             r.documents += 1;
             if rendered_by_linted_owner(v, &owners) {
@@ -950,7 +1048,8 @@ pub fn lint_live(
                 line_offset: 0,
                 claims: &claims,
             };
-            lint_node(&node, source, opts, Stage::Lint(&capacity), &place, &mut r);
+            let context = (&place, &peers);
+            lint_node(&node, source, opts, Stage::Lint(&capacity), context, &mut r);
         }
         r
     });
@@ -993,8 +1092,9 @@ pub(crate) fn ignored(
     })
 }
 
-pub(crate) fn run_rules(w: &Workload<'_>, opts: &LintOptions) -> Vec<Hit> {
+pub(crate) fn run_rules(w: &Workload<'_>, cx: super::kinds::Cx<'_>) -> Vec<Hit> {
     let mut hits = Vec::new();
+    let opts = cx.opts;
     let enabled = |code: &str| opts.enabled.is_empty() || opts.enabled.contains(&code);
     // IR011 last: it reports which verdicts its placeholders blocked.
     let (last, rest): (Vec<_>, Vec<_>) = REGISTRY
@@ -1002,7 +1102,10 @@ pub(crate) fn run_rules(w: &Workload<'_>, opts: &LintOptions) -> Vec<Hit> {
         .filter(|(meta, _)| enabled(meta.code))
         .partition(|(meta, _)| meta.code == super::rules::PLACEHOLDER_RULE);
     for (_, check) in rest.into_iter().chain(last) {
-        check(w, &mut hits);
+        match check {
+            Check::Pod(check) => check(w, &mut hits),
+            Check::Around(check) => check(w, &cx.around, &mut hits),
+        }
     }
     // One root cause, one finding: a skipped probe or an unknowable port
     // already explains the gap a generic rule would report again.

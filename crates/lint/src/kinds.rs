@@ -62,6 +62,8 @@ pub(crate) struct Cx<'a> {
     pub capacity: &'a Capacity,
     /// The DRA claims of the same source (file, stdin, live list).
     pub claims: &'a infera_model::dra::Claims,
+    /// The object's namespace, budgets, claims and progress deadline.
+    pub around: super::rules::Around<'a>,
 }
 
 /// The placeholders under `base` (one service's fields).
@@ -82,7 +84,7 @@ fn service_hits(w: &Workload<'_>, meta: &ObjectMeta, cx: Cx<'_>, out: &mut Vec<(
         namespace: meta.namespace.clone(),
         service: w.service.clone(),
     };
-    for hit in run_rules(w, cx.opts) {
+    for hit in run_rules(w, cx) {
         if !ignored(meta.annotations.as_ref(), hit.code, w.service.as_deref()) {
             out.push((hit, object_ref.clone()));
         }

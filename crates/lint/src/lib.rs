@@ -10,6 +10,7 @@ pub mod engine;
 pub mod finding;
 pub mod fix;
 mod kinds;
+pub mod peers;
 pub mod report;
 pub mod rules;
 mod serving;

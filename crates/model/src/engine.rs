@@ -50,6 +50,31 @@
 //!   backend's `/health` (`docs/operator-semantics.md`).
 //! - Dynamo workers (`python3 -m dynamo.vllm` / `dynamo.sglang`) take the
 //!   backend's own engine flags, so they count as that backend here.
+//!
+//! Drain on SIGTERM (how long the engine keeps finishing in-flight requests
+//! before it exits; [`Engine::drain`]):
+//! - vLLM: `--shutdown-timeout N` (seconds); 0, the default, aborts the
+//!   requests in flight at once, N > 0 lets them finish for up to N s
+//!   (vllm-project/vllm `tests/entrypoints/launchers/test_shutdown.py` at
+//!   3be31f741f068bbe2ba42ace84b20f0dc77a2a10: `test_wait_timeout_completes_requests`,
+//!   `test_abort_timeout_fails_inflight_requests`; `EngineArgs.shutdown_timeout: int = 0`).
+//! - TGI: `--graceful-termination-timeout`/`-g`, env
+//!   `GRACEFUL_TERMINATION_TIMEOUT`, default 90: the launcher sends SIGTERM
+//!   to the webserver and waits that long before it kills it
+//!   (huggingface/text-generation-inference `launcher/src/main.rs` at
+//!   db931fcf42da018a3657580c64bf2720f167f9ab, `graceful_termination_timeout`
+//!   and `terminate`; the flag came with PR #3126, and the 2.x launchers
+//!   before it wait a fixed 90 s, e.g. `launcher/src/main.rs` at v2.1.0 and
+//!   v2.3.0: `terminate("webserver", webserver, Duration::from_secs(90))`).
+//! - Triton: `--exit-timeout-secs`, default 30: "Timeout (in seconds) when
+//!   exiting to wait for in-flight inferences to finish"
+//!   (triton-inference-server/server `src/command_line_parser.cc` and
+//!   `src/command_line_parser.h`, `exit_timeout_secs_{30}`, at
+//!   e1db8a603d863b1317ee859bdeea2be19959462e).
+//! - The infera engine: `--drain-timeout` / `INFERA_DRAIN_TIMEOUT`, default
+//!   30 (`docs/operator-semantics.md` §2, §6).
+//! - SGLang and NIM: no drain setting infera knows of; their drain counts
+//!   as 0 s (the budget is then the preStop hook alone).
 
 use k8s_openapi::api::core::v1::Container;
 
@@ -78,6 +103,46 @@ pub struct Engine {
     /// Answers 200 when the server takes traffic: what a readiness probe
     /// should ask.
     pub serving_path: &'static str,
+    /// How long it finishes in-flight requests after SIGTERM.
+    pub drain: DrainSetting,
+}
+
+/// Where an engine takes its drain time (seconds it keeps finishing
+/// in-flight requests after SIGTERM) from, and its default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DrainSetting {
+    /// The flags that set it (any spelling; the last one given wins).
+    pub flags: &'static [&'static str],
+    /// The env var that sets it when no flag does.
+    pub env: Option<&'static str>,
+    /// Seconds when neither is set.
+    pub default_seconds: i64,
+}
+
+/// An engine infera knows no drain setting of: its drain counts as 0 s.
+const NO_DRAIN: DrainSetting = DrainSetting {
+    flags: &[],
+    env: None,
+    default_seconds: 0,
+};
+
+/// The infera engine's drain flag, env and default (`docs/operator-semantics.md` §2).
+pub const INFERA_DRAIN: DrainSetting = DrainSetting {
+    flags: &["--drain-timeout"],
+    env: Some("INFERA_DRAIN_TIMEOUT"),
+    default_seconds: 30,
+};
+
+/// An engine's drain time for one container, and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drain {
+    pub seconds: i64,
+    /// `--shutdown-timeout=120`, `env GRACEFUL_TERMINATION_TIMEOUT`, or
+    /// `TGI's default` (for messages).
+    pub from: String,
+    /// True when the manifest sets it (a flag or env); false for the
+    /// engine's default, which can differ between engine versions.
+    pub explicit: bool,
 }
 
 pub const INFERA: Engine = Engine {
@@ -86,6 +151,7 @@ pub const INFERA: Engine = Engine {
     default_port: crate::worker::DEFAULT_READINESS_PORT as i32,
     loaded_path: "/health",
     serving_path: "/ready",
+    drain: INFERA_DRAIN,
 };
 pub const VLLM: Engine = Engine {
     kind: EngineKind::Vllm,
@@ -93,6 +159,11 @@ pub const VLLM: Engine = Engine {
     default_port: 8000,
     loaded_path: "/health",
     serving_path: "/health",
+    drain: DrainSetting {
+        flags: &["--shutdown-timeout"],
+        env: None,
+        default_seconds: 0,
+    },
 };
 pub const SGLANG: Engine = Engine {
     kind: EngineKind::Sglang,
@@ -100,6 +171,7 @@ pub const SGLANG: Engine = Engine {
     default_port: 30000,
     loaded_path: "/health",
     serving_path: "/health",
+    drain: NO_DRAIN,
 };
 pub const TGI: Engine = Engine {
     kind: EngineKind::Tgi,
@@ -107,6 +179,11 @@ pub const TGI: Engine = Engine {
     default_port: 80,
     loaded_path: "/health",
     serving_path: "/health",
+    drain: DrainSetting {
+        flags: &["--graceful-termination-timeout", "-g"],
+        env: Some("GRACEFUL_TERMINATION_TIMEOUT"),
+        default_seconds: 90,
+    },
 };
 pub const NIM: Engine = Engine {
     kind: EngineKind::Nim,
@@ -114,6 +191,7 @@ pub const NIM: Engine = Engine {
     default_port: 8000,
     loaded_path: "/v1/health/live",
     serving_path: "/v1/health/ready",
+    drain: NO_DRAIN,
 };
 pub const TRITON: Engine = Engine {
     kind: EngineKind::Triton,
@@ -121,6 +199,11 @@ pub const TRITON: Engine = Engine {
     default_port: 8000,
     loaded_path: "/v2/health/live",
     serving_path: "/v2/health/ready",
+    drain: DrainSetting {
+        flags: &["--exit-timeout-secs"],
+        env: None,
+        default_seconds: 30,
+    },
 };
 
 /// Command and args of a container as one token list; shell strings
@@ -337,6 +420,69 @@ impl Engine {
     }
 }
 
+/// Seconds as engines and the infera engine spell them: `30`, `30s`,
+/// `2.5` (rounded up); None for anything else (a placeholder, `$T`).
+pub fn parse_seconds(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let s = s.strip_suffix('s').unwrap_or(s);
+    if let Ok(n) = s.parse::<i64>() {
+        return Some(n);
+    }
+    s.parse::<f64>()
+        .ok()
+        .filter(|f| f.is_finite())
+        .map(|f| f.ceil() as i64)
+}
+
+impl Engine {
+    /// How long this engine finishes in-flight requests after SIGTERM, as
+    /// the container's flags and env set it (the last flag wins, then the
+    /// env, then the engine's default). None when it is set to something
+    /// infera cannot read (`--shutdown-timeout $T`, an env from a Secret).
+    pub fn drain(&self, c: &Container) -> Option<Drain> {
+        let setting = self.drain;
+        let tokens = command_tokens(c);
+        let mut from_flag = None;
+        for (i, t) in tokens.iter().enumerate() {
+            for flag in setting.flags {
+                if t == flag {
+                    from_flag = Some((t.clone(), tokens.get(i + 1).cloned()));
+                } else if let Some(v) = t.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
+                    from_flag = Some((t.clone(), Some(v.to_string())));
+                }
+            }
+        }
+        if let Some((written, value)) = from_flag {
+            let seconds = parse_seconds(&value?)?;
+            let from = if written.contains('=') {
+                written
+            } else {
+                format!("{written} {seconds}")
+            };
+            return Some(Drain {
+                seconds: seconds.max(0),
+                from,
+                explicit: true,
+            });
+        }
+        if let Some(name) = setting.env
+            && let Some(value) = env_value(c, name)
+        {
+            let seconds = parse_seconds(value?)?;
+            return Some(Drain {
+                seconds: seconds.max(0),
+                from: format!("env {name}={seconds}"),
+                explicit: true,
+            });
+        }
+        Some(Drain {
+            seconds: setting.default_seconds,
+            from: format!("{}'s default", self.name),
+            explicit: false,
+        })
+    }
+}
+
 /// Where a container's engine listens for HTTP, as far as its own flags
 /// and env say.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -459,6 +605,52 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn drain_comes_from_the_flag_then_the_env_then_the_default() {
+        let vllm = container(
+            "vllm/vllm-openai",
+            &["vllm", "serve", "m"],
+            &["--shutdown-timeout", "120"],
+        );
+        let d = VLLM.drain(&vllm).unwrap();
+        assert_eq!(
+            (d.seconds, d.explicit, d.from.as_str()),
+            (120, true, "--shutdown-timeout 120")
+        );
+        let bare = container("vllm/vllm-openai", &["vllm", "serve", "m"], &[]);
+        assert_eq!(VLLM.drain(&bare).unwrap().seconds, 0);
+        let tgi = container(
+            "ghcr.io/huggingface/text-generation-inference:3",
+            &[],
+            &["-g=30"],
+        );
+        assert_eq!(TGI.drain(&tgi).unwrap().seconds, 30);
+        let mut tgi_env = container("ghcr.io/huggingface/text-generation-inference:3", &[], &[]);
+        let d = TGI.drain(&tgi_env).unwrap();
+        assert_eq!((d.seconds, d.explicit), (90, false));
+        tgi_env.env = Some(vec![k8s_openapi::api::core::v1::EnvVar {
+            name: "GRACEFUL_TERMINATION_TIMEOUT".into(),
+            value: Some("15".into()),
+            ..Default::default()
+        }]);
+        assert_eq!(
+            TGI.drain(&tgi_env).unwrap().from,
+            "env GRACEFUL_TERMINATION_TIMEOUT=15"
+        );
+        let triton = container(
+            "nvcr.io/nvidia/tritonserver:25.01",
+            &["tritonserver"],
+            &["--exit-timeout-secs=$(T)"],
+        );
+        assert_eq!(TRITON.drain(&triton), None, "a value infera cannot read");
+        let sglang = container(
+            "lmsysorg/sglang",
+            &["python3", "-m", "sglang.launch_server"],
+            &[],
+        );
+        assert_eq!(SGLANG.drain(&sglang).unwrap().seconds, 0);
+    }
     use super::*;
 
     fn container(image: &str, command: &[&str], args: &[&str]) -> Container {

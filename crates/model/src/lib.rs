@@ -14,4 +14,5 @@ pub mod pdb;
 pub mod pod;
 pub mod rolling;
 pub mod scheduling;
+pub mod volume;
 pub mod worker;

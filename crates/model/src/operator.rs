@@ -22,6 +22,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
+use crate::engine::parse_seconds;
 
 pub use crate::generation::{Detection, Generation};
 pub use crate::pod::{
@@ -38,8 +39,11 @@ pub use crate::worker::{
 pub const PREDICTED_STRATEGY_ANNOTATION: &str = "infera.amd.com/predicted-strategy";
 pub const PREDICTED_STRATEGY_REASON_ANNOTATION: &str = "infera.amd.com/predicted-strategy-reason";
 
-pub const DRAIN_TIMEOUT_ENV: &str = "INFERA_DRAIN_TIMEOUT";
-pub const DRAIN_TIMEOUT_FLAG: &str = "--drain-timeout";
+pub const DRAIN_TIMEOUT_ENV: &str = match crate::engine::INFERA_DRAIN.env {
+    Some(name) => name,
+    None => "",
+};
+pub const DRAIN_TIMEOUT_FLAG: &str = crate::engine::INFERA_DRAIN.flags[0];
 /// The env var with which the operator tells a server which pods to watch.
 pub const LABEL_SELECTOR_ENV: &str = "INFERA_K8S_LABEL_SELECTOR";
 pub const DEFAULT_SERVER_PORT: i32 = 8000;
@@ -62,7 +66,7 @@ pub const PROBE_PERIOD_SECONDS: i32 = 15;
 pub const PROBE_TIMEOUT_SECONDS: i32 = 10;
 pub const PROBE_FAILURE_THRESHOLD: i32 = 6;
 pub const PRESTOP_SLEEP_SECONDS: i64 = 15;
-pub const DEFAULT_DRAIN_SECONDS: i64 = 30;
+pub const DEFAULT_DRAIN_SECONDS: i64 = crate::engine::INFERA_DRAIN.default_seconds;
 pub const MAX_DRAIN_SECONDS: i64 = 3600;
 /// Teardown after the drain (§6).
 pub const TEARDOWN_SECONDS: i64 = 50;
@@ -357,18 +361,6 @@ pub fn drain_timeout_seconds(c: &Container) -> i64 {
         .or_else(from_env)
         .unwrap_or(DEFAULT_DRAIN_SECONDS)
         .clamp(0, MAX_DRAIN_SECONDS)
-}
-
-fn parse_seconds(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let s = s.strip_suffix('s').unwrap_or(s);
-    if let Ok(n) = s.parse::<i64>() {
-        return Some(n);
-    }
-    s.parse::<f64>()
-        .ok()
-        .filter(|f| f.is_finite())
-        .map(|f| f.ceil() as i64)
 }
 
 /// The grace period the operator guarantees: max(120, 15 + drain + 50).

@@ -75,6 +75,61 @@ pub fn never_allows(spec: &PodDisruptionBudgetSpec, replicas: i32) -> bool {
     replicas > 0 && disruptions_allowed(replicas, expected, desired) == 0
 }
 
+/// A PodDisruptionBudget as the linter and the drain plan read it: where it
+/// lives and what it says.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    pub namespace: String,
+    pub name: String,
+    pub spec: PodDisruptionBudgetSpec,
+}
+
+/// A `policy/v1` PodDisruptionBudget read from a wire-form object (a
+/// manifest document or a live one); None for any other object or a spec
+/// that does not parse.
+pub fn read_budget(obj: &serde_json::Value) -> Option<Budget> {
+    if obj.get("kind")?.as_str()? != "PodDisruptionBudget" {
+        return None;
+    }
+    let spec = serde_json::from_value(obj.get("spec")?.clone()).ok()?;
+    let text = |p: &str| {
+        obj.pointer(p)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    Some(Budget {
+        namespace: text("/metadata/namespace"),
+        name: text("/metadata/name"),
+        spec,
+    })
+}
+
+/// The budgets of `namespace` that select a pod with these labels.
+pub fn covering<'b>(
+    budgets: impl IntoIterator<Item = &'b Budget>,
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+) -> impl Iterator<Item = &'b Budget> {
+    budgets
+        .into_iter()
+        .filter(move |b| b.namespace == namespace && selects(&b.spec, labels))
+}
+
+/// A serving workload of one replica that no budget covers: a drain, a
+/// consolidation or a node-pool upgrade evicts its only pod at once, and
+/// nothing serves until the replacement has loaded its weights. Only
+/// meaningful where `budgets` is every budget of the namespace (a live
+/// list, the drain plan), never on manifests that may omit some.
+pub fn unprotected_single_replica<'b>(
+    replicas: i32,
+    budgets: impl IntoIterator<Item = &'b Budget>,
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    replicas == 1 && covering(budgets, namespace, labels).next().is_none()
+}
+
 fn clamp(value: i64) -> i32 {
     i32::try_from(value.max(0)).unwrap_or(i32::MAX)
 }
@@ -148,6 +203,29 @@ mod tests {
             0,
             "no expected pod: nothing allowed"
         );
+    }
+
+    #[test]
+    fn budgets_read_from_objects_cover_their_namespace_only() {
+        let obj = serde_json::json!({
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "llm", "namespace": "prod"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "llm"}}}
+        });
+        let budget = read_budget(&obj).unwrap();
+        assert_eq!(
+            (budget.namespace.as_str(), budget.name.as_str()),
+            ("prod", "llm")
+        );
+        assert!(never_allows(&budget.spec, 1));
+        let labels = BTreeMap::from([("app".to_string(), "llm".to_string())]);
+        let budgets = [budget];
+        assert_eq!(covering(&budgets, "prod", &labels).count(), 1);
+        assert_eq!(covering(&budgets, "dev", &labels).count(), 0);
+        assert!(!unprotected_single_replica(1, &budgets, "prod", &labels));
+        assert!(unprotected_single_replica(1, &budgets, "dev", &labels));
+        assert!(!unprotected_single_replica(2, &budgets, "dev", &labels));
+        assert!(read_budget(&serde_json::json!({"kind": "Deployment", "spec": {}})).is_none());
     }
 
     #[test]

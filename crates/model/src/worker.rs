@@ -305,3 +305,71 @@ mod tests {
         assert_eq!(main_container_position([]), None);
     }
 }
+
+/// `terminationGracePeriodSeconds` when the pod does not set it.
+pub const DEFAULT_GRACE_SECONDS: i64 = 30;
+
+/// How long a container's preStop hook sleeps, and how the manifest says
+/// it (`exec sleep 15`, `sleep action 15`): an `exec` whose command runs
+/// `sleep N` (also inside `sh -c "…"`), or the `sleep` action. None when
+/// there is no hook, or its length is not written in it (an HTTP hook, a
+/// script, `sleep $T`).
+pub fn prestop_sleep(c: &k8s_openapi::api::core::v1::Container) -> Option<(i64, String)> {
+    let hook = c.lifecycle.as_ref()?.pre_stop.as_ref()?;
+    if let Some(sleep) = &hook.sleep {
+        return Some((sleep.seconds, format!("sleep action {}", sleep.seconds)));
+    }
+    let words: Vec<&str> = hook
+        .exec
+        .as_ref()?
+        .command
+        .iter()
+        .flatten()
+        .flat_map(|part| part.split(|ch: char| ch.is_whitespace() || ch == ';'))
+        .collect();
+    let at = words
+        .iter()
+        .position(|w| w.rsplit('/').next() == Some("sleep"))?;
+    let seconds = crate::engine::parse_seconds(words.get(at + 1)?)?;
+    Some((seconds, format!("exec sleep {seconds}")))
+}
+
+#[cfg(test)]
+mod prestop_tests {
+    use super::*;
+
+    fn container(lifecycle: serde_json::Value) -> k8s_openapi::api::core::v1::Container {
+        serde_json::from_value(serde_json::json!({"name": "m", "lifecycle": lifecycle})).unwrap()
+    }
+
+    #[test]
+    fn prestop_sleeps_are_read_from_exec_and_the_sleep_action() {
+        let cases = [
+            (
+                serde_json::json!({"preStop": {"exec": {"command": ["sleep", "20"]}}}),
+                Some(20),
+            ),
+            (
+                serde_json::json!({"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 15; kill 1"]}}}),
+                Some(15),
+            ),
+            (
+                serde_json::json!({"preStop": {"sleep": {"seconds": 7}}}),
+                Some(7),
+            ),
+            (
+                serde_json::json!({"preStop": {"exec": {"command": ["sleep", "$T"]}}}),
+                None,
+            ),
+            (
+                serde_json::json!({"preStop": {"httpGet": {"path": "/drain", "port": 80}}}),
+                None,
+            ),
+            (serde_json::json!({}), None),
+        ];
+        for (lifecycle, want) in cases {
+            let got = prestop_sleep(&container(lifecycle.clone())).map(|(s, _)| s);
+            assert_eq!(got, want, "{lifecycle}");
+        }
+    }
+}

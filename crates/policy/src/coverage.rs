@@ -86,6 +86,36 @@ pub const COVERAGE: &[(&str, Coverage)] = &[
             fix: "run more groups than maxUnavailable, or surge a group with a readiness probe",
         },
     ),
+    (
+        "IR013",
+        Coverage::Unenforceable {
+            reason: "needs two objects: the PodDisruptionBudget and the workload whose pods it selects (their replicas); the admission of either sees only itself",
+        },
+    ),
+    (
+        "IR014",
+        Coverage::Unenforceable {
+            reason: "needs every PodDisruptionBudget of the namespace, and fires only when none selects the workload: the admission of one object sees no other",
+        },
+    ),
+    (
+        "IR015",
+        Coverage::Unenforceable {
+            reason: "needs the PersistentVolumeClaim's access mode, which is in another object (or in the bound volume's status)",
+        },
+    ),
+    (
+        "IR016",
+        Coverage::Unenforceable {
+            reason: "not in this policy yet: the engines' drain flags and env (argparse: last value wins, `--flag=value`, shell strings) and a preStop command's `sleep N` need a parser the shared CEL function set has no cheap form of; lint checks it",
+        },
+    ),
+    (
+        "IR017",
+        Coverage::Unenforceable {
+            reason: "not in this policy yet: decidable from the Deployment alone (progressDeadlineSeconds against the main container's probes), but the main container is the one the engine catalogue recognizes, which the CEL cannot; lint checks it",
+        },
+    ),
 ];
 
 /// The coverage of `code`, when the table has it.

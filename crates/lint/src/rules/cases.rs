@@ -165,7 +165,82 @@ fn cases() -> Vec<(&'static str, &'static str, String, bool)> {
         ("IR012", "Dynamo multinode service, one replica", dynamo_vllm("--tensor-parallel-size, \"2\"", 1, "replicas: 1, multinode: {nodeCount: 2}, "), true),
         ("IR012", "Dynamo multinode service, two replicas", dynamo_vllm("--tensor-parallel-size, \"2\"", 1, "replicas: 2, multinode: {nodeCount: 2}, "), false),
         ("IR012", "Dynamo single-node service, one replica", dynamo_vllm("", 1, "replicas: 1, "), false),
+        // IR013 budget-blocks-drain
+        ("IR013", "minAvailable 1 of 1 replica", deployment(1, "{}", VLLM) + &budget("minAvailable: 1", "app: d"), true),
+        ("IR013", "minAvailable 2 of 2 replicas", deployment(2, "{}", VLLM) + &budget("minAvailable: 2", "app: d"), true),
+        ("IR013", "maxUnavailable 0%", deployment(3, "{}", VLLM) + &budget("maxUnavailable: 0%", "app: d"), true),
+        ("IR013", "InferaDeployment worker, maxUnavailable 0", idep("{componentType: worker, replicas: 2}") + &budget("maxUnavailable: 0", "infera.amd.com/deployment: t"), true),
+        ("IR013", "minAvailable 1 of 2 replicas", deployment(2, "{}", VLLM) + &budget("minAvailable: 1", "app: d"), false),
+        ("IR013", "maxUnavailable 1", deployment(1, "{}", VLLM) + &budget("maxUnavailable: 1", "app: d"), false),
+        ("IR013", "budget selects other pods", deployment(1, "{}", VLLM) + &budget("minAvailable: 1", "app: other"), false),
+        ("IR013", "budget in another namespace", deployment(1, "{}", VLLM) + &budget("minAvailable: 1", "app: d").replace("name: b}", "name: b, namespace: other}"), false),
+        ("IR013", "not a model server", deployment(1, "{}", "{name: web, image: nginx}") + &budget("minAvailable: 1", "app: d"), false),
+        // IR014 single-replica-no-budget (the harness lints these as live: every budget listed)
+        ("IR014", "one replica, no budget", deployment(1, "{}", VLLM), true),
+        ("IR014", "InferaDeployment worker, one replica, no budget", idep("{componentType: worker, replicas: 1}"), true),
+        ("IR014", "one replica, a budget covers it", deployment(1, "{}", VLLM) + &budget("maxUnavailable: 1", "app: d"), false),
+        ("IR014", "two replicas", deployment(2, "{}", VLLM), false),
+        // IR015 surge-volume-attach
+        ("IR015", "ReadWriteOnce claim, whole-node GPUs", surge_with_claim(VLLM_8GPU) + &claim("ReadWriteOnce"), true),
+        ("IR015", "ReadWriteOncePod claim", surge_with_claim(VLLM) + &claim("ReadWriteOncePod"), true),
+        ("IR015", "claim not in the input, whole-node GPUs", surge_with_claim(VLLM_8GPU), true),
+        ("IR015", "ReadWriteOnce claim, the surge pod may share the node", surge_with_claim(VLLM) + &claim("ReadWriteOnce"), false),
+        ("IR015", "ReadWriteMany claim, whole-node GPUs", surge_with_claim(VLLM_8GPU) + &claim("ReadWriteMany"), false),
+        ("IR015", "claim not in the input, nothing forces a move", surge_with_claim(VLLM), false),
+        ("IR015", "old pod first", surge_with_claim(VLLM).replace("maxSurge: 1, maxUnavailable: 0", "maxSurge: 0, maxUnavailable: 1") + &claim("ReadWriteOncePod"), false),
+        // IR016 shutdown-budget-short
+        ("IR016", "vLLM drains 60 s after a 15 s preStop, grace 30", deployment(2, "{}", "{name: vllm, image: vllm/vllm-openai, args: [--model, m, --shutdown-timeout, \"60\"], lifecycle: {preStop: {exec: {command: [sleep, \"15\"]}}}}"), true),
+        ("IR016", "preStop sleep 45, default grace", deployment(2, "{}", "{name: vllm, image: vllm/vllm-openai, lifecycle: {preStop: {sleep: {seconds: 45}}}}"), true),
+        ("IR016", "TGI's default drain of 90 s, default grace", deployment(2, "{}", "{name: tgi, image: ghcr.io/huggingface/text-generation-inference:3.0}"), true),
+        ("IR016", "InferaDeployment worker, preStop 200 s beyond the operator's 120 s grace", idep_pod(&format!("{{containers: [{}]}}", engine("lifecycle: {preStop: {exec: {command: [sleep, \"200\"]}}}"))), true),
+        ("IR016", "vLLM drains 60 s after a 15 s preStop, grace 90", deployment(2, "{}", "{name: vllm, image: vllm/vllm-openai, args: [--model, m, --shutdown-timeout, \"60\"], lifecycle: {preStop: {exec: {command: [sleep, \"15\"]}}}}").replace("spec: {containers:", "spec: {terminationGracePeriodSeconds: 90, containers:"), false),
+        ("IR016", "vLLM's default drain (none), preStop 20", deployment(2, "{}", "{name: vllm, image: vllm/vllm-openai, lifecycle: {preStop: {exec: {command: [sleep, \"20\"]}}}}"), false),
+        ("IR016", "InferaDeployment worker, the operator's grace", idep_pod(&format!("{{containers: [{}]}}", engine(""))), false),
+        // IR017 progress-deadline-short
+        ("IR017", "startup budget 1800 s, default deadline", deployment(1, "{}", "{name: vllm, image: vllm/vllm-openai, startupProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 10, failureThreshold: 180}}"), true),
+        ("IR017", "readiness initial delay 900 s", deployment(1, "{}", "{name: vllm, image: vllm/vllm-openai, readinessProbe: {httpGet: {path: /health, port: 8000}, initialDelaySeconds: 900}}"), true),
+        ("IR017", "startup budget 1800 s, deadline 1800", deployment(1, "{}", "{name: vllm, image: vllm/vllm-openai, startupProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 10, failureThreshold: 180}}").replace("  strategy:", "  progressDeadlineSeconds: 1800\n  strategy:"), false),
+        ("IR017", "startup budget 300 s", deployment(1, "{}", "{name: vllm, image: vllm/vllm-openai, startupProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 10, failureThreshold: 30}}"), false),
+        ("IR017", "InferaDeployment: the operator owns the deadline", idep_pod(&format!("{{containers: [{}]}}", engine("startupProbe: {httpGet: {path: /health, port: 30000}, periodSeconds: 10, failureThreshold: 300}"))), false),
     ]
+}
+
+/// A PodDisruptionBudget document (`---` first) with `rule` selecting `labels`.
+fn budget(rule: &str, labels: &str) -> String {
+    format!(
+        "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: b}}\nspec: {{{rule}, selector: {{matchLabels: {{{labels}}}}}}}\n"
+    )
+}
+
+/// A PersistentVolumeClaim `weights` document (`---` first).
+fn claim(mode: &str) -> String {
+    format!(
+        "---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: weights}}\nspec: {{accessModes: [{mode}], resources: {{requests: {{storage: 100Gi}}}}}}\n"
+    )
+}
+
+const VLLM_8GPU: &str = "{name: vllm, image: vllm/vllm-openai, args: [--model, m, --tensor-parallel-size, \"8\"], resources: {limits: {nvidia.com/gpu: 8}}}";
+
+/// A surge-first Deployment of `container` mounting the claim `weights`.
+fn surge_with_claim(container: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d}}\nspec:\n  replicas: 1\n  strategy: {{rollingUpdate: {{maxSurge: 1, maxUnavailable: 0}}}}\n  selector: {{matchLabels: {{app: d}}}}\n  template:\n    metadata: {{labels: {{app: d}}}}\n    spec: {{containers: [{container}], volumes: [{{name: w, persistentVolumeClaim: {{claimName: weights}}}}]}}\n"
+    )
+}
+
+/// Rules reported only where every budget is listed (`lint --cluster`):
+/// their rows are linted as such.
+const LIVE_ONLY: [&str; 1] = ["IR014"];
+
+#[test]
+fn single_replica_without_a_budget_is_never_reported_on_files() {
+    let opts = LintOptions {
+        node_gpus: 8,
+        enabled: vec!["IR014"],
+        ..LintOptions::default()
+    };
+    let out = lint_source("case.yaml", deployment(1, "{}", VLLM).as_bytes(), &opts);
+    assert!(out.findings.is_empty(), "{:?}", out.findings);
 }
 
 #[test]
@@ -175,6 +250,7 @@ fn every_rule_fires_and_stays_quiet() {
         let opts = LintOptions {
             node_gpus: 8,
             enabled: vec![code],
+            every_budget: LIVE_ONLY.contains(&code),
             ..LintOptions::default()
         };
         let out = lint_source("case.yaml", manifest.as_bytes(), &opts);
@@ -236,6 +312,7 @@ fn declared_and_emitted_severities_agree() {
         let opts = LintOptions {
             node_gpus: 8,
             enabled: vec![code],
+            every_budget: LIVE_ONLY.contains(&code),
             ..LintOptions::default()
         };
         let out = lint_source("case.yaml", manifest.as_bytes(), &opts);
@@ -809,4 +886,56 @@ fn pinned_accelerator_and_instance_type_size_the_node() {
     assert!(ir004(pod(4, nc96), 0).is_some_and(|m| m.contains("4-GPU node")));
     // No label in the table: 8 GPUs a node, as before.
     assert_eq!(ir004(pod(4, "disk: ssd"), 0), None);
+}
+
+/// Live objects (`lint --cluster`): a budget's finding points at the budget
+/// (its object, and a fix in its own document), a live claim's access mode
+/// is known (an error), and a worker a budget covers is not IR014's.
+#[test]
+fn live_budgets_and_claims_are_judged_with_their_workload() {
+    use crate::engine::lint_live;
+    let deployment = serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "v", "namespace": "llm"},
+        "spec": {"replicas": 1, "strategy": {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "selector": {"matchLabels": {"app": "v"}},
+            "template": {"metadata": {"labels": {"app": "v"}}, "spec": {
+                "containers": [{"name": "vllm", "image": "vllm/vllm-openai",
+                    "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}}}],
+                "volumes": [{"name": "w", "persistentVolumeClaim": {"claimName": "weights"}}]}}}
+    });
+    let budget = serde_json::json!({
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "v", "namespace": "llm"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "v"}}}
+    });
+    let claim = serde_json::json!({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "weights", "namespace": "llm"},
+        "spec": {"accessModes": ["ReadWriteMany"]},
+        "status": {"phase": "Bound", "accessModes": ["ReadWriteOncePod"]}
+    });
+    let opts = LintOptions {
+        node_gpus: 8,
+        enabled: vec!["IR013", "IR014", "IR015"],
+        every_budget: true,
+        every_claim: true,
+        ..LintOptions::default()
+    };
+    let out = lint_live(&[deployment, budget, claim], "cluster", &opts, None);
+    let codes: Vec<&str> = out.findings.iter().map(|f| f.code).collect();
+    assert_eq!(codes, ["IR013", "IR015"], "{:?}", out.findings);
+    let ir013 = &out.findings[0];
+    assert_eq!(ir013.object.kind, "PodDisruptionBudget");
+    let fix = ir013.fix.as_ref().expect("IR013 carries its fix");
+    assert_eq!(fix.document, 1, "the budget's document");
+    assert_eq!(fix.changes[0].path, "/spec");
+    assert_eq!(fix.changes[0].value["maxUnavailable"], 1);
+    let ir015 = &out.findings[1];
+    assert_eq!(ir015.severity, crate::finding::Severity::Error);
+    assert!(
+        ir015.message.contains("ReadWriteOncePod"),
+        "{}",
+        ir015.message
+    );
 }

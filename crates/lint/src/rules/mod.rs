@@ -14,16 +14,21 @@ use super::finding::Severity;
 use infera_model::manifest::node::{Path, Seg};
 use infera_model::operator::{Generation, ReadinessPort, Role, Strategy};
 
+mod budget_blocks_drain;
 mod gpu_request_below_parallelism;
 mod multinode_gap;
 mod probe_not_registration;
+mod progress_deadline_short;
 mod readiness_port_unknowable;
 mod ready_probe_timeout_short;
+mod shutdown_budget_short;
 mod single_replica_gap;
+pub mod single_replica_no_budget;
 mod skip_probe_serving;
 mod surge_needs_spare_node;
 mod surge_stall_gpu;
 mod surge_stall_host_port;
+mod surge_volume_attach;
 mod surge_without_readiness;
 mod unresolved_placeholder;
 
@@ -61,36 +66,123 @@ pub(crate) use declare_rule;
 /// The code of the rule that reports placeholders (run after the others).
 pub const PLACEHOLDER_RULE: &str = unresolved_placeholder::RULE.code;
 
-/// A rule's check over one workload.
-pub type Check = fn(&Workload<'_>, &mut Vec<Hit>);
+/// A rule's check over one workload: from the workload alone (`Pod`), or
+/// also from what is around it (`Around`: its budgets and claims, its
+/// namespace, a Deployment's progress deadline).
+#[derive(Clone, Copy)]
+pub enum Check {
+    Pod(fn(&Workload<'_>, &mut Vec<Hit>)),
+    Around(fn(&Workload<'_>, &Around<'_>, &mut Vec<Hit>)),
+}
 
 /// Every rule, in code order: (metadata, check).
-pub static REGISTRY: [(RuleMeta, Check); 12] = [
-    (skip_probe_serving::RULE, skip_probe_serving::check),
-    (surge_stall_gpu::RULE, surge_stall_gpu::check),
-    (surge_stall_host_port::RULE, surge_stall_host_port::check),
-    (surge_needs_spare_node::RULE, surge_needs_spare_node::check),
-    (probe_not_registration::RULE, probe_not_registration::check),
+pub static REGISTRY: [(RuleMeta, Check); 17] = [
+    (
+        skip_probe_serving::RULE,
+        Check::Pod(skip_probe_serving::check),
+    ),
+    (surge_stall_gpu::RULE, Check::Pod(surge_stall_gpu::check)),
+    (
+        surge_stall_host_port::RULE,
+        Check::Pod(surge_stall_host_port::check),
+    ),
+    (
+        surge_needs_spare_node::RULE,
+        Check::Pod(surge_needs_spare_node::check),
+    ),
+    (
+        probe_not_registration::RULE,
+        Check::Pod(probe_not_registration::check),
+    ),
     (
         readiness_port_unknowable::RULE,
-        readiness_port_unknowable::check,
+        Check::Pod(readiness_port_unknowable::check),
     ),
     (
         surge_without_readiness::RULE,
-        surge_without_readiness::check,
+        Check::Pod(surge_without_readiness::check),
     ),
-    (single_replica_gap::RULE, single_replica_gap::check),
+    (
+        single_replica_gap::RULE,
+        Check::Pod(single_replica_gap::check),
+    ),
     (
         gpu_request_below_parallelism::RULE,
-        gpu_request_below_parallelism::check,
+        Check::Pod(gpu_request_below_parallelism::check),
     ),
     (
         ready_probe_timeout_short::RULE,
-        ready_probe_timeout_short::check,
+        Check::Pod(ready_probe_timeout_short::check),
     ),
-    (unresolved_placeholder::RULE, unresolved_placeholder::check),
-    (multinode_gap::RULE, multinode_gap::check),
+    (
+        unresolved_placeholder::RULE,
+        Check::Pod(unresolved_placeholder::check),
+    ),
+    (multinode_gap::RULE, Check::Pod(multinode_gap::check)),
+    (
+        budget_blocks_drain::RULE,
+        Check::Around(budget_blocks_drain::check),
+    ),
+    (
+        single_replica_no_budget::RULE,
+        Check::Around(single_replica_no_budget::check),
+    ),
+    (
+        surge_volume_attach::RULE,
+        Check::Around(surge_volume_attach::check),
+    ),
+    (
+        shutdown_budget_short::RULE,
+        Check::Pod(shutdown_budget_short::check),
+    ),
+    (
+        progress_deadline_short::RULE,
+        Check::Around(progress_deadline_short::check),
+    ),
 ];
+
+/// What is around a workload: the budgets and claims of its source, its
+/// namespace, and (for a Deployment) its progress deadline.
+#[derive(Clone, Copy)]
+pub struct Around<'a> {
+    pub peers: &'a crate::peers::Peers,
+    pub namespace: &'a str,
+    pub progress: Option<Progress>,
+}
+
+/// A Deployment's `progressDeadlineSeconds` (600 unless written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub deadline: i64,
+    pub written: bool,
+}
+
+/// The Deployment controller's default `progressDeadlineSeconds`.
+pub const DEFAULT_PROGRESS_DEADLINE: i64 = 600;
+
+impl Progress {
+    /// The progress deadline of an apps/v1 Deployment object; None for
+    /// other kinds, and when a placeholder or a non-number holds it.
+    pub fn of(node: &infera_model::manifest::Node<'_>) -> Option<Progress> {
+        use infera_model::manifest::Node;
+        if node.get("kind").and_then(Node::as_str) != Some("Deployment") {
+            return None;
+        }
+        match node
+            .get("spec")
+            .and_then(|s| s.get("progressDeadlineSeconds"))
+        {
+            None => Some(Progress {
+                deadline: DEFAULT_PROGRESS_DEADLINE,
+                written: false,
+            }),
+            Some(v) => v.to_json().as_i64().map(|deadline| Progress {
+                deadline,
+                written: true,
+            }),
+        }
+    }
+}
 
 /// One rule's raw result: where (a path inside the object), what, how bad.
 #[derive(Debug, Clone)]
@@ -100,6 +192,9 @@ pub struct Hit {
     pub path: Path,
     pub message: String,
     pub fix: Option<HitFix>,
+    /// The finding is about the source's budget of this index
+    /// ([`crate::peers::Peers::budgets`]): it points there, with its fix.
+    pub at_budget: Option<usize>,
 }
 
 /// A rule's fix: merge patches at paths inside the object (see
@@ -118,6 +213,7 @@ impl Hit {
             path,
             message,
             fix: None,
+            at_budget: None,
         }
     }
 

@@ -1,0 +1,75 @@
+//! The objects of one source (a file, stdin, the live list) that the
+//! disruption rules read besides the workload itself: its
+//! PodDisruptionBudgets and PersistentVolumeClaims. A finding about a
+//! budget points at the budget (where the fix goes), so each budget keeps
+//! where it is.
+
+use infera_model::pdb::Budget;
+use infera_model::volume::Claim;
+
+use super::finding::{Fix, ObjectRef};
+
+/// The budgets and claims of one source.
+#[derive(Debug, Clone, Default)]
+pub struct Peers {
+    pub budgets: Vec<PeerBudget>,
+    pub claims: Vec<Claim>,
+    /// True when `budgets` holds every budget of the namespaces linted
+    /// (`lint --cluster`, which lists them): only then can a workload be
+    /// said to have none.
+    pub every_budget: bool,
+    /// True when `claims` holds every claim of the namespaces linted.
+    pub every_claim: bool,
+}
+
+/// A budget and where findings about it point.
+#[derive(Debug, Clone)]
+pub struct PeerBudget {
+    pub budget: Budget,
+    /// Line and column of the field that sets the budget (0, 0 live).
+    pub line: usize,
+    pub column: usize,
+    pub object: ObjectRef,
+    /// Allow one disruption at a time: `maxUnavailable: 1`, without
+    /// `minAvailable`.
+    pub fix: Fix,
+}
+
+/// The merge patch at a budget's `spec` that lets one pod go at a time.
+pub fn one_at_a_time() -> serde_json::Value {
+    serde_json::json!({"maxUnavailable": 1, "minAvailable": null})
+}
+
+impl Peers {
+    /// The claim `name` of `namespace`, when the source has it.
+    pub fn claim(&self, namespace: &str, name: &str) -> Option<&Claim> {
+        self.claims
+            .iter()
+            .find(|c| c.namespace == namespace && c.name == name)
+    }
+}
+
+/// The bytes mention one of `needles` (a cheap test, one pass over the
+/// bytes, before parsing a source twice).
+pub fn mentions_any(bytes: &[u8], needles: &[&[u8]]) -> bool {
+    bytes.iter().enumerate().any(|(i, b)| {
+        needles
+            .iter()
+            .any(|n| n.first() == Some(b) && bytes[i..].starts_with(n))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn mentions_any_finds_each_needle_anywhere() {
+        let needles: [&[u8]; 2] = [b"PodDisruptionBudget", b"ResourceClaim"];
+        assert!(super::mentions_any(
+            b"kind: PodDisruptionBudget\n",
+            &needles
+        ));
+        assert!(super::mentions_any(b"x ResourceClaimTemplate", &needles));
+        assert!(!super::mentions_any(b"kind: Deployment, Pod", &needles));
+        assert!(!super::mentions_any(b"", &needles));
+    }
+}
