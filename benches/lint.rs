@@ -16,7 +16,7 @@
 //! samples, warm-up excluded):
 //!
 //! - `parse-only`: [`engine::load_paths`] — the project's own loader (read,
-//!   split, the tree from granit-parser's events or serde-saphyr, typed views), on the same rayon pool as lint, no
+//!   split, the tree from granit-parser's events or serde-saphyr, typed views), on the same thread pool as lint, no
 //!   rule;
 //! - `lint-json`: [`lint::lint_and_print`] with the JSON printer into a
 //!   sink (file by file, printed as it goes) — what `infera lint --format

@@ -36,6 +36,12 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
         keep_sources: args.format == LintFormat::Human,
         operator: effective.operator,
         detected: Default::default(),
+        render: infera_model::manifest::render::RenderOptions {
+            helm: args.helm.clone(),
+            kubectl: args.kubectl.clone(),
+            values: args.values.clone(),
+            set: args.set.clone(),
+        },
     };
 
     // Input errors always go to standard error (in json/sarif/github they

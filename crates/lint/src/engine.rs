@@ -34,8 +34,8 @@ pub struct LintOptions {
     pub nodes: Option<PathBuf>,
     /// Rule codes to run (after config/--select/--ignore); empty = all.
     pub enabled: Vec<&'static str>,
-    /// Files linted at once (`--threads`); 0 = rayon's default
-    /// (`RAYON_NUM_THREADS`, else one per CPU).
+    /// Files linted at once (`--threads`); 0 = `RAYON_NUM_THREADS` when
+    /// set (the variable parallel Rust tools share), else one per CPU.
     pub threads: usize,
     /// Keep the lines findings point at in [`LintOutcome::sources`] (the
     /// human printer's code frames need them; the other printers do not).
@@ -46,6 +46,8 @@ pub struct LintOptions {
     /// Live: the generation each InferaDeployment's operator showed
     /// ((namespace, name) → detection). A known one wins over `operator`.
     pub detected: std::collections::BTreeMap<(String, String), operator::Detection>,
+    /// How Helm charts and Kustomize directories are rendered.
+    pub render: manifest::render::RenderOptions,
 }
 
 impl LintOptions {
@@ -100,6 +102,21 @@ pub struct LintSummary {
     /// (reason)", never silently.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped_kinds: Vec<SkippedKind>,
+    /// Charts and Kustomize directories not rendered (no tool), with the
+    /// command that renders them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped_inputs: Vec<SkippedInput>,
+}
+
+/// A directory that is not manifests until rendered, left unlinted because
+/// its tool is missing: not an error in the input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedInput {
+    pub path: String,
+    /// Why (`a Helm chart, and no helm on PATH (--helm, INFERA_HELM)`).
+    pub reason: String,
+    /// What renders and lints it by hand.
+    pub command: String,
 }
 
 /// A kind that carries pods but whose rollout infera does not model.
@@ -131,6 +148,7 @@ impl LintSummary {
         self.objects += f.objects;
         self.skipped += f.skipped;
         merge_skipped_kinds(&mut self.skipped_kinds, &f.skipped_kinds);
+        self.skipped_inputs.extend_from_slice(&f.skipped_inputs);
     }
 }
 
@@ -217,7 +235,7 @@ pub struct LintOutcome {
 pub type SourceLines = std::collections::BTreeMap<usize, String>;
 
 /// The lines of `bytes` that `findings` point at.
-fn finding_lines(bytes: &[u8], findings: &[Finding]) -> SourceLines {
+pub(crate) fn finding_lines(bytes: &[u8], findings: &[Finding]) -> SourceLines {
     let wanted: std::collections::BTreeSet<usize> =
         findings.iter().map(|f| f.line).filter(|&l| l > 0).collect();
     let mut wanted = wanted.into_iter().peekable();
@@ -237,13 +255,13 @@ fn finding_lines(bytes: &[u8], findings: &[Finding]) -> SourceLines {
 pub const LINT_IGNORE_ANNOTATION: &str = "infera.amd.com/lint-ignore";
 
 #[derive(Default)]
-struct FileResult {
-    findings: Vec<Finding>,
-    errors: Vec<InputError>,
-    documents: usize,
-    objects: usize,
-    skipped: usize,
-    skipped_kinds: Vec<SkippedKind>,
+pub(crate) struct FileResult {
+    pub(crate) findings: Vec<Finding>,
+    pub(crate) errors: Vec<InputError>,
+    pub(crate) documents: usize,
+    pub(crate) objects: usize,
+    pub(crate) skipped: usize,
+    pub(crate) skipped_kinds: Vec<SkippedKind>,
     source: Option<(String, SourceLines)>,
 }
 
@@ -360,7 +378,8 @@ pub fn lint_paths_each(
     let capacity = load_capacity(opts, None, &mut pre);
     let units = units(paths, pre);
     let work = |u: &Unit| lint_unit(u, opts, Stage::Lint(&capacity));
-    drive(&units, thread_count(opts.threads), &work, each)
+    let mut each_file = |all: Vec<FileOutcome>| all.into_iter().try_for_each(&mut *each);
+    drive(&units, thread_count(opts.threads), &work, &mut each_file)
 }
 
 /// The results of the files read under one name, in the order a report
@@ -380,6 +399,8 @@ pub struct FileOutcome {
     pub skipped: usize,
     /// Skipped kinds that carry pods, with the reason.
     pub skipped_kinds: Vec<SkippedKind>,
+    /// Charts and overlays not rendered.
+    pub skipped_inputs: Vec<SkippedInput>,
     /// The lines findings point at (with [`LintOptions::keep_sources`]).
     pub sources: SourceLines,
 }
@@ -387,14 +408,14 @@ pub struct FileOutcome {
 /// Files (and input errors) that share a name in reports.
 struct Unit {
     name: String,
-    files: Vec<std::path::PathBuf>,
+    files: Vec<manifest::Input>,
     errors: Vec<InputError>,
 }
 
 /// Expand the paths and group them, with the input errors known before any
 /// file is read, by the name reports give them, in name order.
 fn units(paths: &[std::path::PathBuf], mut pre: Vec<InputError>) -> Vec<Unit> {
-    let (files, errors) = manifest::expand_paths(paths);
+    let (files, errors) = manifest::expand_inputs(paths);
     pre.extend(errors.into_iter().map(InputError::from));
     let mut by_name: std::collections::BTreeMap<String, Unit> = Default::default();
     let unit = |name: &str| Unit {
@@ -403,7 +424,7 @@ fn units(paths: &[std::path::PathBuf], mut pre: Vec<InputError>) -> Vec<Unit> {
         errors: Vec::new(),
     };
     for f in files {
-        let name = manifest::display_path(&f);
+        let name = manifest::display_path(f.path());
         by_name
             .entry(name.clone())
             .or_insert_with(|| unit(&name))
@@ -420,14 +441,27 @@ fn units(paths: &[std::path::PathBuf], mut pre: Vec<InputError>) -> Vec<Unit> {
     by_name.into_values().collect()
 }
 
-fn lint_unit(u: &Unit, opts: &LintOptions, stage: Stage<'_>) -> FileOutcome {
+/// The outcomes of one unit: the unit's own, then (for a rendered
+/// directory) one per file its objects came from, in name order.
+fn lint_unit(u: &Unit, opts: &LintOptions, stage: Stage<'_>) -> Vec<FileOutcome> {
     let mut out = FileOutcome {
         file: u.name.clone(),
-        files: u.files.len(),
         input_errors: u.errors.clone(),
         ..FileOutcome::default()
     };
-    for path in &u.files {
+    let mut rendered = Vec::new();
+    for input in &u.files {
+        let path = match input {
+            manifest::Input::File(path) => path,
+            manifest::Input::Rendered(renderer, dir) => {
+                let (head, files) = super::rendered::lint_rendered(*renderer, dir, opts, stage);
+                out.skipped_inputs.extend(head.skipped_inputs);
+                out.input_errors.extend(head.input_errors);
+                rendered.extend(files);
+                continue;
+            }
+        };
+        out.files += 1;
         let r = lint_file(path, opts, stage);
         out.documents += r.documents;
         out.objects += r.objects;
@@ -439,10 +473,14 @@ fn lint_unit(u: &Unit, opts: &LintOptions, stage: Stage<'_>) -> FileOutcome {
             out.sources.extend(lines);
         }
     }
-    out
+    let mut all = vec![out];
+    all.extend(rendered);
+    all
 }
 
-/// `--threads 0`: rayon's default (`RAYON_NUM_THREADS`, else one per CPU).
+/// `--threads 0`: `RAYON_NUM_THREADS` when set, else one per CPU (the
+/// default rayon-based tools have; infera's pool is [`drive`], not rayon's:
+/// see the README's "Dependencies, and why").
 fn thread_count(threads: usize) -> usize {
     if threads > 0 {
         return threads;
@@ -463,13 +501,15 @@ fn collect_paths(
     let mut outcome = LintOutcome::default();
     let units = units(paths, pre);
     let work = |u: &Unit| lint_unit(u, opts, stage);
-    let mut each = |f: FileOutcome| {
-        outcome.summary.add_file(&f);
-        if !f.findings.is_empty() && opts.keep_sources {
-            outcome.sources.insert(f.file.clone(), f.sources);
+    let mut each = |all: Vec<FileOutcome>| {
+        for f in all {
+            outcome.summary.add_file(&f);
+            if !f.findings.is_empty() && opts.keep_sources {
+                outcome.sources.insert(f.file.clone(), f.sources);
+            }
+            outcome.findings.extend(f.findings);
+            outcome.input_errors.extend(f.input_errors);
         }
-        outcome.findings.extend(f.findings);
-        outcome.input_errors.extend(f.input_errors);
         Ok(())
     };
     if let Err(e) = drive(&units, thread_count(opts.threads), &work, &mut each) {
@@ -613,7 +653,7 @@ pub fn lint_source(file: &str, bytes: &[u8], opts: &LintOptions) -> LintOutcome 
 
 /// How far a file is taken.
 #[derive(Clone, Copy)]
-enum Stage<'a> {
+pub(crate) enum Stage<'a> {
     /// Parsed and converted to typed views only.
     Load,
     /// And every enabled rule run over each object.
@@ -674,7 +714,7 @@ fn lint_file(path: &FsPath, opts: &LintOptions, stage: Stage<'_>) -> FileResult 
 /// The DRA claims and claim templates of one source (a file, stdin),
 /// which its pods' `resourceClaims` name. Only a source that mentions
 /// them is parsed twice.
-fn source_claims(file: &str, bytes: &[u8]) -> Claims {
+pub(crate) fn source_claims(file: &str, bytes: &[u8]) -> Claims {
     const NEEDLE: &[u8] = b"ResourceClaim";
     let mentions = bytes
         .iter()
@@ -701,26 +741,46 @@ fn lint_bytes(file: &str, bytes: &[u8], opts: &LintOptions, stage: Stage<'_>, r:
         Stage::Load => Claims::new(),
     };
     for raw in manifest::split_documents(bytes) {
-        r.documents += 1;
-        let doc = match manifest::parse_document(file, &raw) {
-            Ok(Some(doc)) => doc,
-            Ok(None) => continue,
-            Err(e) => {
-                r.errors.push(InputError::from(e));
-                continue;
+        lint_document(file, &raw, opts, stage, (&claims, None), r);
+    }
+}
+
+/// Lint one document of a source; `origin` (a rendered document) moves
+/// positions to the template it came from.
+pub(crate) fn lint_document(
+    file: &str,
+    raw: &manifest::RawDocument<'_>,
+    opts: &LintOptions,
+    stage: Stage<'_>,
+    (claims, origin): (&Claims, Option<&manifest::render::Origin>),
+    r: &mut FileResult,
+) {
+    r.documents += 1;
+    let doc = match manifest::parse_document(file, raw) {
+        Ok(Some(doc)) => doc,
+        Ok(None) => return,
+        Err(mut e) => {
+            if let Some(o) = origin {
+                e.line = e
+                    .line
+                    .map(|l| o.line(l - raw.line_offset))
+                    .filter(|&l| l > 0);
             }
-        };
-        let text = std::str::from_utf8(raw.bytes).unwrap_or_default();
-        for (base, node) in manifest::objects(&doc.root) {
-            let place = Place {
-                document: doc.index,
-                base,
-                source: Some((&doc.root, text)),
-                line_offset: doc.line_offset,
-                claims: &claims,
-            };
-            lint_node(node, file, opts, stage, &place, r);
+            r.errors.push(InputError::from(e));
+            return;
         }
+    };
+    let text = std::str::from_utf8(raw.bytes).unwrap_or_default();
+    for (base, node) in manifest::objects(&doc.root) {
+        let place = Place {
+            document: doc.index,
+            base,
+            source: Some((&doc.root, text)),
+            line_offset: doc.line_offset,
+            claims,
+            origin,
+        };
+        lint_node(node, file, opts, stage, &place, r);
     }
 }
 
@@ -733,6 +793,8 @@ struct Place<'d> {
     line_offset: usize,
     /// The DRA claims of the same source.
     claims: &'d Claims,
+    /// For a rendered document: the template file's lines.
+    origin: Option<&'d manifest::render::Origin>,
 }
 
 impl Place<'_> {
@@ -747,9 +809,13 @@ impl Place<'_> {
         let Some((root, _)) = self.source else {
             return (0, 0);
         };
-        match root.locate(&self.full(p)) {
-            (0, _) => (0, 0),
-            (line, column) => (line as usize + self.line_offset, column as usize),
+        match (root.locate(&self.full(p)), self.origin) {
+            ((0, _), _) => (0, 0),
+            ((line, column), None) => (line as usize + self.line_offset, column as usize),
+            ((line, column), Some(o)) => match o.line(line as usize) {
+                0 => (0, 0),
+                l => (l, column as usize),
+            },
         }
     }
 
@@ -775,7 +841,9 @@ impl Place<'_> {
                 }
             })
             .collect();
-        if !complete {
+        // A rendered document's text is not the template's: the merge
+        // patches stand, the text edits would land on the wrong lines.
+        if !complete || self.origin.is_some() {
             edits.clear();
         }
         for e in &mut edits {
@@ -951,6 +1019,7 @@ pub fn lint_live(
                 source: None,
                 line_offset: 0,
                 claims: &claims,
+                origin: None,
             };
             lint_node(&node, source, opts, Stage::Lint(&capacity), &place, &mut r);
         }
