@@ -74,7 +74,11 @@ fn chart_findings_name_the_template_file_and_line_in_every_format() {
         .status(1)
         .run();
     let v = json(&out);
-    assert_eq!(v["errors"], serde_json::json!([]), "no template read as YAML");
+    assert_eq!(
+        v["errors"],
+        serde_json::json!([]),
+        "no template read as YAML"
+    );
     let findings = v["findings"].as_array().expect("findings");
     assert_eq!(findings.len(), 1, "{out}");
     let f = &findings[0];
@@ -116,10 +120,17 @@ fn chart_findings_name_the_template_file_and_line_in_every_format() {
 #[test]
 fn values_and_set_pass_through_to_helm() {
     let Some(helm) = helm() else { return };
-    infera(&["lint", CHART, "--helm", &helm, "--set", "readinessProbe=true"])
-        .status(0)
-        .stdout("No findings in 2 files")
-        .run();
+    infera(&[
+        "lint",
+        CHART,
+        "--helm",
+        &helm,
+        "--set",
+        "readinessProbe=true",
+    ])
+    .status(0)
+    .stdout("No findings in 2 files")
+    .run();
     let dir = tempfile::tempdir().expect("tempdir");
     let values = dir.path().join("probe.yaml");
     std::fs::write(&values, "readinessProbe: true\n").expect("write");
@@ -156,7 +167,11 @@ fn a_chart_helm_cannot_render_is_an_input_error_naming_it() {
     )
     .expect("write");
     let ok = dir.path().join("ok.yaml");
-    std::fs::write(&ok, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n").expect("write");
+    std::fs::write(
+        &ok,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    )
+    .expect("write");
     infera(&["lint", "--helm", &helm])
         .arg(dir.path())
         .status(2)
@@ -176,14 +191,21 @@ fn without_helm_a_chart_is_skipped_with_the_command_that_renders_it() {
     let path = empty.path().to_str().expect("utf-8 path");
     let command = format!("helm template {CHART} --set replicas=2 | infera lint -");
     let run = |format: &str| {
-        infera(&["lint", "tests/data/charts", "--set", "replicas=2", "-o", format])
-            .env_remove("INFERA_HELM")
-            .env("PATH", path)
-            .status(0)
-            .stdout(&command)
-            .stdout_lacks("invalid YAML")
-            .stderr_empty()
-            .run()
+        infera(&[
+            "lint",
+            "tests/data/charts",
+            "--set",
+            "replicas=2",
+            "-o",
+            format,
+        ])
+        .env_remove("INFERA_HELM")
+        .env("PATH", path)
+        .status(0)
+        .stdout(&command)
+        .stdout_lacks("invalid YAML")
+        .stderr_empty()
+        .run()
     };
     let human = run("human");
     assert!(
@@ -201,17 +223,26 @@ fn without_helm_a_chart_is_skipped_with_the_command_that_renders_it() {
     crate::lint_cli::assert_valid_sarif(&sarif);
     let notes = &sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"];
     assert_eq!(notes[0]["level"], "note");
-    assert_eq!(sarif["runs"][0]["invocations"][0]["executionSuccessful"], true);
+    assert_eq!(
+        sarif["runs"][0]["invocations"][0]["executionSuccessful"],
+        true
+    );
 }
 
 #[test]
 fn a_kustomize_overlay_is_rendered_and_findings_name_the_base_file() {
     let Some(kubectl) = kubectl() else { return };
     let base = "tests/data/kustomize/base/deployment.yaml";
-    let out = infera(&["lint", "tests/data/kustomize/overlay", "-o", "json", "--kubectl"])
-        .arg(&kubectl)
-        .status(1)
-        .run();
+    let out = infera(&[
+        "lint",
+        "tests/data/kustomize/overlay",
+        "-o",
+        "json",
+        "--kubectl",
+    ])
+    .arg(&kubectl)
+    .status(1)
+    .run();
     let v = json(&out);
     let f = &v["findings"][0];
     assert_eq!(f["code"], "IR007", "{out}");
@@ -223,10 +254,16 @@ fn a_kustomize_overlay_is_rendered_and_findings_name_the_base_file() {
     assert_eq!(f["line"], line_of(base, "containers:"));
     // Linting the base directory itself renders it too (it holds a
     // kustomization.yaml): no origin annotation, so the kustomization is named.
-    let out = infera(&["lint", "tests/data/kustomize/base", "-o", "json", "--kubectl"])
-        .arg(&kubectl)
-        .status(1)
-        .run();
+    let out = infera(&[
+        "lint",
+        "tests/data/kustomize/base",
+        "-o",
+        "json",
+        "--kubectl",
+    ])
+    .arg(&kubectl)
+    .status(1)
+    .run();
     assert_eq!(
         json(&out)["findings"][0]["file"],
         "tests/data/kustomize/base/kustomization.yaml"
