@@ -379,7 +379,12 @@ pub fn lint_paths_each(
     let units = units(paths, pre);
     let work = |u: &Unit| lint_unit(u, opts, Stage::Lint(&capacity));
     let mut each_file = |all: Vec<FileOutcome>| all.into_iter().try_for_each(&mut *each);
-    drive(&units, thread_count(opts.threads), &work, &mut each_file)
+    super::pool::drive(
+        &units,
+        super::pool::thread_count(opts.threads),
+        &work,
+        &mut each_file,
+    )
 }
 
 /// The results of the files read under one name, in the order a report
@@ -478,20 +483,6 @@ fn lint_unit(u: &Unit, opts: &LintOptions, stage: Stage<'_>) -> Vec<FileOutcome>
     all
 }
 
-/// `--threads 0`: `RAYON_NUM_THREADS` when set, else one per CPU (the
-/// default rayon-based tools have; infera's pool is [`drive`], not rayon's:
-/// see the README's "Dependencies, and why").
-fn thread_count(threads: usize) -> usize {
-    if threads > 0 {
-        return threads;
-    }
-    std::env::var("RAYON_NUM_THREADS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n: &usize| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
 fn collect_paths(
     paths: &[std::path::PathBuf],
     opts: &LintOptions,
@@ -512,7 +503,12 @@ fn collect_paths(
         }
         Ok(())
     };
-    if let Err(e) = drive(&units, thread_count(opts.threads), &work, &mut each) {
+    if let Err(e) = super::pool::drive(
+        &units,
+        super::pool::thread_count(opts.threads),
+        &work,
+        &mut each,
+    ) {
         outcome.input_errors.push(InputError {
             file: "-".into(),
             line: None,
@@ -522,102 +518,6 @@ fn collect_paths(
     }
     finish(&mut outcome);
     outcome
-}
-
-/// Run `work` over `units` on `threads` threads (each with a parser-sized
-/// stack) and hand the results to `each`, on the calling thread, in order.
-/// Workers stay at most a few units ahead of the one handed over (a reorder
-/// window), so only that many results are ever held.
-fn drive<T: Send>(
-    units: &[Unit],
-    threads: usize,
-    work: &(dyn Fn(&Unit) -> T + Sync),
-    each: &mut dyn FnMut(T) -> std::io::Result<()>,
-) -> std::io::Result<()> {
-    let threads = threads.max(1);
-    let window = 4 * threads;
-    let gate = Gate::default();
-    std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, T)>();
-        let mut started = 0;
-        let mut spawn_error = None;
-        for _ in 0..threads {
-            let tx = tx.clone();
-            let gate = &gate;
-            let spawned = std::thread::Builder::new()
-                .stack_size(manifest::PARSE_STACK_BYTES)
-                .spawn_scoped(s, move || {
-                    // A worker that panics stops the others (its unit would
-                    // never be handed over); the scope re-raises the panic.
-                    let _stop_on_panic = StopOnPanic(gate);
-                    while let Some(i) = gate.take(units.len(), window) {
-                        if tx.send((i, work(&units[i]))).is_err() {
-                            break;
-                        }
-                    }
-                });
-            match spawned {
-                Ok(_) => started += 1,
-                Err(e) => spawn_error = Some(e),
-            }
-        }
-        drop(tx);
-        if started == 0 {
-            return Err(spawn_error.unwrap_or_else(|| std::io::Error::other("no thread")));
-        }
-        let mut pending = std::collections::BTreeMap::new();
-        let mut result = Ok(());
-        let mut next = 0;
-        for (i, r) in rx {
-            pending.insert(i, r);
-            while let Some(r) = pending.remove(&next) {
-                if result.is_ok() {
-                    result = each(r);
-                }
-                next += 1;
-                gate.handed_over(next, result.is_err());
-            }
-        }
-        result
-    })
-}
-
-/// The reorder window of [`drive`]: which unit is next to take, and how far
-/// the hand-over has got.
-#[derive(Default)]
-struct Gate {
-    state: std::sync::Mutex<GateState>,
-    moved: std::sync::Condvar,
-}
-
-#[derive(Default)]
-struct GateState {
-    next: usize,
-    handed_over: usize,
-    stop: bool,
-}
-
-impl Gate {
-    /// The next unit to work on, waiting while it is `window` units or
-    /// more ahead of the hand-over; None when all are taken or on stop.
-    fn take(&self, len: usize, window: usize) -> Option<usize> {
-        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        while !g.stop && g.next < len && g.next >= g.handed_over + window {
-            g = self.moved.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-        if g.stop || g.next >= len {
-            return None;
-        }
-        g.next += 1;
-        Some(g.next - 1)
-    }
-
-    fn handed_over(&self, count: usize, stop: bool) {
-        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        g.handed_over = count;
-        g.stop |= stop;
-        self.moved.notify_all();
-    }
 }
 
 /// Lint one in-memory source (`file` names it in findings and errors) on a
@@ -669,19 +569,6 @@ fn merge(outcome: &mut LintOutcome, r: FileResult) {
     outcome.input_errors.extend(r.errors);
     if let Some((k, v)) = r.source {
         outcome.sources.insert(k, v);
-    }
-}
-
-/// Stops the [`Gate`] when dropped by a panicking thread.
-struct StopOnPanic<'a>(&'a Gate);
-
-impl Drop for StopOnPanic<'_> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            let mut g = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
-            g.stop = true;
-            self.0.moved.notify_all();
-        }
     }
 }
 

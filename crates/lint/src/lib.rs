@@ -10,6 +10,7 @@ pub mod engine;
 pub mod finding;
 pub mod fix;
 mod kinds;
+mod pool;
 mod rendered;
 pub mod report;
 pub mod rules;
