@@ -806,25 +806,66 @@ fn lint_node(
 
 /// Placeholders in the fields rules need.
 fn collect_placeholders(node: &Node, out: &mut Vec<(manifest::Path, String)>) {
-    const NEEDED: [&str; 7] = [
-        "nodeSelector",
-        "affinity",
-        "resources",
-        "replicas",
-        "numberOfNodes",
-        "ports",
-        "port",
-    ];
     let mut path = Vec::new();
-    node.walk_strings(&mut path, &mut |p, s| {
-        if manifest::has_placeholder(s)
-            && p.iter()
-                .any(|seg| matches!(seg, Seg::Key(k) if NEEDED.contains(&k.as_str())))
-            && !out.iter().any(|(q, _)| q == p)
-        {
-            out.push((p.clone(), s.to_string()));
+    placeholders_under(node, &mut path, 0, out);
+}
+
+/// Keys whose values rules read (a placeholder below one blocks a verdict).
+const NEEDED: [&str; 7] = [
+    "nodeSelector",
+    "affinity",
+    "resources",
+    "replicas",
+    "numberOfNodes",
+    "ports",
+    "port",
+];
+
+/// The walk of [`collect_placeholders`]: `needed` counts the [`NEEDED`]
+/// keys on `path`, and only strings below one are looked at. The path is
+/// borrowed while walking and copied only for a placeholder found (most
+/// objects have none: no allocation per key, lint's hot path).
+fn placeholders_under<'n>(
+    node: &'n Node,
+    path: &mut Vec<(Option<&'n str>, usize)>,
+    needed: usize,
+    out: &mut Vec<(manifest::Path, String)>,
+) {
+    use infera_model::manifest::Value;
+    match &node.value {
+        Value::Str(s) if needed > 0 && s.bytes().any(|b| matches!(b, b'$' | b'{' | b'<')) => {
+            if !manifest::has_placeholder(s) {
+                return;
+            }
+            let owned: manifest::Path = path
+                .iter()
+                .map(|(k, i)| match k {
+                    Some(k) => Seg::Key((*k).to_string()),
+                    None => Seg::Index(*i),
+                })
+                .collect();
+            if !out.iter().any(|(q, _)| *q == owned) {
+                out.push((owned, s.to_string()));
+            }
         }
-    });
+        Value::Seq(items) => {
+            for (i, item) in items.iter().enumerate() {
+                path.push((None, i));
+                placeholders_under(item, path, needed, out);
+                path.pop();
+            }
+        }
+        Value::Map(entries) => {
+            for (k, v) in entries {
+                let name: &str = k.name.as_ref();
+                path.push((Some(name), 0));
+                let more = usize::from(NEEDED.contains(&name));
+                placeholders_under(v, path, needed + more, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
 }
 
 /// (namespace, name) of the InferaDeployments among live objects.
