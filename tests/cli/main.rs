@@ -21,3 +21,4 @@ mod no_panic;
 mod operator_flag;
 mod policy;
 mod rollout_usage;
+mod worker_rule;

@@ -23,7 +23,7 @@ use infera_cluster::sight::{Beat, Sight, Skew, Transition};
 
 use super::evidence::{Accum, Bounds, sweep};
 use super::pods::{Facts, Histories, Moment};
-use super::report::{Outcome, Report, StepRecord, Unobserved};
+use super::report::{StepRecord, Unobserved};
 use super::server_clock::ServerClock;
 use super::timeline::TimelinePoint;
 
@@ -633,11 +633,11 @@ impl Auditor {
         });
     }
 
-    /// Close the audit at `now` and build the report. Open intervals below
-    /// the floor are counted up to `now`; an audit that ends blind counts
-    /// every pod as unknown from the last proof. May be called more than
-    /// once.
-    pub fn finish(&mut self, outcome: Outcome, now: Instant) -> Report {
+    /// The pods' histories and the unobserved intervals as they stand when
+    /// the audit closes at `now` (the report is built from them in
+    /// `verdict`): an audit that ends blind counts every pod as unknown from
+    /// the last proof.
+    pub(crate) fn closing(&mut self, now: Instant) -> (Histories, Vec<Unobserved>) {
         if let Some(out) = self.samples_csv.as_mut() {
             let _ = out.flush();
         }
@@ -658,7 +658,7 @@ impl Auditor {
                 true,
             ));
         }
-        super::verdict::report(self, &closing, unobserved, outcome, now)
+        (closing, unobserved)
     }
 }
 

@@ -40,6 +40,15 @@ impl Auditor {
     pub(crate) fn scaled(&self, d: Duration) -> f64 {
         round3(d.as_secs_f64() * self.time_scale)
     }
+
+    /// Close the audit at `now` and build the report. Open intervals below
+    /// the floor are counted up to `now`; an audit that ends blind counts
+    /// every pod as unknown from the last proof. May be called more than
+    /// once.
+    pub fn finish(&mut self, outcome: Outcome, now: Instant) -> Report {
+        let (closing, unobserved) = self.closing(now);
+        report(self, &closing, unobserved, outcome, now)
+    }
 }
 
 /// The report of `a` closed at `now`, with `closing` as the pods'

@@ -157,19 +157,17 @@ impl LintSummary {
 /// like KServe's `predictor.model` or a NIMService's `image`).
 fn known_skip_reason(kind: &str, group: &str) -> Option<&'static str> {
     Some(match (kind, group) {
-        ("InferenceService" | "LLMInferenceService", "serving.kserve.io") => {
-            "KServe renders the pods (Knative revisions or Deployments it manages); infera does not model that rollout"
-        }
         ("ServingRuntime" | "ClusterServingRuntime", "serving.kserve.io") => {
             "a KServe runtime template: it runs no pods itself"
         }
-        ("StormService" | "RoleSet" | "PodSet", "orchestration.aibrix.ai") => {
-            "AIBrix rolls roles by its own controller; infera does not model that rollout"
+        ("MultiRoleInference", "kaito.sh") => {
+            "each role becomes a KAITO InferenceSet, which reconciles only the number and labels of its Workspaces (addOrUpdateInferenceSet); what replaces them is the cluster's auto-upgrade strategy, which is not in the object"
         }
-        ("NIMService" | "NIMCache", "apps.nvidia.com") => {
-            "the NIM operator renders the Deployment; lint the rendered Deployment instead"
+        ("RoleSet" | "PodSet", "orchestration.aibrix.ai") => {
+            "rendered by AIBrix from a StormService; lint that instead"
         }
-        ("RayService" | "RayCluster" | "RayJob", "ray.io") => {
+        ("NIMCache", "apps.nvidia.com") => "downloads a model: it serves nothing",
+        ("RayCluster" | "RayJob", "ray.io") => {
             "KubeRay replaces Ray clusters whole; infera does not model that rollout"
         }
         ("ModelService", "llm-d.ai") => {

@@ -23,10 +23,11 @@ use super::engine::{LintOptions, ignored, run_rules};
 use super::finding::ObjectRef;
 use super::rules::{Capacity, ClaimedGpus, Hit, RollKind, Workload, deployment_roll};
 use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
-use infera_model::engine::{self as catalogue, EngineKind};
+use infera_model::engine::{self as catalogue};
 use infera_model::manifest::dynamo::{DynamoGraphDeployment, DynamoService};
 use infera_model::manifest::{self, Seg, TypedObject};
 use infera_model::operator::{self, Role, Strategy};
+use infera_model::worker::NVIDIA_GPU;
 
 type Placeholders = Vec<(manifest::Path, String)>;
 
@@ -51,6 +52,7 @@ pub(crate) fn lint_typed(
         TypedObject::StatefulSet(s) => lint_statefulset(s, placeholders, cx),
         TypedObject::LeaderWorkerSet(lws) => lint_lws(lws, placeholders, cx),
         TypedObject::DynamoGraphDeployment(g) => lint_dynamo(g, &placeholders, cx),
+        TypedObject::Serving(s) => super::serving::lint_serving(s, &placeholders, cx),
     }
 }
 
@@ -142,6 +144,7 @@ fn lint_idep(
             capacity: cx.capacity,
             claimed_gpus: claimed(&rw.pod, main, &idep.metadata, cx),
             blocked: Default::default(),
+            crd: None,
         };
         service_hits(&w, &idep.metadata, cx, &mut out);
     }
@@ -226,7 +229,7 @@ fn lint_deployment(
         kind: "Deployment",
         meta: &d.metadata,
         pod: t.pod,
-        pod_path: keys(&["spec", "template", "spec"]),
+        pod_path: Some(keys(&["spec", "template", "spec"])),
         pod_labels: t.labels,
         replicas: t.replicas,
         number_of_nodes: None,
@@ -234,6 +237,9 @@ fn lint_deployment(
         max_surge,
         max_unavailable: Some(max_unavailable),
         max_unavailable_spec: int_or_string(unavailable),
+        base: keys(&["spec"]),
+        service: None,
+        crd: None,
     };
     plain_workload(plain, placeholders, cx)
 }
@@ -300,7 +306,7 @@ fn lint_statefulset(
         kind: "StatefulSet",
         meta: &s.metadata,
         pod: t.pod,
-        pod_path: keys(&["spec", "template", "spec"]),
+        pod_path: Some(keys(&["spec", "template", "spec"])),
         pod_labels: t.labels,
         replicas: t.replicas,
         number_of_nodes: None,
@@ -308,6 +314,9 @@ fn lint_statefulset(
         max_surge: 0,
         max_unavailable: (!on_delete && !partitioned).then_some(max_unavailable),
         max_unavailable_spec: int_or_string(ru.and_then(|r| r.max_unavailable.as_ref())),
+        base: keys(&["spec"]),
+        service: None,
+        crd: None,
     };
     plain_workload(plain, placeholders, cx)
 }
@@ -351,7 +360,7 @@ fn lint_lws(
         kind: LEADER_WORKER_SET.kind,
         meta: &lws.metadata,
         pod,
-        pod_path: keys(&["spec", "leaderWorkerTemplate", which, "spec"]),
+        pod_path: Some(keys(&["spec", "leaderWorkerTemplate", which, "spec"])),
         pod_labels: template_labels(template.and_then(|t| t.metadata.as_ref())),
         replicas,
         number_of_nodes: size,
@@ -359,44 +368,37 @@ fn lint_lws(
         max_surge,
         max_unavailable: Some(max_unavailable),
         max_unavailable_spec: int_or_string(ru.and_then(|r| r.max_unavailable.as_ref())),
+        base: keys(&["spec"]),
+        service: None,
+        crd: None,
     };
     plain_workload(plain, placeholders, cx)
 }
 
-/// A Deployment, StatefulSet or LeaderWorkerSet, as the rules see it.
-struct Plain<'a> {
-    kind: &'static str,
-    meta: &'a ObjectMeta,
-    pod: &'a PodSpec,
-    pod_path: manifest::Path,
-    pod_labels: std::collections::BTreeMap<String, String>,
-    replicas: Option<i32>,
-    number_of_nodes: Option<i32>,
-    roll: RollKind,
-    max_surge: i64,
-    max_unavailable: Option<i64>,
-    max_unavailable_spec: Option<serde_json::Value>,
+/// A Deployment, StatefulSet or LeaderWorkerSet (or what a serving
+/// resource's operator renders), as the rules see it.
+pub(crate) struct Plain<'a> {
+    pub kind: &'static str,
+    pub meta: &'a ObjectMeta,
+    pub pod: &'a PodSpec,
+    /// Where the pod spec's fields are written in the object; None when the
+    /// operator builds the pod from fields of its own (no pod-field fix).
+    pub pod_path: Option<manifest::Path>,
+    pub pod_labels: std::collections::BTreeMap<String, String>,
+    pub replicas: Option<i32>,
+    pub number_of_nodes: Option<i32>,
+    pub roll: RollKind,
+    pub max_surge: i64,
+    pub max_unavailable: Option<i64>,
+    pub max_unavailable_spec: Option<serde_json::Value>,
+    /// Where the workload's own fields live (`spec`, or one role's).
+    pub base: manifest::Path,
+    /// The role or service of a multi-part resource.
+    pub service: Option<String>,
+    pub crd: Option<super::rules::CrdRollout>,
 }
 
-/// The main container: the one named `main`/`infera` (else the first)
-/// when it runs a catalogued engine, else the first that does.
-fn engine_container(pod: &PodSpec) -> usize {
-    let main = operator::main_container_index(pod);
-    if pod
-        .containers
-        .get(main)
-        .and_then(catalogue::recognize)
-        .is_some()
-    {
-        return main;
-    }
-    pod.containers
-        .iter()
-        .position(|c| catalogue::recognize(c).is_some())
-        .unwrap_or(main)
-}
-
-fn plain_workload(
+pub(crate) fn plain_workload(
     plain: Plain<'_>,
     placeholders: Placeholders,
     cx: Cx<'_>,
@@ -413,14 +415,22 @@ fn plain_workload(
         max_surge,
         max_unavailable,
         max_unavailable_spec,
+        base,
+        service,
+        crd,
     } = plain;
-    let main = engine_container(pod);
+    let main = infera_model::pod::engine_container_index(pod);
     let engine = pod.containers.get(main).and_then(catalogue::recognize);
-    let worker = engine.is_some_and(|e| e.kind == EngineKind::Infera);
+    let worker = infera_model::pod::launches_infera_worker(pod);
+    let placeholders = if service.is_some() {
+        under(&placeholders, &base)
+    } else {
+        placeholders
+    };
     let w = Workload {
         kind,
         name: meta.name.clone().unwrap_or_default(),
-        service: None,
+        service,
         role: Role::Mixed,
         worker,
         serving: worker,
@@ -443,24 +453,17 @@ fn plain_workload(
             operator::container_readiness_port,
         ),
         skip_readiness_probe: false,
-        base: keys(&["spec"]),
-        pod_path: Some(pod_path),
+        base,
+        pod_path,
         placeholders,
         capacity: cx.capacity,
         claimed_gpus: claimed(pod, main, meta, cx),
         blocked: Default::default(),
+        crd,
     };
-    let object_ref = ObjectRef {
-        kind: kind.into(),
-        name: w.name.clone(),
-        namespace: meta.namespace.clone(),
-        service: None,
-    };
-    run_rules(&w, cx.opts)
-        .into_iter()
-        .filter(|h| !ignored(meta.annotations.as_ref(), h.code, None))
-        .map(|h| (h, object_ref.clone()))
-        .collect()
+    let mut out = Vec::new();
+    service_hits(&w, meta, cx, &mut out);
+    out
 }
 
 /// The pod of a Dynamo service: its main container, with the service's
@@ -468,7 +471,7 @@ fn plain_workload(
 fn dynamo_pod(svc: &DynamoService) -> Option<PodSpec> {
     let mut main: Container = svc.extra_pod_spec.as_ref()?.main_container.clone()?;
     if let Some(n) = svc.gpus() {
-        let gpu = ("nvidia.com/gpu".to_string(), Quantity(n.to_string()));
+        let gpu = (NVIDIA_GPU.to_string(), Quantity(n.to_string()));
         main.resources = Some(ResourceRequirements {
             limits: Some([gpu].into_iter().collect()),
             ..ResourceRequirements::default()
@@ -532,6 +535,7 @@ fn lint_dynamo(
             capacity: cx.capacity,
             claimed_gpus: ClaimedGpus::None,
             blocked: Default::default(),
+            crd: None,
         };
         service_hits(&w, &g.metadata, cx, &mut out);
     }

@@ -14,6 +14,7 @@ mod pool;
 mod rendered;
 pub mod report;
 pub mod rules;
+mod serving;
 
 use std::io;
 

@@ -151,7 +151,7 @@ fn by_command(tokens: &[String]) -> Option<Engine> {
     for (i, t) in tokens.iter().enumerate() {
         let next = tokens.get(i + 1).map(String::as_str);
         let module = t.as_str();
-        if module.starts_with("infera.engine.") || module.contains("/infera/engine/") {
+        if infera_module(module).is_some() {
             return Some(INFERA);
         }
         if module.starts_with("vllm.entrypoints")
@@ -213,9 +213,30 @@ pub fn recognize(c: &Container) -> Option<Engine> {
     c.image.as_deref().and_then(by_image)
 }
 
+/// The backend an infera engine token names: `infera.engine.<backend>` (a
+/// module) or `…/infera/engine/<backend>[.py]` (a path).
+fn infera_module(token: &str) -> Option<&str> {
+    if let Some(backend) = token.strip_prefix("infera.engine.") {
+        return Some(backend);
+    }
+    let (_, rest) = token.split_once("/infera/engine/")?;
+    Some(rest.split(['/', '.']).next().unwrap_or(rest))
+}
+
 /// True when the container's entrypoint launches the infera engine.
 pub fn runs_infera(c: &Container) -> bool {
     by_command(&command_tokens(c)) == Some(INFERA)
+}
+
+/// The backend (`vllm`, `sglang`, …) of a container that launches the
+/// infera engine ([`runs_infera`]).
+pub fn infera_backend(c: &Container) -> Option<String> {
+    if !runs_infera(c) {
+        return None;
+    }
+    command_tokens(c)
+        .iter()
+        .find_map(|t| infera_module(t).map(str::to_string))
 }
 
 /// Flags of a token list as (name, value); `--flag=value` and `--flag value`.

@@ -174,11 +174,11 @@ pub fn detect_deployment(d: &Deployment) -> Detection {
     let Some(pod) = spec.template.spec.as_ref() else {
         return Detection::Unknown(format!("deployment {name} has no pod template"));
     };
-    let main = crate::operator::main_container_index(pod);
+    let main = crate::pod::main_container_index(pod);
     let Some(c) = pod.containers.get(main) else {
         return Detection::Unknown(format!("deployment {name} has no containers"));
     };
-    let on_ready = crate::operator::container_probed_on_readiness_port(c);
+    let on_ready = crate::pod::container_probed_on_readiness_port(c);
     let declared = |port: i32| c.ports.iter().flatten().any(|p| p.container_port == port);
     let on_health = http_probe(c).is_some_and(|(path, port)| path == HEALTH_PATH && declared(port));
     match (surge, unavailable) {
@@ -264,8 +264,8 @@ pub fn detect_per_deployment(deployments: &[Deployment]) -> BTreeMap<(String, St
             .spec
             .as_ref()
             .and_then(|s| s.template.spec.as_ref())
-            .and_then(|p| p.containers.get(crate::operator::main_container_index(p)))
-            .is_some_and(crate::operator::container_runs_engine);
+            .and_then(|p| p.containers.get(crate::pod::main_container_index(p)))
+            .is_some_and(crate::pod::container_runs_engine);
         if runs_engine {
             let ns = d.metadata.namespace.clone().unwrap_or_default();
             groups.entry((ns, idep.clone())).or_default().push(d);

@@ -24,10 +24,14 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
 
 pub use crate::generation::{Detection, Generation};
+pub use crate::pod::{
+    container_probed_on_readiness_port, container_readiness_port, container_runs_engine,
+    main_container_index,
+};
 pub use crate::worker::{
     DEFAULT_GPU_TYPE, DEFAULT_READINESS_PORT, LABEL_DEPLOYMENT, LABEL_MANAGED_BY, LABEL_SERVICE,
-    MANAGED_BY_VALUE, READINESS_PORT_ENV, ReadinessPort, WORKER_INFO_ANNOTATION, go_atoi,
-    readiness_port,
+    MANAGED_BY_VALUE, READINESS_PORT_ENV, READY_PATH, ReadinessPort, WORKER_INFO_ANNOTATION,
+    go_atoi, readiness_port,
 };
 /// Annotations `infera render` adds to the printed objects (not part of what
 /// the operator creates).
@@ -36,7 +40,6 @@ pub const PREDICTED_STRATEGY_REASON_ANNOTATION: &str = "infera.amd.com/predicted
 
 pub const DRAIN_TIMEOUT_ENV: &str = "INFERA_DRAIN_TIMEOUT";
 pub const DRAIN_TIMEOUT_FLAG: &str = "--drain-timeout";
-pub const READY_PATH: &str = "/ready";
 /// The env var with which the operator tells a server which pods to watch.
 pub const LABEL_SELECTOR_ENV: &str = "INFERA_K8S_LABEL_SELECTOR";
 pub const DEFAULT_SERVER_PORT: i32 = 8000;
@@ -297,28 +300,10 @@ impl std::fmt::Display for Strategy {
     }
 }
 
-/// The readiness port of one container (its own env).
-pub fn container_readiness_port(c: &Container) -> ReadinessPort {
-    readiness_port(c.env.as_deref().unwrap_or(&[]))
-}
-
-/// Index of the main container of a pod spec: the one named `main` or
-/// `infera`, else the first.
-pub fn main_container_index(pod: &PodSpec) -> usize {
-    crate::worker::main_container_position(pod.containers.iter().map(|c| c.name.as_str()))
-        .unwrap_or(0)
-}
-
 /// Command and args of a container as one token list (the engine
 /// catalogue's reading, [`crate::engine::command_tokens`]).
 pub fn command_tokens(c: &Container) -> Vec<String> {
     crate::engine::command_tokens(c)
-}
-
-/// True when the container's entrypoint launches an infera engine
-/// (`python3 -m infera.engine.<backend>`), as the engine catalogue reads it.
-pub fn container_runs_engine(c: &Container) -> bool {
-    crate::engine::runs_infera(c)
 }
 
 /// True when the container is idle-deployed: its entrypoint is `sleep`,
@@ -398,16 +383,6 @@ pub fn probed_on_readiness_port(pod: &PodSpec) -> bool {
     pod.containers
         .iter()
         .any(container_probed_on_readiness_port)
-}
-
-pub fn container_probed_on_readiness_port(c: &Container) -> bool {
-    let Some(http) = c.readiness_probe.as_ref().and_then(|p| p.http_get.as_ref()) else {
-        return false;
-    };
-    let Some(port) = container_readiness_port(c).known() else {
-        return false;
-    };
-    http.path.as_deref() == Some(READY_PATH) && http.port == IntOrString::Int(i32::from(port))
 }
 
 // ---------------------------------------------------------------------------

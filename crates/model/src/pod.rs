@@ -11,9 +11,14 @@
 //! (truncated); the simulator to the millisecond.
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::worker::WORKER_INFO_ANNOTATION;
+use crate::engine;
+use crate::worker::{
+    READINESS_PORT_ENV, READY_PATH, ReadinessPort, WORKER_INFO_ANNOTATION, main_container_position,
+    readiness_port as env_readiness_port, worker_readiness_port,
+};
 
 /// Whether `pod` counts as Ready: condition Ready True and not terminating.
 pub fn is_ready(pod: &Pod) -> bool {
@@ -41,20 +46,93 @@ fn running(pod: &Pod) -> bool {
         .is_some_and(|p| p == "Running")
 }
 
+// ---------------------------------------------------------------------------
+// Container predicates (operator-semantics §2, §3)
+// ---------------------------------------------------------------------------
+
+/// The readiness port of one container (its own env).
+pub fn container_readiness_port(c: &Container) -> ReadinessPort {
+    env_readiness_port(c.env.as_deref().unwrap_or(&[]))
+}
+
+/// Index of the main container of a pod spec: the one named `main` or
+/// `infera`, else the first.
+pub fn main_container_index(pod: &PodSpec) -> usize {
+    crate::worker::main_container_position(pod.containers.iter().map(|c| c.name.as_str()))
+        .unwrap_or(0)
+}
+
+/// True when the container's entrypoint launches an infera engine
+/// (`python3 -m infera.engine.<backend>`), as the engine catalogue reads it.
+pub fn container_runs_engine(c: &Container) -> bool {
+    crate::engine::runs_infera(c)
+}
+
+/// True when the container is probed on its readiness port: a
+/// `readinessProbe.httpGet` with path exactly `/ready` and an integer port
+/// equal to the container's knowable readiness port (§3).
+pub fn container_probed_on_readiness_port(c: &Container) -> bool {
+    let Some(http) = c.readiness_probe.as_ref().and_then(|p| p.http_get.as_ref()) else {
+        return false;
+    };
+    let Some(port) = container_readiness_port(c).known() else {
+        return false;
+    };
+    http.path.as_deref() == Some(READY_PATH) && http.port == IntOrString::Int(i32::from(port))
+}
+
+/// The container that runs the pod's model server — the one rule lint, the
+/// audit, the rollout and the simulated kubelet share: the main container
+/// ([`main_container_position`]: named `main` or `infera`, else the first)
+/// when the engine catalogue recognizes its server ([`engine::recognize`]),
+/// else the first container it recognizes, else the main one.
+pub fn engine_container_index(spec: &PodSpec) -> usize {
+    let main =
+        main_container_position(spec.containers.iter().map(|c| c.name.as_str())).unwrap_or(0);
+    if spec
+        .containers
+        .get(main)
+        .and_then(engine::recognize)
+        .is_some()
+    {
+        return main;
+    }
+    spec.containers
+        .iter()
+        .position(|c| engine::recognize(c).is_some())
+        .unwrap_or(main)
+}
+
+/// Whether a pod spec launches an infera worker (operator-semantics §5):
+/// its engine container ([`engine_container_index`]) runs the infera engine
+/// (a token `infera.engine.<backend>`, or a path under `/infera/engine/`).
+pub fn launches_infera_worker(spec: &PodSpec) -> bool {
+    spec.containers
+        .get(engine_container_index(spec))
+        .and_then(engine::recognize)
+        .is_some_and(|e| e.kind == engine::EngineKind::Infera)
+}
+
+/// The readiness port a pod spec's worker listens on: its engine
+/// container's literal `INFERA_READINESS_PORT` as the worker reads it
+/// ([`worker_readiness_port`]). One reading for the rollout's legs and the
+/// simulated kubelet.
+pub fn readiness_port(spec: &PodSpec) -> u16 {
+    let value = spec
+        .containers
+        .get(engine_container_index(spec))
+        .and_then(|c| c.env.as_deref())
+        .and_then(|env| env.iter().find(|e| e.name == READINESS_PORT_ENV))
+        .and_then(|e| e.value.as_deref());
+    worker_readiness_port(value)
+}
+
 /// Whether `pod` runs an infera worker, which registers with the router
-/// (operator-semantics §5): a container whose command or args start
-/// `infera.engine.*`, or the worker-info annotation already present.
+/// (operator-semantics §5): its spec launches one
+/// ([`launches_infera_worker`]), or it has registered already (the
+/// worker-info annotation, e.g. behind a wrapper script infera cannot read).
 pub fn is_infera_worker(pod: &Pod) -> bool {
-    registered(pod)
-        || pod.spec.as_ref().is_some_and(|spec| {
-            spec.containers.iter().any(|c| {
-                c.command
-                    .iter()
-                    .flatten()
-                    .chain(c.args.iter().flatten())
-                    .any(|part| part.contains("infera.engine."))
-            })
-        })
+    registered(pod) || pod.spec.as_ref().is_some_and(launches_infera_worker)
 }
 
 /// Whether `pod` serves traffic as the router sees it: an infera worker
@@ -139,6 +217,75 @@ mod tests {
 
     fn pod(json: serde_json::Value) -> Pod {
         serde_json::from_value(json).expect("a pod")
+    }
+
+    /// The one is-a-worker rule, case by case: (containers, annotated, worker).
+    #[test]
+    fn a_worker_is_its_main_container_running_the_engine_or_a_registration() {
+        use serde_json::json;
+        let engine = json!({"name": "main", "image": "x",
+            "command": ["python3", "-m", "infera.engine.vllm"]});
+        let sidecar = json!({"name": "proxy", "image": "x", "args": ["envoy"]});
+        let cases = [
+            (json!([engine]), false, true),
+            // The engine in a shell string, quoted, or launched by path.
+            (
+                json!([{"name": "c", "image": "x", "command": ["sh", "-c",
+                "exec python3 -m 'infera.engine.sglang' --tp 8"]}]),
+                false,
+                true,
+            ),
+            (
+                json!([{"name": "c", "image": "x",
+                "command": ["python3", "/app/infera/engine/vllm.py"]}]),
+                false,
+                true,
+            ),
+            // A sidecar before the engine does not hide it.
+            (json!([sidecar, engine]), false, true),
+            // The main container runs no server: the first that does counts.
+            (
+                json!([{"name": "main", "image": "x", "args": ["sleep", "inf"]},
+                {"name": "side", "image": "x", "command": ["python3", "-m", "infera.engine.vllm"]}]),
+                false,
+                true,
+            ),
+            // The main container runs another catalogued server: not a worker.
+            (
+                json!([{"name": "main", "image": "x", "command": ["vllm", "serve", "m"]},
+                {"name": "side", "image": "x", "command": ["python3", "-m", "infera.engine.vllm"]}]),
+                false,
+                false,
+            ),
+            // A substring that is not the entrypoint's module does not count.
+            (
+                json!([{"name": "c", "image": "x",
+                "args": ["serve", "--config=/etc/infera.engine.yaml"]}]),
+                false,
+                false,
+            ),
+            (json!([sidecar]), false, false),
+            // Registered behind a wrapper infera cannot read.
+            (
+                json!([{"name": "c", "image": "x", "command": ["/start.sh"]}]),
+                true,
+                true,
+            ),
+        ];
+        for (containers, annotated, worker) in cases {
+            let annotations = if annotated {
+                json!({WORKER_INFO_ANNOTATION: "{}"})
+            } else {
+                json!({})
+            };
+            let p = pod(json!({"metadata": {"annotations": annotations},
+                "spec": {"containers": containers.clone()}}));
+            assert_eq!(
+                is_infera_worker(&p),
+                worker,
+                "{containers} annotated={annotated}"
+            );
+        }
     }
 
     #[test]

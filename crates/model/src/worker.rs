@@ -25,8 +25,12 @@ pub const DEFAULT_READINESS_PORT: u16 = 30090;
 
 /// The GPU resource the operator requests by default.
 pub const DEFAULT_GPU_TYPE: &str = "amd.com/gpu";
+/// The worker's readiness endpoint: 200 once it is registered (§2).
+pub const READY_PATH: &str = "/ready";
 /// The extended resources counted as GPUs.
-pub const GPU_RESOURCES: [&str; 2] = [DEFAULT_GPU_TYPE, "nvidia.com/gpu"];
+pub const GPU_RESOURCES: [&str; 2] = [DEFAULT_GPU_TYPE, NVIDIA_GPU];
+/// NVIDIA's device plugin's resource (and the one the Dynamo operator requests).
+pub const NVIDIA_GPU: &str = "nvidia.com/gpu";
 
 /// Whether a resource name is a GPU (`amd.com/gpu`, `nvidia.com/gpu`, any
 /// `<vendor>/gpu`).

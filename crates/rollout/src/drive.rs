@@ -50,7 +50,7 @@ use infera_audit::{Auditor, Outcome, RoleSpec, Step};
 use infera_cluster::reflect::{Reflector, name_key};
 use infera_cluster::{ClusterError, Connection};
 
-use infera_model::worker::LABEL_MANAGED_BY as MANAGED_BY_LABEL;
+use infera_model::worker::{LABEL_MANAGED_BY, MANAGED_BY_VALUE};
 
 /// `infera rollout` as a library call that reports nothing and asks
 /// nobody (tests, benches).
@@ -123,7 +123,7 @@ fn refuse_operator_managed(req: &Request, live: &Value) -> Result<(), RolloutErr
             .and_then(|l| l.get(k))
             .and_then(Value::as_str)
     };
-    if label(MANAGED_BY_LABEL) != Some("infera-operator") {
+    if label(LABEL_MANAGED_BY) != Some(MANAGED_BY_VALUE) {
         return Ok(());
     }
     let idep = label(super::legs::DEPLOYMENT_LABEL).unwrap_or("NAME");

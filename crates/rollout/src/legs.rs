@@ -20,10 +20,11 @@ use super::trigger;
 use infera_audit::RoleSpec;
 use infera_cluster::Connection;
 
+use infera_model::worker::DEFAULT_READINESS_PORT;
 pub(crate) use infera_model::worker::{
     LABEL_DEPLOYMENT as DEPLOYMENT_LABEL, LABEL_SERVICE as SERVICE_LABEL,
 };
-use infera_model::worker::{READINESS_PORT_ENV, worker_readiness_port};
+use k8s_openapi::api::core::v1::PodSpec;
 
 /// A leg as the driver needs it.
 #[derive(Debug, Clone)]
@@ -36,24 +37,14 @@ pub(crate) struct Leg {
     pub(crate) workload: String,
 }
 
+/// The worker's readiness port from a pod template (the model's one reading).
 fn readiness_port_of(template: &Value) -> u16 {
-    let containers = template
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let main = trigger::main_container_index(&containers).and_then(|i| containers.get(i).cloned());
-    let value = main
-        .as_ref()
-        .and_then(|c| c.get("env"))
-        .and_then(Value::as_array)
-        .and_then(|env| {
-            env.iter()
-                .find(|e| e.get("name").and_then(Value::as_str) == Some(READINESS_PORT_ENV))
-                .and_then(|e| e.get("value").and_then(Value::as_str))
-        });
-    // The worker parses with Python int(): whitespace and `_` allowed.
-    worker_readiness_port(value)
+    template
+        .get("spec")
+        .and_then(|spec| serde_json::from_value::<PodSpec>(spec.clone()).ok())
+        .map_or(DEFAULT_READINESS_PORT, |spec| {
+            infera_model::pod::readiness_port(&spec)
+        })
 }
 
 /// Roles to audit and legs to roll.

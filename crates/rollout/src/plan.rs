@@ -135,7 +135,7 @@ pub fn ready_means_registered(template: &Value) -> bool {
             cs.iter().any(|c| {
                 c.pointer("/readinessProbe/httpGet/path")
                     .and_then(Value::as_str)
-                    == Some("/ready")
+                    == Some(infera_model::operator::READY_PATH)
             })
         })
 }

@@ -104,6 +104,8 @@ pub struct PodFacts {
     pub ready: bool,
     pub terminating: bool,
     pub registered: bool,
+    /// Routable as the router sees it ([`infera_model::pod::is_routable`]).
+    pub routable: bool,
     /// `PodScheduled=False reason=Unschedulable` message, if so.
     pub unschedulable: Option<String>,
     /// Carries the change (a replacement) or not (an old pod).
@@ -111,9 +113,6 @@ pub struct PodFacts {
 }
 
 impl PodFacts {
-    pub fn routable(&self) -> bool {
-        self.registered && self.phase == "Running" && !self.terminating
-    }
     pub fn serving_ready(&self) -> bool {
         self.ready && !self.terminating
     }
@@ -158,6 +157,7 @@ pub fn pod_facts(pod: &Pod, change: &Change, inferadeployment: bool) -> PodFacts
             .annotations
             .as_ref()
             .is_some_and(|a| a.contains_key(WORKER_INFO_ANNOTATION)),
+        routable: infera_model::pod::is_routable(pod),
         unschedulable,
         new: pod_has_change(&wire, change, inferadeployment),
     }
@@ -277,7 +277,7 @@ impl LegTracker {
                 // Ready again after a blip: allow a later NotReadyAgain.
                 seen.steps.remove(&StepKind::NotReadyAgain);
             }
-            if facts.routable() {
+            if facts.routable {
                 emit(StepKind::Routable, None, seen);
             }
         } else if facts.terminating {
@@ -405,7 +405,7 @@ impl LegTracker {
 
     /// Replacements that are routable (registered, Running, not terminating).
     pub fn new_routable(&self) -> usize {
-        self.pods.values().filter(|p| p.new && p.routable()).count()
+        self.pods.values().filter(|p| p.new && p.routable).count()
     }
 
     /// Whether workers of this leg were seen registering (see `complete`).

@@ -229,6 +229,34 @@ pub struct Workload<'a> {
     /// placeholder stands for, rule code). Filled by [`Workload::unknown`]
     /// while the rules run; IR011 (run last) reports it.
     pub blocked: std::cell::RefCell<Vec<(Slot, &'static str)>>,
+    /// A serving custom resource's rollout as its operator renders it, in
+    /// the resource's own words (None for the kinds infera rolls itself
+    /// and the apps/v1 kinds).
+    pub crd: Option<CrdRollout>,
+}
+
+/// How a serving custom resource's operator rolls what it renders, in the
+/// resource's own words, and which of its own fields a fix may write (a
+/// field of the rendered Deployment the user cannot write is never a fix).
+#[derive(Debug, Clone, Default)]
+pub struct CrdRollout {
+    /// What the operator renders and how that rolls, as the second half of
+    /// a sentence naming the object: `its operator renders a Deployment
+    /// with strategy Recreate (spec.deploymentConfig.deploymentStrategy)`.
+    pub renders: String,
+    /// The resource's field a rollout finding points at.
+    pub field: Path,
+    /// The resource's replica field, when a fix may set it.
+    pub replicas: Option<Path>,
+    /// A fix in the resource's own fields that keeps a pod serving through
+    /// the rollout, and what it does.
+    pub fix: Option<(String, Vec<(Path, serde_json::Value)>)>,
+    /// What to do, when no fix can be written.
+    pub advice: String,
+    /// What the rollout replaces, counted (`replica(s)`, `RoleSet(s)`,
+    /// `Ray cluster(s)`); None when the resource has no count of its own
+    /// (a KAITO Workspace is one serving unit).
+    pub unit: Option<&'static str>,
 }
 
 /// GPUs the main container gets through DRA, named as the device plugin
@@ -291,6 +319,11 @@ impl Workload<'_> {
             Some(s) if self.kind == "InferaDeployment" => {
                 format!("{} ({} service {s})", self.role, self.name)
             }
+            // A serving resource's parts are its roles (StormService) or
+            // workloads (LLMInferenceService `prefill`).
+            Some(s) if self.crd.is_some() => {
+                format!("{} {} role {s}", self.kind.to_lowercase(), self.name)
+            }
             Some(s) => format!("{} {} service {s}", self.kind.to_lowercase(), self.name),
             None => format!("{} {}", self.kind.to_lowercase(), self.name),
         }
@@ -348,7 +381,9 @@ impl Workload<'_> {
             });
         }
         if has("resources") {
-            let gpu = last.is_some_and(|k| k == "gpu" || k == "gpuType" || k.ends_with("/gpu"));
+            let gpu = last.is_some_and(|k| {
+                k == "gpu" || k == "gpuType" || infera_model::worker::is_gpu_resource(k)
+            });
             return gpu.then_some(Slot::Gpu);
         }
         if has("replicas") || has("numberOfNodes") {

@@ -5,7 +5,13 @@ declare_rule! {
     /// ## What it does
     /// Flags a multi-node worker — an InferaDeployment service with
     /// `numberOfNodes > 1`, a LeaderWorkerSet with `size > 1`, a
-    /// DynamoGraphDeployment service with `multinode.nodeCount > 1` — whose
+    /// DynamoGraphDeployment service with `multinode.nodeCount > 1`, an
+    /// `LLMInferenceService` with `worker` (groups of `parallelism` data ÷
+    /// dataLocal, else pipeline, pods: kserve/kserve `aaac4e2`,
+    /// `pkg/controller/v1alpha2/llmisvc/workload_multi_node.go`,
+    /// `expectedMainMultiNodeLWS`), a `NIMService` with `multiNode` (groups
+    /// of `parallelism.pipeline` pods, maxSurge 0, maxUnavailable 1:
+    /// NVIDIA/k8s-nim-operator `f63f74d`, `manifests/lws.yaml`) — whose
     /// group rollout may leave no group serving: groups − maxUnavailable < 1
     /// (a LeaderWorkerSet rolls whole groups, maxUnavailable 1 and maxSurge
     /// 0 unless `rolloutStrategy.rollingUpdateConfiguration` says otherwise;
@@ -74,7 +80,11 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
                 "{groups} {nodes}-node group(s) rolled with maxUnavailable {unavailable} and maxSurge {}: no group stays up while one is replaced, and no readiness probe can help, because the old group goes before its replacement exists",
                 w.max_surge
             ),
-            format!("{more}, or surge a group with a readiness probe"),
+            // A serving resource says which of its own fields can surge.
+            match &w.crd {
+                Some(crd) => format!("{more}, {}", crd.advice),
+                None => format!("{more}, or surge a group with a readiness probe"),
+            },
         )
     } else if w.max_surge > 0 && unavailable == 0 && !probed {
         (
@@ -86,9 +96,15 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     } else {
         return;
     };
-    let path = match w.kind {
-        "InferaDeployment" => w.base_field(&["numberOfNodes"]),
-        _ => w.base_field(&["replicas"]),
+    let path = match (&w.crd, w.kind) {
+        (Some(crd), _) => crd.replicas.clone().unwrap_or_else(|| crd.field.clone()),
+        (None, "InferaDeployment") => w.base_field(&["numberOfNodes"]),
+        (None, _) => w.base_field(&["replicas"]),
+    };
+    // A serving resource's replicas are fixed only where it has the field.
+    let replicas_field = match &w.crd {
+        Some(crd) => crd.replicas.clone(),
+        None => Some(w.base_field(&["replicas"])),
     };
     let hit = Hit::new(
         &RULE,
@@ -102,11 +118,11 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     );
     // The surge-group case is fixed by a probe on the leader, whose
     // endpoint depends on the engine: no structured fix for it here.
-    out.push(match fix_to {
-        Some(n) => hit.with_fix(
+    out.push(match (fix_to, replicas_field) {
+        (Some(n), Some(field)) => hit.with_fix(
             format!("set replicas to {n} ({n} groups of {nodes} nodes)"),
-            vec![(w.base_field(&["replicas"]), serde_json::json!(n))],
+            vec![(field, serde_json::json!(n))],
         ),
-        None => hit,
+        _ => hit,
     });
 }

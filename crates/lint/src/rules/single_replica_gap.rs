@@ -13,6 +13,32 @@ declare_rule! {
     /// `replicas: 1` with maxSurge 0, with `Recreate`, and with maxSurge 1
     /// *and* maxUnavailable 1.
     ///
+    /// Also flags a serving resource whose operator renders such a rollout,
+    /// told in the resource's own words and fixed, where a fix exists, in
+    /// its own fields (`docs/serving-kinds.md` has each
+    /// rendering and its source):
+    ///
+    /// - `VLLMRuntime` with `deploymentStrategy: Recreate`
+    ///   (vllm-project/production-stack `a6c01db`,
+    ///   `operator/internal/controller/vllmruntime_controller.go`,
+    ///   `deploymentForVLLMRuntime`); fix: `RollingUpdate`.
+    /// - `NIMService` with one replica: its Deployment rolls maxSurge 0,
+    ///   maxUnavailable 25% (NVIDIA/k8s-nim-operator `f63f74d`,
+    ///   `manifests/deployment.yaml`); fix: `replicas: 2`.
+    /// - KServe `InferenceService` (RawDeployment/Standard) and
+    ///   `LLMInferenceService` Deployments (kserve/kserve `aaac4e2`,
+    ///   `createRawDefaultDeployment`, `applyDeploymentRolloutStrategy`);
+    ///   fix: `predictor.deploymentStrategy` / `rolloutStrategy` surge-first.
+    /// - a preset KAITO `Workspace`: one StatefulSet that deletes before it
+    ///   creates (kaito-project/kaito `056b828`,
+    ///   `pkg/workspace/inference/preset_inferences.go`,
+    ///   `GeneratePresetInference`); no fix.
+    /// - AIBrix `StormService` roles and `RayClusterFleet` clusters
+    ///   (vllm-project/aibrix `e3e10f9`, `pkg/controller/stormservice/sync.go`
+    ///   `rollingUpdate`/`inPlaceUpdate`, `pkg/controller/rayclusterfleet/util/fleet.go`
+    ///   `ResolveFenceposts`: absent maxSurge and maxUnavailable are 0, then
+    ///   maxUnavailable 1).
+    ///
     /// Also flags an InferaDeployment worker service with one replica when
     /// the operator is the one before PR #176 (`--operator pre-176`, or
     /// detected live): it renders every worker Deployment surge-free.
@@ -43,6 +69,10 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
         pre_176_gap(w, out);
         return;
     }
+    if let Some(crd) = &w.crd {
+        crd_gap(w, crd, out);
+        return;
+    }
     if w.service.is_some() {
         return;
     }
@@ -51,18 +81,9 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
         "StatefulSet" if w.engine.is_some() => "updateStrategy",
         _ => return,
     };
-    let Some(unavailable) = w.max_unavailable else {
+    let Some((replicas, unavailable, left)) = gap(w) else {
         return;
     };
-    let Some(replicas) = w.replicas else {
-        w.unknown(super::Slot::Count, RULE.code);
-        return;
-    };
-    let left = i64::from(replicas) - unavailable;
-    // Scaled to zero, nothing serves before or after: no gap to open.
-    if replicas == 0 || left >= 1 {
-        return;
-    }
     let how = match (w.kind, w.roll) {
         (_, RollKind::Recreate) => "uses Recreate (every pod first)".to_string(),
         ("StatefulSet", _) => {
@@ -88,6 +109,19 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     });
 }
 
+/// (replicas, maxUnavailable, replicas − maxUnavailable) when the rollout
+/// may leave no pod: fewer than one left, and not scaled to zero (nothing
+/// serves before or after, so no gap opens).
+fn gap(w: &Workload<'_>) -> Option<(i32, i64, i64)> {
+    let unavailable = w.max_unavailable?;
+    let Some(replicas) = w.replicas else {
+        w.unknown(super::Slot::Count, RULE.code);
+        return None;
+    };
+    let left = i64::from(replicas) - unavailable;
+    (replicas != 0 && left < 1).then_some((replicas, unavailable, left))
+}
+
 /// The fix: a Deployment rolls surge-first (maxSurge 1, maxUnavailable 0),
 /// with the engine's serving probe when it has none (IR007's); a
 /// StatefulSet, which cannot surge, runs one replica more than it takes
@@ -104,10 +138,7 @@ fn surge_fix(w: &Workload<'_>, field: &str) -> Option<(String, Vec<(Path, serde_
             vec![(w.base_field(&["replicas"]), json!(n))],
         ));
     }
-    let whole_node = w
-        .gpu_request()
-        .is_some_and(|(_, n)| 2 * n > i64::from(w.node_gpus().0));
-    if whole_node || !w.host_ports().is_empty() || w.pinned_host().is_some() {
+    if surge_blocked(w) {
         return None;
     }
     let strategy =
@@ -122,6 +153,60 @@ fn surge_fix(w: &Workload<'_>, field: &str) -> Option<(String, Vec<(Path, serde_
         description.push_str(&format!(" and add {words}"));
     }
     Some((description, changes))
+}
+
+/// True when a surge pod could not share a node with the pod it replaces
+/// (more than half the node's GPUs, host ports, one pinned host): a
+/// surge-first fix would trade the gap for a stall (IR002/IR004).
+fn surge_blocked(w: &Workload<'_>) -> bool {
+    let whole_node = w
+        .gpu_request()
+        .is_some_and(|(_, n)| 2 * n > i64::from(w.node_gpus().0));
+    whole_node || !w.host_ports().is_empty() || w.pinned_host().is_some()
+}
+
+/// A serving resource whose operator's rollout may take every serving pod
+/// down (multi-node groups are IR012's), told in the resource's words;
+/// the fix writes the resource's own field, and only when the surge it
+/// asks for can land and has a probe (the operator's, or the container's).
+fn crd_gap(w: &Workload<'_>, crd: &super::CrdRollout, out: &mut Vec<Hit>) {
+    if w.roll == RollKind::Lws {
+        return;
+    }
+    let Some((replicas, unavailable, _)) = gap(w) else {
+        return;
+    };
+    let goes = match crd.unit {
+        Some(unit) => {
+            format!("with {replicas} {unit}, {unavailable} may go before a replacement is Ready")
+        }
+        None => "it is replaced old pod first".to_string(),
+    };
+    let hit = Hit::new(
+        &RULE,
+        Severity::Error,
+        crd.field.clone(),
+        format!(
+            "{}: {}; {goes}, so it may have no serving pod for the whole restart of a replacement; {}",
+            w.who(),
+            crd.renders,
+            crd.advice
+        ),
+    );
+    let probed = w
+        .main_container()
+        .is_some_and(|c| c.readiness_probe.is_some());
+    let surges = crd.replicas.as_ref().is_none_or(|r| {
+        crd.fix
+            .as_ref()
+            .is_some_and(|(_, changes)| changes.iter().all(|(p, _)| p != r))
+    });
+    out.push(match &crd.fix {
+        Some((description, changes)) if !(surges && (surge_blocked(w) || !probed)) => {
+            hit.with_fix(description.clone(), changes.clone())
+        }
+        _ => hit,
+    });
 }
 
 /// Before PR #176 every single-node worker Deployment rolls maxSurge 0,

@@ -11,6 +11,17 @@ declare_rule! {
     /// replacement: each surge pod needs a free node of that size while the
     /// old pod runs.
     ///
+    /// Serving resources that surge whole units are judged the same way:
+    /// a KServe `InferenceService` in Serverless mode starts a new Knative
+    /// Revision of `initial-scale` pods beside the serving one (kserve/kserve
+    /// `aaac4e2`, `createKnativeService`; knative/serving `98e5ef9`,
+    /// `pkg/reconciler/route/traffic/traffic.go`, `addConfigurationTarget`);
+    /// a KubeRay `RayService` starts a whole new Ray cluster (ray-project/kuberay
+    /// `feeaf72`, `rayservice_controller.go`, `shouldPrepareNewCluster`), and
+    /// an AIBrix `RayClusterFleet` surges whole clusters (vllm-project/aibrix
+    /// `e3e10f9`, `pkg/controller/rayclusterfleet/util/fleet.go`): each pod of
+    /// the cluster's GPU group is a surge pod (`docs/serving-kinds.md`).
+    ///
     /// With `--nodes FILE` (allocatable GPUs; the old pods are taken to hold
     /// one such node each) or `--cluster` (live: allocatable minus the
     /// requests of the pods bound to each node, as the rollout preflight

@@ -88,7 +88,9 @@ pub(crate) fn suggested_probe(
 }
 
 pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
-    if w.service.is_some() {
+    // Services of an InferaDeployment or a Dynamo graph have their own
+    // rules; a role of a serving resource is a workload of its own.
+    if w.service.is_some() && w.crd.is_none() {
         return;
     }
     let Some(engine) = w.engine else { return };
@@ -117,7 +119,7 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
             c.name,
         ),
     );
-    out.push(match probe {
+    out.push(match probe.filter(|_| w.pod_path.is_some()) {
         Some(p) => hit.with_fix(
             format!("add {words} to container {:?}", c.name),
             vec![(w.main_field(&["readinessProbe"]), p)],

@@ -18,6 +18,7 @@ pub mod dynamo;
 pub mod events;
 pub mod node;
 pub mod render;
+pub mod serving;
 pub mod typed;
 
 use std::io::Read;

@@ -20,6 +20,8 @@ pub enum TypedObject {
     LeaderWorkerSet(Box<LeaderWorkerSet>),
     StatefulSet(Box<StatefulSet>),
     DynamoGraphDeployment(Box<super::dynamo::DynamoGraphDeployment>),
+    /// A serving custom resource whose operator renders the pods.
+    Serving(Box<super::serving::ServingObject>),
 }
 
 impl TypedObject {
@@ -30,6 +32,7 @@ impl TypedObject {
             TypedObject::LeaderWorkerSet(_) => LEADER_WORKER_SET.kind,
             TypedObject::StatefulSet(_) => "StatefulSet",
             TypedObject::DynamoGraphDeployment(_) => super::dynamo::KIND,
+            TypedObject::Serving(s) => s.kind.name(),
         }
     }
 }
@@ -157,12 +160,50 @@ pub fn convert(node: &Node) -> ConvertOutcome {
     } else if (kind, group) == (super::dynamo::KIND, super::dynamo::GROUP) {
         typed_with_set_aside::<super::dynamo::DynamoGraphDeployment>(node)
             .map(|(t, s)| (TypedObject::DynamoGraphDeployment(Box::new(t)), s))
+    } else if let Some(kind) = super::serving::ServingKind::of(kind, group) {
+        return serving(node, kind);
     } else {
         return ConvertOutcome::Other;
     };
     match result {
         Ok((object, set_aside)) => ConvertOutcome::Typed { object, set_aside },
         Err((path, message)) => ConvertOutcome::Invalid { path, message },
+    }
+}
+
+/// A serving object, untyped.
+fn serving(node: &Node, kind: super::serving::ServingKind) -> ConvertOutcome {
+    use super::serving::ServingObject;
+    let object = node.to_json();
+    let metadata = match object.get("metadata") {
+        Some(m) => match serde_path_to_error::deserialize::<
+            _,
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        >(m)
+        {
+            Ok(m) => m,
+            Err(err) => {
+                let mut path = vec![Seg::Key("metadata".into())];
+                path.extend(err.path().iter().filter_map(|s| match s {
+                    serde_path_to_error::Segment::Map { key } => Some(Seg::Key(key.clone())),
+                    serde_path_to_error::Segment::Seq { index } => Some(Seg::Index(*index)),
+                    _ => None,
+                }));
+                return ConvertOutcome::Invalid {
+                    path,
+                    message: err.inner().to_string(),
+                };
+            }
+        },
+        None => Default::default(),
+    };
+    ConvertOutcome::Typed {
+        object: TypedObject::Serving(Box::new(ServingObject {
+            kind,
+            metadata,
+            object,
+        })),
+        set_aside: Vec::new(),
     }
 }
 

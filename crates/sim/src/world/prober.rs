@@ -17,7 +17,10 @@ use serde_json::Value;
 use crate::json::str_at;
 use crate::net::http_get;
 
-use infera_model::worker::{READINESS_PORT_ENV, main_container_position};
+use infera_model::engine as catalogue;
+use infera_model::pod::{self as pod_facts, engine_container_index, launches_infera_worker};
+use infera_model::worker::main_container_position;
+use k8s_openapi::api::core::v1::PodSpec;
 
 /// What a probe checks.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,21 +58,6 @@ pub(super) struct Engine {
     pub readiness_port: u16,
 }
 
-fn tokens(c: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    for field in ["command", "args"] {
-        for part in c.get(field).and_then(Value::as_array).into_iter().flatten() {
-            out.extend(
-                part.as_str()
-                    .unwrap_or("")
-                    .split_whitespace()
-                    .map(str::to_string),
-            );
-        }
-    }
-    out
-}
-
 fn flag(tokens: &[String], name: &str) -> Option<String> {
     tokens.iter().enumerate().find_map(|(i, t)| {
         if t == name {
@@ -92,32 +80,22 @@ pub(super) fn main_container(pod: &Value) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// The worker's own (loose, Python `int()`) reading of INFERA_READINESS_PORT.
-fn worker_readiness_port(c: &Value) -> u16 {
-    let env = c
-        .get("env")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    infera_model::worker::worker_readiness_port(
-        env.iter()
-            .find(|e| str_at(e, "/name") == READINESS_PORT_ENV)
-            .and_then(|e| e.get("value").and_then(Value::as_str)),
-    )
-}
-
-/// Whether the simulated kubelet runs `pod` as an infera worker (its main
-/// container starts `infera.engine.*`), which registers once loaded.
+/// Whether the simulated kubelet runs `pod` as an infera worker, which
+/// registers once loaded: the model's one rule
+/// ([`infera_model::pod::launches_infera_worker`]; a kubelet starts what the
+/// spec says, so a registration alone does not make one).
 pub fn is_infera_worker(pod: &Value) -> bool {
     engine_of(pod).is_some()
 }
 
 pub(super) fn engine_of(pod: &Value) -> Option<Engine> {
-    let main = main_container(pod);
-    let toks = tokens(&main);
-    let engine = toks
-        .iter()
-        .find_map(|t| t.strip_prefix("infera.engine.").map(str::to_string))?;
+    let spec: PodSpec = serde_json::from_value(pod.get("spec")?.clone()).ok()?;
+    if !launches_infera_worker(&spec) {
+        return None;
+    }
+    let main = spec.containers.get(engine_container_index(&spec))?;
+    let engine = catalogue::infera_backend(main)?;
+    let toks = catalogue::command_tokens(main);
     let role = flag(&toks, "--disaggregation-mode").unwrap_or_else(|| "mixed".into());
     let model = flag(&toks, "--served-model-name")
         .or_else(|| flag(&toks, "--model-path"))
@@ -126,8 +104,8 @@ pub(super) fn engine_of(pod: &Value) -> Option<Engine> {
     let port = flag(&toks, "--port")
         .and_then(|p| p.parse().ok())
         .or_else(|| {
-            main.pointer("/ports/0/containerPort")
-                .and_then(Value::as_i64)
+            let ports = main.ports.as_deref().unwrap_or_default();
+            ports.first().map(|p| i64::from(p.container_port))
         })
         .unwrap_or(30000);
     Some(Engine {
@@ -135,7 +113,7 @@ pub(super) fn engine_of(pod: &Value) -> Option<Engine> {
         engine,
         model,
         port,
-        readiness_port: worker_readiness_port(&main),
+        readiness_port: pod_facts::readiness_port(&spec),
     })
 }
 

@@ -1,0 +1,248 @@
+//! Serving custom resources → what their operators render, as the
+//! [`Workload`](super::rules::Workload) views the rules read. Each builder
+//! follows its operator's published source (repository, file, function
+//! and commit in `docs/serving-kinds.md`):
+//!
+//! - production-stack `VLLMRuntime`: one Deployment (`deploymentForVLLMRuntime`).
+//! - NIM operator `NIMService`: a Deployment with maxSurge 0 and
+//!   maxUnavailable 25% (`manifests/deployment.yaml`), or a
+//!   LeaderWorkerSet of `multiNode.parallelism.pipeline` pods.
+//! - KServe `InferenceService`: a Deployment (`createRawDefaultDeployment`)
+//!   with `deploymentMode` RawDeployment/Standard, else a Knative Service
+//!   whose new Revision takes traffic once Ready (`createKnativeService`).
+//! - KServe `LLMInferenceService`: a Deployment, or a LeaderWorkerSet with
+//!   `worker`, for the main workload and for `prefill`.
+//! - KAITO `Workspace` (preset): one StatefulSet whose pods are one
+//!   serving unit (`GeneratePresetInference`).
+//! - AIBrix `StormService`: RoleSets replaced whole (RollingUpdate) or
+//!   each role's pods replaced in place (InPlaceUpdate).
+//! - AIBrix `RayClusterFleet` and KubeRay `RayService`: whole Ray clusters,
+//!   rolled as a Deployment rolls pods / replaced by a new cluster.
+
+use k8s_openapi::api::core::v1::{PodSpec, Probe, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use serde_json::{Value, json};
+
+mod aibrix;
+mod kaito;
+mod kserve;
+mod nim;
+mod production_stack;
+mod ray;
+#[cfg(test)]
+mod tests;
+
+use super::finding::ObjectRef;
+use super::kinds::{Cx, Plain, plain_workload};
+use super::rules::{CrdRollout, Hit, RollKind};
+use infera_model::manifest::serving::{ServingKind, ServingObject};
+use infera_model::manifest::{self, Seg};
+
+type Placeholders = Vec<(manifest::Path, String)>;
+type Out = Vec<(Hit, ObjectRef)>;
+
+/// A path from JSON-pointer-like segments (`"roles"`, `"0"` as an index).
+fn path(segs: &[&str]) -> manifest::Path {
+    segs.iter()
+        .map(|s| match s.parse::<usize>() {
+            Ok(i) => Seg::Index(i),
+            Err(_) => Seg::Key((*s).to_string()),
+        })
+        .collect()
+}
+
+fn pointer(p: &manifest::Path) -> String {
+    p.iter()
+        .map(|s| match s {
+            Seg::Key(k) => format!("/{}", k.replace('~', "~0").replace('/', "~1")),
+            Seg::Index(i) => format!("/{i}"),
+        })
+        .collect()
+}
+
+fn dotted(p: &manifest::Path) -> String {
+    manifest::path_string(p)
+}
+
+fn count(v: Option<&Value>, default: i32) -> Option<i32> {
+    match v {
+        None | Some(Value::Null) => Some(default),
+        Some(v) => v
+            .as_i64()
+            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+            .and_then(|n| i32::try_from(n).ok()),
+    }
+}
+
+/// maxSurge and maxUnavailable after the controller's rounding (surge up,
+/// unavailable down, both 0 → unavailable 1), with its defaults.
+fn fenceposts(
+    surge: Option<&Value>,
+    unavailable: Option<&Value>,
+    n: i32,
+    defaults: (&str, &str),
+) -> (i64, i64) {
+    use infera_model::rolling::scaled_value;
+    let total = i64::from(n);
+    let s = scaled_value(surge, defaults.0, total, true);
+    let mut u = scaled_value(unavailable, defaults.1, total, false);
+    if s == 0 && u == 0 {
+        u = 1;
+    }
+    (s, u)
+}
+
+fn roll_of(surge: i64, unavailable: i64) -> RollKind {
+    match (surge > 0, unavailable > 0) {
+        (true, false) => RollKind::SurgeFirst,
+        (true, true) => RollKind::SurgeOrRetire,
+        _ => RollKind::OldPodFirst,
+    }
+}
+
+fn pod_at(obj: &ServingObject, p: &manifest::Path) -> Option<PodSpec> {
+    serde_json::from_value(obj.at(&pointer(p))?.clone()).ok()
+}
+
+/// The rollout numbers of one unit.
+struct Roll {
+    replicas: Option<i32>,
+    number_of_nodes: Option<i32>,
+    roll: RollKind,
+    max_surge: i64,
+    max_unavailable: i64,
+    max_unavailable_spec: Option<Value>,
+}
+
+impl Roll {
+    fn deployment(
+        replicas: Option<i32>,
+        surge: Option<&Value>,
+        unavailable: Option<&Value>,
+        defaults: (&str, &str),
+    ) -> Roll {
+        let (max_surge, max_unavailable) =
+            fenceposts(surge, unavailable, replicas.unwrap_or(1), defaults);
+        Roll {
+            replicas,
+            number_of_nodes: None,
+            roll: roll_of(max_surge, max_unavailable),
+            max_surge,
+            max_unavailable,
+            max_unavailable_spec: unavailable.cloned(),
+        }
+    }
+
+    fn recreate(replicas: Option<i32>) -> Roll {
+        Roll {
+            replicas,
+            number_of_nodes: None,
+            roll: RollKind::Recreate,
+            max_surge: 0,
+            max_unavailable: i64::from(replicas.unwrap_or(1)),
+            max_unavailable_spec: None,
+        }
+    }
+}
+
+/// One unit an operator renders, ready for the rules.
+struct Unit<'a> {
+    obj: &'a ServingObject,
+    pod: PodSpec,
+    pod_path: Option<manifest::Path>,
+    base: manifest::Path,
+    service: Option<String>,
+    roll: Roll,
+    crd: CrdRollout,
+}
+
+impl<'a> Unit<'a> {
+    /// The whole resource as one workload (`spec` its base).
+    fn whole(
+        obj: &'a ServingObject,
+        pod: PodSpec,
+        pod_path: Option<manifest::Path>,
+        roll: Roll,
+        crd: CrdRollout,
+    ) -> Unit<'a> {
+        Unit {
+            obj,
+            pod,
+            pod_path,
+            base: path(&["spec"]),
+            service: None,
+            roll,
+            crd,
+        }
+    }
+}
+
+fn run(unit: Unit<'_>, placeholders: &Placeholders, cx: Cx<'_>, out: &mut Out) {
+    let labels = Default::default();
+    let plain = Plain {
+        kind: unit.obj.kind.name(),
+        meta: &unit.obj.metadata,
+        pod: &unit.pod,
+        pod_path: unit.pod_path,
+        pod_labels: labels,
+        replicas: unit.roll.replicas,
+        number_of_nodes: unit.roll.number_of_nodes,
+        roll: unit.roll.roll,
+        max_surge: unit.roll.max_surge,
+        max_unavailable: Some(unit.roll.max_unavailable),
+        max_unavailable_spec: unit.roll.max_unavailable_spec,
+        base: unit.base,
+        service: unit.service,
+        crd: Some(unit.crd),
+    };
+    out.extend(plain_workload(plain, placeholders.clone(), cx));
+}
+
+pub(crate) fn lint_serving(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_>) -> Out {
+    let mut out = Vec::new();
+    match obj.kind {
+        ServingKind::VllmRuntime => production_stack::vllm_runtime(obj, placeholders, cx, &mut out),
+        ServingKind::NimService => nim::nim_service(obj, placeholders, cx, &mut out),
+        ServingKind::InferenceService => kserve::inference_service(obj, placeholders, cx, &mut out),
+        ServingKind::LlmInferenceService => {
+            kserve::llm_inference_service(obj, &path(&["spec"]), None, placeholders, cx, &mut out);
+            if obj.at("/spec/prefill").is_some() {
+                let base = path(&["spec", "prefill"]);
+                kserve::llm_inference_service(
+                    obj,
+                    &base,
+                    Some("prefill"),
+                    placeholders,
+                    cx,
+                    &mut out,
+                );
+            }
+        }
+        ServingKind::KaitoWorkspace => kaito::kaito_workspace(obj, placeholders, cx, &mut out),
+        ServingKind::StormService => aibrix::storm_service(obj, placeholders, cx, &mut out),
+        ServingKind::RayClusterFleet => aibrix::ray_cluster_fleet(obj, placeholders, cx, &mut out),
+        ServingKind::RayService => ray::ray_service(obj, placeholders, cx, &mut out),
+    }
+    out
+}
+
+fn http_probe(path: &str, port: Value) -> Probe {
+    serde_json::from_value(json!({"httpGet": {"path": path, "port": port}})).unwrap_or_default()
+}
+
+fn gpu_resources(name: &str, n: &str) -> ResourceRequirements {
+    let q = [(name.to_string(), Quantity(n.to_string()))]
+        .into_iter()
+        .collect::<std::collections::BTreeMap<_, _>>();
+    ResourceRequirements {
+        requests: Some(q.clone()),
+        limits: Some(q),
+        ..ResourceRequirements::default()
+    }
+}
+
+/// The surge-first strategy a fix writes where the resource takes a
+/// Deployment strategy of its own.
+fn surge_strategy() -> Value {
+    json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}})
+}
