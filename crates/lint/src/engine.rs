@@ -233,7 +233,7 @@ pub struct LintOutcome {
 pub type SourceLines = std::collections::BTreeMap<usize, String>;
 
 /// The lines of `bytes` that `findings` point at.
-pub(crate) fn finding_lines(bytes: &[u8], findings: &[Finding]) -> SourceLines {
+fn finding_lines(bytes: &[u8], findings: &[Finding]) -> SourceLines {
     let wanted: std::collections::BTreeSet<usize> =
         findings.iter().map(|f| f.line).filter(|&l| l > 0).collect();
     let mut wanted = wanted.into_iter().peekable();
@@ -253,13 +253,13 @@ pub(crate) fn finding_lines(bytes: &[u8], findings: &[Finding]) -> SourceLines {
 pub const LINT_IGNORE_ANNOTATION: &str = "infera.amd.com/lint-ignore";
 
 #[derive(Default)]
-pub(crate) struct FileResult {
-    pub(crate) findings: Vec<Finding>,
-    pub(crate) errors: Vec<InputError>,
-    pub(crate) documents: usize,
-    pub(crate) objects: usize,
-    pub(crate) skipped: usize,
-    pub(crate) skipped_kinds: Vec<SkippedKind>,
+struct FileResult {
+    findings: Vec<Finding>,
+    errors: Vec<InputError>,
+    documents: usize,
+    objects: usize,
+    skipped: usize,
+    skipped_kinds: Vec<SkippedKind>,
     source: Option<(String, SourceLines)>,
 }
 
@@ -457,7 +457,7 @@ fn lint_unit(u: &Unit, opts: &LintOptions, stage: Stage<'_>) -> Vec<FileOutcome>
         let path = match input {
             manifest::Input::File(path) => path,
             manifest::Input::Rendered(renderer, dir) => {
-                let (head, files) = super::rendered::lint_rendered(*renderer, dir, opts, stage);
+                let (head, files) = lint_rendered(*renderer, dir, opts, stage);
                 out.skipped_inputs.extend(head.skipped_inputs);
                 out.input_errors.extend(head.input_errors);
                 rendered.extend(files);
@@ -479,6 +479,99 @@ fn lint_unit(u: &Unit, opts: &LintOptions, stage: Stage<'_>) -> Vec<FileOutcome>
     let mut all = vec![out];
     all.extend(rendered);
     all
+}
+
+// ---------------------------------------------------------------------------
+// Helm charts and Kustomize directories: rendered by their tool, linted as
+// the objects they render, each finding placed in the template file and
+// line the object came from (`infera_model::manifest::render`).
+// ---------------------------------------------------------------------------
+
+/// Lint what `renderer` renders from `dir`: the directory's own outcome
+/// (a skip when the tool is missing, an input error when it fails), and
+/// one outcome per file the rendered objects came from, in name order.
+fn lint_rendered(
+    renderer: manifest::render::Renderer,
+    dir: &FsPath,
+    opts: &LintOptions,
+    stage: Stage<'_>,
+) -> (FileOutcome, Vec<FileOutcome>) {
+    let name = manifest::display_path(dir);
+    let mut head = FileOutcome {
+        file: name.clone(),
+        ..FileOutcome::default()
+    };
+    let command = opts.render.command_line(renderer, dir);
+    let bytes = match opts.render.render(renderer, dir) {
+        Ok(bytes) => bytes,
+        Err(manifest::render::Unrendered::NoTool) => {
+            let flag = match renderer {
+                manifest::render::Renderer::Helm => "--helm or INFERA_HELM",
+                manifest::render::Renderer::Kustomize => "--kubectl or INFERA_KUBECTL",
+            };
+            head.skipped_inputs.push(SkippedInput {
+                path: name,
+                reason: format!(
+                    "{}, and no {} on PATH ({flag}) to render it: not linted",
+                    renderer.what(),
+                    renderer.program()
+                ),
+                command,
+            });
+            return (head, Vec::new());
+        }
+        Err(manifest::render::Unrendered::Failed(said)) => {
+            head.input_errors.push(InputError {
+                file: name,
+                line: None,
+                column: None,
+                message: format!(
+                    "{} could not be rendered: {said}; fix it or its values (`{command}` shows the same)",
+                    renderer.what()
+                ),
+            });
+            return (head, Vec::new());
+        }
+    };
+    let claims = match stage {
+        Stage::Lint(_) => source_claims(&name, &bytes),
+        Stage::Load => Claims::new(),
+    };
+    let mut by_file: std::collections::BTreeMap<String, (FileResult, Option<String>)> =
+        Default::default();
+    for raw in manifest::split_documents(&bytes) {
+        let text = String::from_utf8_lossy(raw.bytes);
+        let origin = manifest::render::origin(renderer, dir, &text);
+        let (r, source) = by_file.entry(origin.file.clone()).or_default();
+        lint_document(&origin.file, &raw, opts, stage, (&claims, Some(&origin)), r);
+        if source.is_none() {
+            *source = origin.text;
+        }
+    }
+    let files = by_file
+        .into_iter()
+        .map(|(file, (r, text))| {
+            let sources = match text {
+                Some(t) if opts.keep_sources && !r.findings.is_empty() => {
+                    finding_lines(t.as_bytes(), &r.findings)
+                }
+                _ => Default::default(),
+            };
+            FileOutcome {
+                file,
+                files: 1,
+                findings: r.findings,
+                input_errors: r.errors,
+                documents: r.documents,
+                objects: r.objects,
+                skipped: r.skipped,
+                skipped_kinds: r.skipped_kinds,
+                skipped_inputs: Vec::new(),
+                sources,
+            }
+        })
+        .collect();
+    (head, files)
 }
 
 fn collect_paths(
@@ -551,7 +644,7 @@ pub fn lint_source(file: &str, bytes: &[u8], opts: &LintOptions) -> LintOutcome 
 
 /// How far a file is taken.
 #[derive(Clone, Copy)]
-pub(crate) enum Stage<'a> {
+enum Stage<'a> {
     /// Parsed and converted to typed views only.
     Load,
     /// And every enabled rule run over each object.
@@ -599,7 +692,7 @@ fn lint_file(path: &FsPath, opts: &LintOptions, stage: Stage<'_>) -> FileResult 
 /// The DRA claims and claim templates of one source (a file, stdin),
 /// which its pods' `resourceClaims` name. Only a source that mentions
 /// them is parsed twice.
-pub(crate) fn source_claims(file: &str, bytes: &[u8]) -> Claims {
+fn source_claims(file: &str, bytes: &[u8]) -> Claims {
     const NEEDLE: &[u8] = b"ResourceClaim";
     let mentions = bytes
         .iter()
@@ -632,7 +725,7 @@ fn lint_bytes(file: &str, bytes: &[u8], opts: &LintOptions, stage: Stage<'_>, r:
 
 /// Lint one document of a source; `origin` (a rendered document) moves
 /// positions to the template it came from.
-pub(crate) fn lint_document(
+fn lint_document(
     file: &str,
     raw: &manifest::RawDocument<'_>,
     opts: &LintOptions,

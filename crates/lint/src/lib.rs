@@ -11,7 +11,6 @@ pub mod finding;
 pub mod fix;
 mod kinds;
 mod pool;
-mod rendered;
 pub mod report;
 pub mod rules;
 mod serving;
