@@ -70,7 +70,7 @@ print(f"callgrind over a {mb:.0f} MiB corpus, 1 thread (instructions; corpus gen
 print(f"  serde-saphyr -> Value      {generic/1e6:12.1f} M")
 print(f"  parse-only                 {parse/1e6:12.1f} M")
 print(f"  lint + JSON to a sink      {lint/1e6:12.1f} M")
-print(f"  lint / generic parse throughput (= generic / lint instructions)  {generic/lint:.2f}   target >= 1.00")
+print(f"  lint / generic parse throughput (= generic / lint instructions)  {generic/lint:.2f}   target >= 1.30")
 print(f"  lint / parse-only throughput (= parse / lint instructions)  {parse/lint:.2f}   target >= 0.70")
 print(f"  outside the per-file parallel loop (walk, merge, sort, JSON)  {serial*100:.1f} % of lint")
 print(f"  best 2-thread speedup that allows (Amdahl)  {1/(serial + (1-serial)/2):.2f}x   target >= 1.70")

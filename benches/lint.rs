@@ -16,7 +16,7 @@
 //! samples, warm-up excluded):
 //!
 //! - `parse-only`: [`engine::load_paths`] — the project's own loader (read,
-//!   split, the tree from granit-parser's events or serde-saphyr, typed views), on the same rayon pool as lint, no
+//!   split, the tree from granit-parser's events or serde-saphyr, typed views), on the same thread pool as lint, no
 //!   rule;
 //! - `lint-json`: [`lint::lint_and_print`] with the JSON printer into a
 //!   sink (file by file, printed as it goes) — what `infera lint --format
@@ -24,7 +24,7 @@
 //!
 //! each on 1 and 2 threads; and `generic-parse/1`: serde-saphyr parsing the
 //! same files into `serde_json::Value` on one thread, the denominator of the
-//! issue's lint / parse ratio (target >= 1.0).
+//! issue's lint / parse ratio (target >= 1.3, issue 27).
 //!
 //! Every throughput is printed as a ratio against parse-only measured in the
 //! same run, next to its target, because the machine is shared and absolute
@@ -160,9 +160,9 @@ fn generate(target_bytes: u64) -> Corpus {
 /// The generic-parse baseline's benchmark name.
 const GENERIC: &str = "generic-parse/1";
 
-/// lint / generic parse throughput, one thread (issue: lint at least as fast
-/// as serde-saphyr into `serde_json::Value`).
-const TARGET_LINT_VS_GENERIC: f64 = 1.0;
+/// lint / generic parse throughput, one thread (issue 27: lint at least
+/// 1.3 times as fast as serde-saphyr into `serde_json::Value`).
+const TARGET_LINT_VS_GENERIC: f64 = 1.3;
 
 /// Per-iteration times recorded while criterion measures, by benchmark.
 static TIMES: Mutex<BTreeMap<String, Vec<Duration>>> = Mutex::new(BTreeMap::new());

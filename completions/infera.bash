@@ -683,7 +683,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__lint)
-            opts="-o -j -A -n -v -h -V --format --node-gpus --nodes --config --select --ignore --fail-on --threads --operator --cluster --all-namespaces --kubeconfig --context --namespace --verbose --help --version"
+            opts="-o -j -A -n -v -h -V --format --node-gpus --nodes --config --select --ignore --fail-on --threads --operator --values --set --helm --kubectl --cluster --all-namespaces --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -731,6 +731,22 @@ _infera() {
                     ;;
                 --operator)
                     COMPREPLY=($(compgen -W "pre-176 176 latest" -- "${cur}"))
+                    return 0
+                    ;;
+                --values)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --set)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --helm)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubectl)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --kubeconfig)

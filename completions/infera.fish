@@ -56,6 +56,10 @@ complete -c infera -n "__fish_infera_using_subcommand lint" -s j -l threads -d '
 complete -c infera -n "__fish_infera_using_subcommand lint" -l operator -d 'The operator generation to predict (default: the config\'s `operator`, else latest). With `--cluster` it is read off the live workers and this only applies where they do not tell' -r -f -a "pre-176\t'Before PR #176: surge-free, /health on the engine port'
 176\t'PR #176 and later: surge-first when probed /ready on the readiness port'
 latest\t'The newest generation infera knows (176)'"
+complete -c infera -n "__fish_infera_using_subcommand lint" -l values -d 'Helm charts: a values file passed to `helm template --values` (repeatable, in order)' -r -F
+complete -c infera -n "__fish_infera_using_subcommand lint" -l set -d 'Helm charts: a value passed to `helm template --set` (repeatable, in order)' -r
+complete -c infera -n "__fish_infera_using_subcommand lint" -l helm -d 'The helm that renders directories holding `Chart.yaml` (default: `helm` on `PATH`; without one, charts are skipped and named)' -r -F
+complete -c infera -n "__fish_infera_using_subcommand lint" -l kubectl -d 'The kubectl whose `kubectl kustomize` renders directories holding `kustomization.yaml` (default: `kubectl` on `PATH`)' -r -F
 complete -c infera -n "__fish_infera_using_subcommand lint" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
 complete -c infera -n "__fish_infera_using_subcommand lint" -l context -d 'The name of the kubeconfig context to use' -r
 complete -c infera -n "__fish_infera_using_subcommand lint" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r

@@ -157,7 +157,9 @@ pub enum FailOn {
 #[derive(Debug, Clone, Args)]
 pub struct LintArgs {
     /// Files or directories to lint (`*.yaml`, `*.yml`, `*.json`,
-    /// recursively); `-` reads standard input.
+    /// recursively; a directory holding `Chart.yaml` is rendered with
+    /// `helm template`, one holding `kustomization.yaml` with `kubectl
+    /// kustomize`); `-` reads standard input.
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Output format.
@@ -190,6 +192,22 @@ pub struct LintArgs {
     /// workers and this only applies where they do not tell.
     #[arg(long = "operator", value_name = "GENERATION", value_enum)]
     pub operator: Option<OperatorArg>,
+    /// Helm charts: a values file passed to `helm template --values`
+    /// (repeatable, in order).
+    #[arg(long = "values", value_name = "FILE")]
+    pub values: Vec<PathBuf>,
+    /// Helm charts: a value passed to `helm template --set` (repeatable, in
+    /// order).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// The helm that renders directories holding `Chart.yaml` (default:
+    /// `helm` on `PATH`; without one, charts are skipped and named).
+    #[arg(long, value_name = "PROGRAM", env = "INFERA_HELM")]
+    pub helm: Option<PathBuf>,
+    /// The kubectl whose `kubectl kustomize` renders directories holding
+    /// `kustomization.yaml` (default: `kubectl` on `PATH`).
+    #[arg(long, value_name = "PROGRAM", env = "INFERA_KUBECTL")]
+    pub kubectl: Option<PathBuf>,
     /// Lint the live objects of a cluster instead of files.
     #[arg(long, conflicts_with = "paths")]
     pub cluster: bool,

@@ -39,6 +39,12 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
         // Set by `--cluster` once it has listed them.
         every_budget: false,
         every_claim: false,
+        render: infera_model::manifest::render::RenderOptions {
+            helm: args.helm.clone(),
+            kubectl: args.kubectl.clone(),
+            values: args.values.clone(),
+            set: args.set.clone(),
+        },
     };
 
     // Input errors always go to standard error (in json/sarif/github they

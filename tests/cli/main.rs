@@ -9,6 +9,7 @@
 mod common;
 
 mod audit_usage;
+mod charts;
 mod corpus;
 mod ecosystem;
 mod ecosystem_ci;

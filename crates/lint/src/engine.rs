@@ -35,8 +35,8 @@ pub struct LintOptions {
     pub nodes: Option<PathBuf>,
     /// Rule codes to run (after config/--select/--ignore); empty = all.
     pub enabled: Vec<&'static str>,
-    /// Files linted at once (`--threads`); 0 = rayon's default
-    /// (`RAYON_NUM_THREADS`, else one per CPU).
+    /// Files linted at once (`--threads`); 0 = `RAYON_NUM_THREADS` when
+    /// set (the variable parallel Rust tools share), else one per CPU.
     pub threads: usize,
     /// Keep the lines findings point at in [`LintOutcome::sources`] (the
     /// human printer's code frames need them; the other printers do not).
@@ -53,6 +53,8 @@ pub struct LintOptions {
     pub every_budget: bool,
     /// The input holds every PersistentVolumeClaim of those namespaces.
     pub every_claim: bool,
+    /// How Helm charts and Kustomize directories are rendered.
+    pub render: manifest::render::RenderOptions,
 }
 
 impl LintOptions {
@@ -107,6 +109,21 @@ pub struct LintSummary {
     /// (reason)", never silently.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped_kinds: Vec<SkippedKind>,
+    /// Charts and Kustomize directories not rendered (no tool), with the
+    /// command that renders them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped_inputs: Vec<SkippedInput>,
+}
+
+/// A directory that is not manifests until rendered, left unlinted because
+/// its tool is missing: not an error in the input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedInput {
+    pub path: String,
+    /// Why (`a Helm chart, and no helm on PATH (--helm, INFERA_HELM)`).
+    pub reason: String,
+    /// What renders and lints it by hand.
+    pub command: String,
 }
 
 /// A kind that carries pods but whose rollout infera does not model.
@@ -138,6 +155,7 @@ impl LintSummary {
         self.objects += f.objects;
         self.skipped += f.skipped;
         merge_skipped_kinds(&mut self.skipped_kinds, &f.skipped_kinds);
+        self.skipped_inputs.extend_from_slice(&f.skipped_inputs);
     }
 }
 
@@ -365,7 +383,13 @@ pub fn lint_paths_each(
     let capacity = load_capacity(opts, None, &mut pre);
     let units = units(paths, pre);
     let work = |u: &Unit| lint_unit(u, opts, Stage::Lint(&capacity));
-    drive(&units, thread_count(opts.threads), &work, each)
+    let mut each_file = |all: Vec<FileOutcome>| all.into_iter().try_for_each(&mut *each);
+    super::pool::drive(
+        &units,
+        super::pool::thread_count(opts.threads),
+        &work,
+        &mut each_file,
+    )
 }
 
 /// The results of the files read under one name, in the order a report
@@ -385,6 +409,8 @@ pub struct FileOutcome {
     pub skipped: usize,
     /// Skipped kinds that carry pods, with the reason.
     pub skipped_kinds: Vec<SkippedKind>,
+    /// Charts and overlays not rendered.
+    pub skipped_inputs: Vec<SkippedInput>,
     /// The lines findings point at (with [`LintOptions::keep_sources`]).
     pub sources: SourceLines,
 }
@@ -392,14 +418,14 @@ pub struct FileOutcome {
 /// Files (and input errors) that share a name in reports.
 struct Unit {
     name: String,
-    files: Vec<std::path::PathBuf>,
+    files: Vec<manifest::Input>,
     errors: Vec<InputError>,
 }
 
 /// Expand the paths and group them, with the input errors known before any
 /// file is read, by the name reports give them, in name order.
 fn units(paths: &[std::path::PathBuf], mut pre: Vec<InputError>) -> Vec<Unit> {
-    let (files, errors) = manifest::expand_paths(paths);
+    let (files, errors) = manifest::expand_inputs(paths);
     pre.extend(errors.into_iter().map(InputError::from));
     let mut by_name: std::collections::BTreeMap<String, Unit> = Default::default();
     let unit = |name: &str| Unit {
@@ -408,7 +434,7 @@ fn units(paths: &[std::path::PathBuf], mut pre: Vec<InputError>) -> Vec<Unit> {
         errors: Vec::new(),
     };
     for f in files {
-        let name = manifest::display_path(&f);
+        let name = manifest::display_path(f.path());
         by_name
             .entry(name.clone())
             .or_insert_with(|| unit(&name))
@@ -425,14 +451,27 @@ fn units(paths: &[std::path::PathBuf], mut pre: Vec<InputError>) -> Vec<Unit> {
     by_name.into_values().collect()
 }
 
-fn lint_unit(u: &Unit, opts: &LintOptions, stage: Stage<'_>) -> FileOutcome {
+/// The outcomes of one unit: the unit's own, then (for a rendered
+/// directory) one per file its objects came from, in name order.
+fn lint_unit(u: &Unit, opts: &LintOptions, stage: Stage<'_>) -> Vec<FileOutcome> {
     let mut out = FileOutcome {
         file: u.name.clone(),
-        files: u.files.len(),
         input_errors: u.errors.clone(),
         ..FileOutcome::default()
     };
-    for path in &u.files {
+    let mut rendered = Vec::new();
+    for input in &u.files {
+        let path = match input {
+            manifest::Input::File(path) => path,
+            manifest::Input::Rendered(renderer, dir) => {
+                let (head, files) = lint_rendered(*renderer, dir, opts, stage);
+                out.skipped_inputs.extend(head.skipped_inputs);
+                out.input_errors.extend(head.input_errors);
+                rendered.extend(files);
+                continue;
+            }
+        };
+        out.files += 1;
         let r = lint_file(path, opts, stage);
         out.documents += r.documents;
         out.objects += r.objects;
@@ -444,19 +483,110 @@ fn lint_unit(u: &Unit, opts: &LintOptions, stage: Stage<'_>) -> FileOutcome {
             out.sources.extend(lines);
         }
     }
-    out
+    let mut all = vec![out];
+    all.extend(rendered);
+    all
 }
 
-/// `--threads 0`: rayon's default (`RAYON_NUM_THREADS`, else one per CPU).
-fn thread_count(threads: usize) -> usize {
-    if threads > 0 {
-        return threads;
+// ---------------------------------------------------------------------------
+// Helm charts and Kustomize directories: rendered by their tool, linted as
+// the objects they render, each finding placed in the template file and
+// line the object came from (`infera_model::manifest::render`).
+// ---------------------------------------------------------------------------
+
+/// Lint what `renderer` renders from `dir`: the directory's own outcome
+/// (a skip when the tool is missing, an input error when it fails), and
+/// one outcome per file the rendered objects came from, in name order.
+fn lint_rendered(
+    renderer: manifest::render::Renderer,
+    dir: &FsPath,
+    opts: &LintOptions,
+    stage: Stage<'_>,
+) -> (FileOutcome, Vec<FileOutcome>) {
+    let name = manifest::display_path(dir);
+    let mut head = FileOutcome {
+        file: name.clone(),
+        ..FileOutcome::default()
+    };
+    let command = opts.render.command_line(renderer, dir);
+    let bytes = match opts.render.render(renderer, dir) {
+        Ok(bytes) => bytes,
+        Err(manifest::render::Unrendered::NoTool) => {
+            let flag = match renderer {
+                manifest::render::Renderer::Helm => "--helm or INFERA_HELM",
+                manifest::render::Renderer::Kustomize => "--kubectl or INFERA_KUBECTL",
+            };
+            head.skipped_inputs.push(SkippedInput {
+                path: name,
+                reason: format!(
+                    "{}, and no {} on PATH ({flag}) to render it: not linted",
+                    renderer.what(),
+                    renderer.program()
+                ),
+                command,
+            });
+            return (head, Vec::new());
+        }
+        Err(manifest::render::Unrendered::Failed(said)) => {
+            head.input_errors.push(InputError {
+                file: name,
+                line: None,
+                column: None,
+                message: format!(
+                    "{} could not be rendered: {said}; fix it or its values (`{command}` shows the same)",
+                    renderer.what()
+                ),
+            });
+            return (head, Vec::new());
+        }
+    };
+    let origin_of = |raw: &manifest::RawDocument<'_>| {
+        let text = String::from_utf8_lossy(raw.bytes);
+        Some(manifest::render::origin(renderer, dir, &text))
+    };
+    let (claims, peers) = context(&name, &bytes, opts, stage, &origin_of);
+    let mut by_file: std::collections::BTreeMap<String, (FileResult, Option<String>)> =
+        Default::default();
+    for raw in manifest::split_documents(&bytes) {
+        let text = String::from_utf8_lossy(raw.bytes);
+        let origin = manifest::render::origin(renderer, dir, &text);
+        let (r, source) = by_file.entry(origin.file.clone()).or_default();
+        lint_document(
+            &origin.file,
+            &raw,
+            opts,
+            stage,
+            (&claims, &peers, Some(&origin)),
+            r,
+        );
+        if source.is_none() {
+            *source = origin.text;
+        }
     }
-    std::env::var("RAYON_NUM_THREADS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n: &usize| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    let files = by_file
+        .into_iter()
+        .map(|(file, (r, text))| {
+            let sources = match text {
+                Some(t) if opts.keep_sources && !r.findings.is_empty() => {
+                    finding_lines(t.as_bytes(), &r.findings)
+                }
+                _ => Default::default(),
+            };
+            FileOutcome {
+                file,
+                files: 1,
+                findings: r.findings,
+                input_errors: r.errors,
+                documents: r.documents,
+                objects: r.objects,
+                skipped: r.skipped,
+                skipped_kinds: r.skipped_kinds,
+                skipped_inputs: Vec::new(),
+                sources,
+            }
+        })
+        .collect();
+    (head, files)
 }
 
 fn collect_paths(
@@ -468,16 +598,23 @@ fn collect_paths(
     let mut outcome = LintOutcome::default();
     let units = units(paths, pre);
     let work = |u: &Unit| lint_unit(u, opts, stage);
-    let mut each = |f: FileOutcome| {
-        outcome.summary.add_file(&f);
-        if !f.findings.is_empty() && opts.keep_sources {
-            outcome.sources.insert(f.file.clone(), f.sources);
+    let mut each = |all: Vec<FileOutcome>| {
+        for f in all {
+            outcome.summary.add_file(&f);
+            if !f.findings.is_empty() && opts.keep_sources {
+                outcome.sources.insert(f.file.clone(), f.sources);
+            }
+            outcome.findings.extend(f.findings);
+            outcome.input_errors.extend(f.input_errors);
         }
-        outcome.findings.extend(f.findings);
-        outcome.input_errors.extend(f.input_errors);
         Ok(())
     };
-    if let Err(e) = drive(&units, thread_count(opts.threads), &work, &mut each) {
+    if let Err(e) = super::pool::drive(
+        &units,
+        super::pool::thread_count(opts.threads),
+        &work,
+        &mut each,
+    ) {
         outcome.input_errors.push(InputError {
             file: "-".into(),
             line: None,
@@ -487,102 +624,6 @@ fn collect_paths(
     }
     finish(&mut outcome);
     outcome
-}
-
-/// Run `work` over `units` on `threads` threads (each with a parser-sized
-/// stack) and hand the results to `each`, on the calling thread, in order.
-/// Workers stay at most a few units ahead of the one handed over (a reorder
-/// window), so only that many results are ever held.
-fn drive<T: Send>(
-    units: &[Unit],
-    threads: usize,
-    work: &(dyn Fn(&Unit) -> T + Sync),
-    each: &mut dyn FnMut(T) -> std::io::Result<()>,
-) -> std::io::Result<()> {
-    let threads = threads.max(1);
-    let window = 4 * threads;
-    let gate = Gate::default();
-    std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, T)>();
-        let mut started = 0;
-        let mut spawn_error = None;
-        for _ in 0..threads {
-            let tx = tx.clone();
-            let gate = &gate;
-            let spawned = std::thread::Builder::new()
-                .stack_size(manifest::PARSE_STACK_BYTES)
-                .spawn_scoped(s, move || {
-                    // A worker that panics stops the others (its unit would
-                    // never be handed over); the scope re-raises the panic.
-                    let _stop_on_panic = StopOnPanic(gate);
-                    while let Some(i) = gate.take(units.len(), window) {
-                        if tx.send((i, work(&units[i]))).is_err() {
-                            break;
-                        }
-                    }
-                });
-            match spawned {
-                Ok(_) => started += 1,
-                Err(e) => spawn_error = Some(e),
-            }
-        }
-        drop(tx);
-        if started == 0 {
-            return Err(spawn_error.unwrap_or_else(|| std::io::Error::other("no thread")));
-        }
-        let mut pending = std::collections::BTreeMap::new();
-        let mut result = Ok(());
-        let mut next = 0;
-        for (i, r) in rx {
-            pending.insert(i, r);
-            while let Some(r) = pending.remove(&next) {
-                if result.is_ok() {
-                    result = each(r);
-                }
-                next += 1;
-                gate.handed_over(next, result.is_err());
-            }
-        }
-        result
-    })
-}
-
-/// The reorder window of [`drive`]: which unit is next to take, and how far
-/// the hand-over has got.
-#[derive(Default)]
-struct Gate {
-    state: std::sync::Mutex<GateState>,
-    moved: std::sync::Condvar,
-}
-
-#[derive(Default)]
-struct GateState {
-    next: usize,
-    handed_over: usize,
-    stop: bool,
-}
-
-impl Gate {
-    /// The next unit to work on, waiting while it is `window` units or
-    /// more ahead of the hand-over; None when all are taken or on stop.
-    fn take(&self, len: usize, window: usize) -> Option<usize> {
-        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        while !g.stop && g.next < len && g.next >= g.handed_over + window {
-            g = self.moved.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-        if g.stop || g.next >= len {
-            return None;
-        }
-        g.next += 1;
-        Some(g.next - 1)
-    }
-
-    fn handed_over(&self, count: usize, stop: bool) {
-        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        g.handed_over = count;
-        g.stop |= stop;
-        self.moved.notify_all();
-    }
 }
 
 /// Lint one in-memory source (`file` names it in findings and errors) on a
@@ -637,19 +678,6 @@ fn merge(outcome: &mut LintOutcome, r: FileResult) {
     }
 }
 
-/// Stops the [`Gate`] when dropped by a panicking thread.
-struct StopOnPanic<'a>(&'a Gate);
-
-impl Drop for StopOnPanic<'_> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            let mut g = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
-            g.stop = true;
-            self.0.moved.notify_all();
-        }
-    }
-}
-
 fn finish(outcome: &mut LintOutcome) {
     outcome.summary.errors = outcome
         .findings
@@ -677,10 +705,11 @@ fn lint_file(path: &FsPath, opts: &LintOptions, stage: Stage<'_>) -> FileResult 
 }
 
 /// What a source's workloads refer to in other objects of the same source
-/// (a file, stdin): the DRA claims and claim templates their pods' GPUs
-/// come from, their PodDisruptionBudgets and their PersistentVolumeClaims.
-/// Only a source that mentions one of these kinds is parsed twice.
-fn source_context(file: &str, bytes: &[u8]) -> (Claims, Peers) {
+/// (a file, stdin, a rendered chart): the DRA claims and claim templates
+/// their pods' GPUs come from, their PodDisruptionBudgets and their
+/// PersistentVolumeClaims. Only a source that mentions one of these kinds
+/// is parsed twice. `origin_of` places a rendered document in its template.
+fn source_context(file: &str, bytes: &[u8], origin_of: &OriginOf<'_>) -> (Claims, Peers) {
     const KINDS: [&[u8]; 3] = [
         b"ResourceClaim",
         b"PodDisruptionBudget",
@@ -692,51 +721,58 @@ fn source_context(file: &str, bytes: &[u8]) -> (Claims, Peers) {
         return (claims, peers);
     }
     let none = Claims::new();
-    each_object(file, bytes, &none, &mut |item| {
-        if let Ok((node, place)) = item {
-            add_peer(&node.to_json(), place, &mut claims, &mut peers);
-        }
-    });
+    for raw in manifest::split_documents(bytes) {
+        let origin = origin_of(&raw);
+        each_object(file, &raw, (&none, origin.as_ref()), &mut |item| {
+            if let Ok((node, place)) = item {
+                add_peer(&node.to_json(), place, &mut claims, &mut peers);
+            }
+        });
+    }
     (claims, peers)
 }
 
-/// One object of a source with its place, or a document that did not parse.
+/// Where a rendered document came from (`None` for a file's own).
+type OriginOf<'a> = dyn Fn(&manifest::RawDocument<'_>) -> Option<manifest::render::Origin> + 'a;
+
+/// One object of a document with its place, or the document's parse error.
 type Item<'n, 'p> = Result<(&'n Node<'n>, &'p Place<'p>), InputError>;
 
-/// Every object of every document of a source, with its place (`claims`:
-/// the source's DRA claims, for the rules), in order; a document that does
-/// not parse comes as its error, and the others still come. Returns the
-/// number of documents.
+/// Every object of one document, with its place (`claims`: the source's DRA
+/// claims, for the rules; `origin`: a rendered document's template), in
+/// order; a document that does not parse comes as its error.
 fn each_object(
     file: &str,
-    bytes: &[u8],
-    claims: &Claims,
+    raw: &manifest::RawDocument<'_>,
+    (claims, origin): (&Claims, Option<&manifest::render::Origin>),
     each: &mut dyn FnMut(Item<'_, '_>),
-) -> usize {
-    let mut documents = 0;
-    for raw in manifest::split_documents(bytes) {
-        documents += 1;
-        let doc = match manifest::parse_document(file, &raw) {
-            Ok(Some(doc)) => doc,
-            Ok(None) => continue,
-            Err(e) => {
-                each(Err(InputError::from(e)));
-                continue;
+) {
+    let doc = match manifest::parse_document(file, raw) {
+        Ok(Some(doc)) => doc,
+        Ok(None) => return,
+        Err(mut e) => {
+            if let Some(o) = origin {
+                e.line = e
+                    .line
+                    .map(|l| o.line(l - raw.line_offset))
+                    .filter(|&l| l > 0);
             }
-        };
-        let text = std::str::from_utf8(raw.bytes).unwrap_or_default();
-        for (base, node) in manifest::objects(&doc.root) {
-            let place = Place {
-                document: doc.index,
-                base,
-                source: Some((&doc.root, text)),
-                line_offset: doc.line_offset,
-                claims,
-            };
-            each(Ok((node, &place)));
+            each(Err(InputError::from(e)));
+            return;
         }
+    };
+    let text = std::str::from_utf8(raw.bytes).unwrap_or_default();
+    for (base, node) in manifest::objects(&doc.root) {
+        let place = Place {
+            document: doc.index,
+            base,
+            source: Some((&doc.root, text)),
+            line_offset: doc.line_offset,
+            claims,
+            origin,
+        };
+        each(Ok((node, &place)));
     }
-    documents
 }
 
 /// Record `v` when it is a DRA claim, a budget or a volume claim.
@@ -778,18 +814,45 @@ fn peer_budget(budget: infera_model::pdb::Budget, place: &Place<'_>) -> PeerBudg
     }
 }
 
-fn lint_bytes(file: &str, bytes: &[u8], opts: &LintOptions, stage: Stage<'_>, r: &mut FileResult) {
+/// The claims and peers of a source, as the stage needs them.
+fn context(
+    file: &str,
+    bytes: &[u8],
+    opts: &LintOptions,
+    stage: Stage<'_>,
+    origin_of: &OriginOf<'_>,
+) -> (Claims, Peers) {
     let (claims, mut peers) = match stage {
-        Stage::Lint(_) => source_context(file, bytes),
+        Stage::Lint(_) => source_context(file, bytes, origin_of),
         Stage::Load => Default::default(),
     };
     peers.every_budget = opts.every_budget;
     peers.every_claim = opts.every_claim;
-    let documents = each_object(file, bytes, &claims, &mut |item| match item {
-        Ok((node, place)) => lint_node(node, file, opts, stage, (place, &peers), r),
+    (claims, peers)
+}
+
+fn lint_bytes(file: &str, bytes: &[u8], opts: &LintOptions, stage: Stage<'_>, r: &mut FileResult) {
+    let (claims, peers) = context(file, bytes, opts, stage, &|_| None);
+    for raw in manifest::split_documents(bytes) {
+        lint_document(file, &raw, opts, stage, (&claims, &peers, None), r);
+    }
+}
+
+/// Lint one document of a source; `origin` (a rendered document) moves
+/// positions to the template it came from.
+fn lint_document(
+    file: &str,
+    raw: &manifest::RawDocument<'_>,
+    opts: &LintOptions,
+    stage: Stage<'_>,
+    (claims, peers, origin): (&Claims, &Peers, Option<&manifest::render::Origin>),
+    r: &mut FileResult,
+) {
+    r.documents += 1;
+    each_object(file, raw, (claims, origin), &mut |item| match item {
+        Ok((node, place)) => lint_node(node, file, opts, stage, (place, peers), r),
         Err(e) => r.errors.push(e),
     });
-    r.documents += documents;
 }
 
 /// Where an object sits: its document, its path in it, and (for a file)
@@ -801,6 +864,8 @@ struct Place<'d> {
     line_offset: usize,
     /// The DRA claims of the same source.
     claims: &'d Claims,
+    /// For a rendered document: the template file's lines.
+    origin: Option<&'d manifest::render::Origin>,
 }
 
 impl Place<'_> {
@@ -815,9 +880,13 @@ impl Place<'_> {
         let Some((root, _)) = self.source else {
             return (0, 0);
         };
-        match root.locate(&self.full(p)) {
-            (0, _) => (0, 0),
-            (line, column) => (line as usize + self.line_offset, column as usize),
+        match (root.locate(&self.full(p)), self.origin) {
+            ((0, _), _) => (0, 0),
+            ((line, column), None) => (line as usize + self.line_offset, column as usize),
+            ((line, column), Some(o)) => match o.line(line as usize) {
+                0 => (0, 0),
+                l => (l, column as usize),
+            },
         }
     }
 
@@ -843,7 +912,9 @@ impl Place<'_> {
                 }
             })
             .collect();
-        if !complete {
+        // A rendered document's text is not the template's: the merge
+        // patches stand, the text edits would land on the wrong lines.
+        if !complete || self.origin.is_some() {
             edits.clear();
         }
         for e in &mut edits {
@@ -934,25 +1005,66 @@ fn lint_node(
 
 /// Placeholders in the fields rules need.
 fn collect_placeholders(node: &Node, out: &mut Vec<(manifest::Path, String)>) {
-    const NEEDED: [&str; 7] = [
-        "nodeSelector",
-        "affinity",
-        "resources",
-        "replicas",
-        "numberOfNodes",
-        "ports",
-        "port",
-    ];
     let mut path = Vec::new();
-    node.walk_strings(&mut path, &mut |p, s| {
-        if manifest::has_placeholder(s)
-            && p.iter()
-                .any(|seg| matches!(seg, Seg::Key(k) if NEEDED.contains(&k.as_str())))
-            && !out.iter().any(|(q, _)| q == p)
-        {
-            out.push((p.clone(), s.to_string()));
+    placeholders_under(node, &mut path, 0, out);
+}
+
+/// Keys whose values rules read (a placeholder below one blocks a verdict).
+const NEEDED: [&str; 7] = [
+    "nodeSelector",
+    "affinity",
+    "resources",
+    "replicas",
+    "numberOfNodes",
+    "ports",
+    "port",
+];
+
+/// The walk of [`collect_placeholders`]: `needed` counts the [`NEEDED`]
+/// keys on `path`, and only strings below one are looked at. The path is
+/// borrowed while walking and copied only for a placeholder found (most
+/// objects have none: no allocation per key, lint's hot path).
+fn placeholders_under<'n>(
+    node: &'n Node,
+    path: &mut Vec<(Option<&'n str>, usize)>,
+    needed: usize,
+    out: &mut Vec<(manifest::Path, String)>,
+) {
+    use infera_model::manifest::Value;
+    match &node.value {
+        Value::Str(s) if needed > 0 && s.bytes().any(|b| matches!(b, b'$' | b'{' | b'<')) => {
+            if !manifest::has_placeholder(s) {
+                return;
+            }
+            let owned: manifest::Path = path
+                .iter()
+                .map(|(k, i)| match k {
+                    Some(k) => Seg::Key((*k).to_string()),
+                    None => Seg::Index(*i),
+                })
+                .collect();
+            if !out.iter().any(|(q, _)| *q == owned) {
+                out.push((owned, s.to_string()));
+            }
         }
-    });
+        Value::Seq(items) => {
+            for (i, item) in items.iter().enumerate() {
+                path.push((None, i));
+                placeholders_under(item, path, needed, out);
+                path.pop();
+            }
+        }
+        Value::Map(entries) => {
+            for (k, v) in entries {
+                let name: &str = k.name.as_ref();
+                path.push((Some(name), 0));
+                let more = usize::from(NEEDED.contains(&name));
+                placeholders_under(v, path, needed + more, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
 }
 
 /// (namespace, name) of the InferaDeployments among live objects.
@@ -1029,6 +1141,7 @@ pub fn lint_live(
                 source: None,
                 line_offset: 0,
                 claims: &none,
+                origin: None,
             };
             add_peer(v, &place, &mut claims, &mut peers);
         }
@@ -1047,6 +1160,7 @@ pub fn lint_live(
                 source: None,
                 line_offset: 0,
                 claims: &claims,
+                origin: None,
             };
             let context = (&place, &peers);
             lint_node(&node, source, opts, Stage::Lint(&capacity), context, &mut r);

@@ -11,6 +11,7 @@ pub mod finding;
 pub mod fix;
 mod kinds;
 pub mod peers;
+mod pool;
 pub mod report;
 pub mod rules;
 mod serving;

@@ -201,6 +201,9 @@ pub(crate) fn write_summary(
     for k in &s.skipped_kinds {
         writeln!(out, "{}", super::skipped_line(k))?;
     }
+    for i in &s.skipped_inputs {
+        writeln!(out, "{}", super::skipped_input_line(i))?;
+    }
 
     let sentence = if counts.is_empty() {
         format!(

@@ -104,6 +104,12 @@ pub(crate) fn skipped_line(k: &crate::engine::SkippedKind) -> String {
     format!("skipped: {} ×{} ({})", k.kind, k.count, k.reason)
 }
 
+/// How every report names a chart or overlay left unrendered:
+/// `skipped: charts/w (a Helm chart, and no helm on PATH …); run `helm template charts/w | infera lint -``.
+pub(crate) fn skipped_input_line(s: &crate::engine::SkippedInput) -> String {
+    format!("skipped: {} ({}); run `{}`", s.path, s.reason, s.command)
+}
+
 /// Hand-built outcomes for the printers' unit tests (and the `infera lint`
 /// command's tests in the binary).
 #[doc(hidden)]
@@ -193,6 +199,7 @@ spec:
                 errors,
                 warnings,
                 skipped_kinds: Vec::new(),
+                skipped_inputs: Vec::new(),
             },
             sources,
         }

@@ -236,6 +236,19 @@ fn skipped_note(k: &crate::engine::SkippedKind) -> Notification {
         .build()
 }
 
+/// A chart or overlay left unrendered: a `note` notification with the
+/// command that renders it.
+fn skipped_input_note(s: &crate::engine::SkippedInput) -> Notification {
+    Notification::builder()
+        .level(serde_json::Value::from("note"))
+        .message(
+            Message::builder()
+                .text(super::skipped_input_line(s))
+                .build(),
+        )
+        .build()
+}
+
 /// The SARIF log for one run. `rules` is the registry (all rules, so
 /// code scanning can show every rule's help); `base` is the directory
 /// absolute paths are made relative to (the project root / cwd).
@@ -278,6 +291,13 @@ pub fn to_sarif(outcome: &LintOutcome, rules: &[RuleMeta], base: Option<&Path>) 
                 .iter()
                 .map(|e| notification(e, base))
                 .chain(outcome.summary.skipped_kinds.iter().map(skipped_note))
+                .chain(
+                    outcome
+                        .summary
+                        .skipped_inputs
+                        .iter()
+                        .map(skipped_input_note),
+                )
                 .collect::<Vec<_>>(),
         )
         .build();
@@ -328,7 +348,7 @@ pub(crate) fn write_document(
     rules: &[RuleMeta],
     extra: &[(&'static str, &'static str)],
     errors: &[InputError],
-    skipped: &[crate::engine::SkippedKind],
+    summary: &crate::engine::LintSummary,
     results: &mut Spool,
     base: Option<&Path>,
 ) -> io::Result<()> {
@@ -336,7 +356,8 @@ pub(crate) fn write_document(
         input_errors: errors.to_vec(),
         ..LintOutcome::default()
     };
-    empty.summary.skipped_kinds = skipped.to_vec();
+    empty.summary.skipped_kinds = summary.skipped_kinds.clone();
+    empty.summary.skipped_inputs = summary.skipped_inputs.clone();
     let mut skeleton = to_sarif(&empty, rules, base);
     let Some(mut run) = skeleton.runs.pop() else {
         return Err(io::Error::other("SARIF skeleton without a run"));

@@ -298,6 +298,13 @@ impl<'a> Printer<'a> {
                         super::skipped_line(k)
                     )?;
                 }
+                for i in &summary.skipped_inputs {
+                    writeln!(
+                        out,
+                        "::notice title=infera lint::{}",
+                        super::skipped_input_line(i)
+                    )?;
+                }
                 Ok(())
             }
             Format::Json => {
@@ -308,7 +315,7 @@ impl<'a> Printer<'a> {
                 s.rules,
                 &s.codes,
                 &s.errors,
-                &summary.skipped_kinds,
+                summary,
                 &mut s.spool,
                 s.base.as_deref(),
             ),

@@ -17,6 +17,7 @@ pub mod de;
 pub mod dynamo;
 pub mod events;
 pub mod node;
+pub mod render;
 pub mod serving;
 pub mod typed;
 
@@ -102,19 +103,52 @@ fn is_manifest_file(path: &FsPath) -> bool {
     )
 }
 
+/// One input of a lint: a manifest file (or `-`), or a directory that a
+/// tool renders (a Helm chart, a Kustomize directory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    File(PathBuf),
+    Rendered(render::Renderer, PathBuf),
+}
+
+impl Input {
+    /// The path as given or found.
+    pub fn path(&self) -> &FsPath {
+        match self {
+            Input::File(p) | Input::Rendered(_, p) => p,
+        }
+    }
+}
+
 /// Expand the command-line paths: files as given, directories recursively
-/// (`*.yaml`, `*.yml`, `*.json`, sorted), `-` kept for stdin.
+/// (`*.yaml`, `*.yml`, `*.json`, sorted), `-` kept for stdin. Charts and
+/// Kustomize directories are left out (see [`expand_inputs`]).
 pub fn expand_paths(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<ManifestError>) {
-    let mut files = Vec::new();
+    let (inputs, errors) = expand_inputs(paths);
+    let files = inputs
+        .into_iter()
+        .filter_map(|i| match i {
+            Input::File(p) => Some(p),
+            Input::Rendered(..) => None,
+        })
+        .collect();
+    (files, errors)
+}
+
+/// [`expand_paths`], with every directory holding `Chart.yaml` or
+/// `kustomization.yaml` kept whole as an [`Input::Rendered`] (not descended:
+/// its templates and patches are not manifests until rendered).
+pub fn expand_inputs(paths: &[PathBuf]) -> (Vec<Input>, Vec<ManifestError>) {
+    let mut inputs = Vec::new();
     let mut errors = Vec::new();
     for p in paths {
         if p.as_os_str() == "-" {
-            files.push(p.clone());
+            inputs.push(Input::File(p.clone()));
             continue;
         }
         match std::fs::metadata(p) {
-            Ok(m) if m.is_dir() => walk_dir(p, &mut files, &mut errors, 0),
-            Ok(_) => files.push(p.clone()),
+            Ok(m) if m.is_dir() => walk_dir(p, &mut inputs, &mut errors, 0),
+            Ok(_) => inputs.push(Input::File(p.clone())),
             Err(e) => errors.push(ManifestError::new(
                 &display_path(p),
                 None,
@@ -123,10 +157,10 @@ pub fn expand_paths(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<ManifestError>) {
             )),
         }
     }
-    (files, errors)
+    (inputs, errors)
 }
 
-fn walk_dir(dir: &FsPath, files: &mut Vec<PathBuf>, errors: &mut Vec<ManifestError>, depth: usize) {
+fn walk_dir(dir: &FsPath, inputs: &mut Vec<Input>, errors: &mut Vec<ManifestError>, depth: usize) {
     if depth > 64 {
         errors.push(ManifestError::new(
             &display_path(dir),
@@ -150,10 +184,17 @@ fn walk_dir(dir: &FsPath, files: &mut Vec<PathBuf>, errors: &mut Vec<ManifestErr
     };
     let mut children: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     children.sort();
+    let names = children
+        .iter()
+        .filter_map(|c| c.file_name().and_then(|n| n.to_str()));
+    if let Some(renderer) = render::Renderer::of_dir(names) {
+        inputs.push(Input::Rendered(renderer, dir.to_path_buf()));
+        return;
+    }
     for child in children {
         match std::fs::metadata(&child) {
-            Ok(m) if m.is_dir() => walk_dir(&child, files, errors, depth + 1),
-            Ok(_) if is_manifest_file(&child) => files.push(child),
+            Ok(m) if m.is_dir() => walk_dir(&child, inputs, errors, depth + 1),
+            Ok(_) if is_manifest_file(&child) => inputs.push(Input::File(child)),
             _ => {}
         }
     }
