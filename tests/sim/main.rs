@@ -8,6 +8,7 @@ mod audit_many;
 mod clock_skew;
 mod credentials;
 mod kubectl_plugin;
+mod monitor;
 mod operator_generation;
 mod partition;
 mod report_html;
