@@ -432,12 +432,14 @@ pub enum RulesFormat {
 }
 
 #[derive(Debug, Clone, Args)]
-#[command(after_help = "Serves until SIGTERM or Ctrl-C (exit 0). Exit status 2: usage, \
+#[command(
+    after_help = "Serves until SIGTERM or Ctrl-C (exit 0). Exit status 2: usage, \
 connection or listen error. A watch that is refused (a missing permission) or cut off \
 is logged once and exported as infera_watch_up 0; the process keeps serving.\n\n\
 Examples:\n  infera monitor -A --listen 0.0.0.0:8491\n  \
 infera monitor -n llm --min-ready 2 --print-rules --format plain > infera.rules.yaml\n  \
-infera monitor -n monitoring -A --print-manifests | kubectl apply -f -")]
+infera monitor -n monitoring -A --print-manifests | kubectl apply -f -"
+)]
 pub struct MonitorArgs {
     /// Watch every namespace (one cluster-wide list+watch per resource)
     /// instead of the `-n` namespace.

@@ -11,6 +11,7 @@ mod audit_many;
 mod conformance;
 mod faults;
 mod gitops;
+mod monitor;
 mod operator;
 mod partition;
 mod policy;

@@ -39,7 +39,11 @@ fn prometheus_tool(name: &str) -> Option<PathBuf> {
 }
 
 /// One HTTP/1.0 GET on loopback: (status, body).
-fn http_get(addr: SocketAddr, path_and_query: &str, accept: &str) -> std::io::Result<(u16, String)> {
+fn http_get(
+    addr: SocketAddr,
+    path_and_query: &str,
+    accept: &str,
+) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     write!(
@@ -61,7 +65,9 @@ fn http_get(addr: SocketAddr, path_and_query: &str, accept: &str) -> std::io::Re
 fn encode(q: &str) -> String {
     q.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()
@@ -145,13 +151,24 @@ async fn live_scrape_passes_promtool_check_metrics() {
     .await
     .unwrap();
     for role in ["prefill", "decode"] {
-        for metric in ["infera_role_ready_pods", "infera_role_routable_pods", "infera_role_desired_replicas"] {
-            let series = format!("{metric}{{namespace=\"llm\",workload=\"idep/llama\",role=\"{role}\"}} 1");
+        for metric in [
+            "infera_role_ready_pods",
+            "infera_role_routable_pods",
+            "infera_role_desired_replicas",
+        ] {
+            let series =
+                format!("{metric}{{namespace=\"llm\",workload=\"idep/llama\",role=\"{role}\"}} 1");
             assert!(body.contains(&series), "{series} missing:\n{body}");
         }
     }
-    assert!(body.contains("# TYPE infera_role_gaps_total counter"), "{body}");
-    assert!(body.contains("infera_watch_up{resource=\"pods\"} 1"), "{body}");
+    assert!(
+        body.contains("# TYPE infera_role_gaps_total counter"),
+        "{body}"
+    );
+    assert!(
+        body.contains("infera_watch_up{resource=\"pods\"} 1"),
+        "{body}"
+    );
     for service in ["prefill", "decode"] {
         for pod in sim.pod_names(service) {
             assert!(!body.contains(&pod), "pod name {pod} in the metrics");
@@ -164,7 +181,12 @@ async fn live_scrape_passes_promtool_check_metrics() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn promtool");
-    check.stdin.take().expect("stdin").write_all(body.as_bytes()).unwrap();
+    check
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(body.as_bytes())
+        .unwrap();
     let out = check.wait_with_output().unwrap();
     assert!(
         out.status.success(),
@@ -172,9 +194,17 @@ async fn live_scrape_passes_promtool_check_metrics() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let (status, om) = http_get(addr, "/metrics", "application/openmetrics-text;version=1.0.0").unwrap();
+    let (status, om) = http_get(
+        addr,
+        "/metrics",
+        "application/openmetrics-text;version=1.0.0",
+    )
+    .unwrap();
     assert_eq!(status, 200);
-    assert!(om.ends_with("# EOF\n") && om.contains("infera_role_gaps_total{"), "{om}");
+    assert!(
+        om.ends_with("# EOF\n") && om.contains("infera_role_gaps_total{"),
+        "{om}"
+    );
     assert_eq!(terminate(&mut child), 0, "SIGTERM ends the monitor cleanly");
     sim.shutdown().await;
 }
@@ -213,15 +243,32 @@ fn printed_rules_pass_promtool_test_rules() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let out = infera(&["monitor", "--print-rules", "--format", "plain", "--min-ready", "2"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = infera(&[
+        "monitor",
+        "--print-rules",
+        "--format",
+        "plain",
+        "--min-ready",
+        "2",
+    ])
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     std::fs::write(dir.path().join("rules.yaml"), &text).unwrap();
     let rules: Value = serde_saphyr::from_str(&text).unwrap();
     let role = |r: &str| format!("{{namespace=\"llm\",workload=\"idep/llama\",role=\"{r}\"}}");
-    let labels = |r: &'static str| [("namespace", "llm"), ("workload", "idep/llama"), ("role", r)];
+    let labels = |r: &'static str| {
+        [
+            ("namespace", "llm"),
+            ("workload", "idep/llama"),
+            ("role", r),
+        ]
+    };
     // Minute by minute: decode loses its routable pods at 2m while rolling
     // (Ready 1 < 2 from 2m); prefill is Ready 2 but routable 1 from 0m;
     // mixed has a pod unschedulable for 6m while rolling; the pod watch is
@@ -242,7 +289,9 @@ fn printed_rules_pass_promtool_test_rules() {
     let mut stalled = expected_alert(&rules, "InferaRolloutStalled", &labels("mixed"));
     stalled["exp_labels"]["reason"] = "insufficient_resource".into();
     if let Some(s) = stalled["exp_annotations"]["summary"].as_str() {
-        stalled["exp_annotations"]["summary"] = s.replace("{{ $labels.reason }}", "insufficient_resource").into();
+        stalled["exp_annotations"]["summary"] = s
+            .replace("{{ $labels.reason }}", "insufficient_resource")
+            .into();
     }
     let watch = {
         let mut w = expected_alert(&rules, "InferaMonitorWatchDown", &[("resource", "pods")]);
@@ -295,7 +344,9 @@ fn free_port() -> u16 {
 /// Prometheus's answer to `GET path` (`data`), or `Null` while it has none.
 fn prometheus_api(addr: SocketAddr, path: &str) -> Value {
     match http_get(addr, path, "application/json") {
-        Ok((200, body)) => serde_json::from_str::<Value>(&body).map_or(Value::Null, |v| v["data"].clone()),
+        Ok((200, body)) => {
+            serde_json::from_str::<Value>(&body).map_or(Value::Null, |v| v["data"].clone())
+        }
         _ => Value::Null,
     }
 }
@@ -303,9 +354,18 @@ fn prometheus_api(addr: SocketAddr, path: &str) -> Value {
 /// A real Prometheus on 127.0.0.1 (own temp data dir, 1 s scrape and
 /// evaluation) scraping `target`, with the monitor's rules at test `for:`s.
 fn start_prometheus(prometheus: &Path, dir: &Path, target: SocketAddr) -> (Child, SocketAddr) {
-    let out = infera(&["monitor", "--print-rules", "--format", "plain", "--no-routable-for", "2s", "--below-min-for", "1s"])
-        .output()
-        .unwrap();
+    let out = infera(&[
+        "monitor",
+        "--print-rules",
+        "--format",
+        "plain",
+        "--no-routable-for",
+        "2s",
+        "--below-min-for",
+        "1s",
+    ])
+    .output()
+    .unwrap();
     assert!(out.status.success());
     std::fs::write(dir.join("rules.yaml"), &out.stdout).unwrap();
     let config = format!(
@@ -315,13 +375,21 @@ fn start_prometheus(prometheus: &Path, dir: &Path, target: SocketAddr) -> (Child
     std::fs::write(dir.join("prometheus.yml"), config).unwrap();
     let web: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let child = Command::new(prometheus)
-        .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
-        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+        .arg(format!(
+            "--config.file={}",
+            dir.join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
         .arg(format!("--web.listen-address={web}"))
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::from(std::fs::File::create(dir.join("prometheus.log")).unwrap()))
+        .stderr(Stdio::from(
+            std::fs::File::create(dir.join("prometheus.log")).unwrap(),
+        ))
         .spawn()
         .expect("spawn prometheus");
     (child, web)
@@ -346,7 +414,8 @@ fn poll<T>(limit: Duration, mut found: impl FnMut() -> Option<T>) -> Option<T> {
 /// gap counted in `infera_role_gaps_total`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prometheus_fires_the_no_routable_alert_during_a_gap() {
-    let (Some(_), Some(prometheus)) = (prometheus_tool("promtool"), prometheus_tool("prometheus")) else {
+    let (Some(_), Some(prometheus)) = (prometheus_tool("promtool"), prometheus_tool("prometheus"))
+    else {
         return;
     };
     let sim = Sim::start("pd-1p1d-skip-probe", 14.0).await;
@@ -361,25 +430,38 @@ async fn prometheus_fires_the_no_routable_alert_during_a_gap() {
             (v["result"][0]["value"][1] == "2").then_some(())
         });
         assert!(up.is_some(), "Prometheus never scraped both roles routable");
-        let mut roll = infera(&["rollout", "restart", "idep/llama", "--yes", "--force", "--kubeconfig"])
-            .arg(&kubeconfig)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn rollout");
+        let mut roll = infera(&[
+            "rollout",
+            "restart",
+            "idep/llama",
+            "--yes",
+            "--force",
+            "--kubeconfig",
+        ])
+        .arg(&kubeconfig)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn rollout");
         let firing = poll(Duration::from_secs(45), || {
             let alerts = prometheus_api(web, "/api/v1/alerts");
             alerts["alerts"].as_array().and_then(|a| {
                 a.iter()
-                    .find(|a| a["labels"]["alertname"] == "InferaRoleNoRoutablePods" && a["state"] == "firing")
+                    .find(|a| {
+                        a["labels"]["alertname"] == "InferaRoleNoRoutablePods"
+                            && a["state"] == "firing"
+                    })
                     .cloned()
             })
         });
         let gaps = poll(Duration::from_secs(20), || {
             let q = encode("sum(infera_role_gaps_total)");
             let v = prometheus_api(web, &format!("/api/v1/query?query={q}"));
-            v["result"][0]["value"][1].as_str().and_then(|s| s.parse::<f64>().ok()).filter(|g| *g >= 1.0)
+            v["result"][0]["value"][1]
+                .as_str()
+                .and_then(|s| s.parse::<f64>().ok())
+                .filter(|g| *g >= 1.0)
         });
         let _ = roll.kill();
         let _ = roll.wait();
@@ -390,12 +472,70 @@ async fn prometheus_fires_the_no_routable_alert_during_a_gap() {
     let _ = prom.kill();
     let _ = prom.wait();
     let prom_log = std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default();
-    let alert = firing.unwrap_or_else(|| panic!("InferaRoleNoRoutablePods never fired\n{prom_log}"));
+    let alert =
+        firing.unwrap_or_else(|| panic!("InferaRoleNoRoutablePods never fired\n{prom_log}"));
     assert_eq!(alert["labels"]["severity"], "critical", "{alert}");
     assert_eq!(alert["labels"]["namespace"], "llm", "{alert}");
     assert_eq!(alert["labels"]["workload"], "idep/llama", "{alert}");
-    assert!(["prefill", "decode"].contains(&alert["labels"]["role"].as_str().unwrap_or("")), "{alert}");
+    assert!(
+        ["prefill", "decode"].contains(&alert["labels"]["role"].as_str().unwrap_or("")),
+        "{alert}"
+    );
     assert!(gaps.is_some(), "no gap counted in infera_role_gaps_total");
     assert_eq!(terminate(&mut monitor), 0);
+    sim.shutdown().await;
+}
+
+/// The pod watch cut off (connections reset, new ones refused) for 12 s,
+/// with the history compacted every 2 s (a resume gets 410 Gone) and the
+/// API server restarted every 5 s: while cut, no role count is exported as
+/// current and `infera_watch_up` is 0, said in one log line; afterwards the
+/// watches re-list, the counts are back and the unobserved time is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_blinds_the_counts_and_a_relist_brings_them_back() {
+    let mut options = crate::common::sim::options("pd-1p1d", 20.0);
+    options.faults.compact_every = Some(Duration::from_secs(2));
+    options.faults.restart_api_every = Some(Duration::from_secs(5));
+    let sim = Sim::with(options).await;
+    let (mut child, rx, addr) = spawn_monitor(&sim, &[]);
+    let all_up = |b: &str| {
+        ["prefill", "decode"].iter().all(|r| {
+            b.contains(&format!(
+                "infera_role_routable_pods{{namespace=\"llm\",workload=\"idep/llama\",role=\"{r}\"}} 1"
+            ))
+        }) && b.contains("infera_watch_up{resource=\"pods\"} 1")
+    };
+    tokio::task::spawn_blocking(move || scrape_until(addr, "text/plain", all_up))
+        .await
+        .unwrap();
+    sim.partition(
+        infera::sim::partition::PartitionKind::Cut,
+        Duration::from_secs(12),
+    );
+    let blind = tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| {
+            b.contains("infera_watch_up{resource=\"pods\"} 0")
+        })
+    })
+    .await
+    .unwrap();
+    assert!(!blind.contains("infera_role_ready_pods{"), "{blind}");
+    assert!(!blind.contains("infera_role_routable_pods{"), "{blind}");
+    let back = tokio::task::spawn_blocking(move || scrape_until(addr, "text/plain", all_up))
+        .await
+        .unwrap();
+    let unobserved: f64 = back
+        .lines()
+        .find_map(|l| l.strip_prefix("infera_watch_unobserved_seconds_total{resource=\"pods\"} "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    assert!(unobserved >= 1.0, "unobserved {unobserved}s:\n{back}");
+    assert_eq!(terminate(&mut child), 0);
+    let log: Vec<String> = rx.try_iter().collect();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("watch pods") && l.contains("infera_watch_up is 0")),
+        "{log:#?}"
+    );
     sim.shutdown().await;
 }

@@ -398,4 +398,29 @@ mod tests {
         t.set(t0 + secs(3), Known::No);
         assert_eq!(t.points(), &[(t0 + secs(5), Known::No)]);
     }
+
+    #[test]
+    fn gaps_are_runs_certainly_below_and_below_counts_either_count() {
+        let b = |at: u64, ready: (u32, u32), routable: (u32, u32)| Bounds {
+            at: secs(at),
+            ready,
+            routable,
+        };
+        // Up; Ready lost 2..3; routable lost 5..6 with a zero-length
+        // recovery inside (not a second gap); possibly below 8..9.
+        let bounds = [
+            b(0, (1, 1), (1, 1)),
+            b(2, (0, 0), (1, 1)),
+            b(3, (1, 1), (1, 1)),
+            b(5, (1, 1), (0, 0)),
+            b(6, (1, 1), (1, 1)),
+            b(6, (1, 1), (0, 0)),
+            b(7, (1, 1), (1, 1)),
+            b(8, (0, 1), (1, 1)),
+            b(9, (1, 1), (1, 1)),
+        ];
+        let s = stats(&bounds, 1, secs(10));
+        assert_eq!(s.gaps, 2);
+        assert_eq!(s.below, (secs(3), secs(4)));
+    }
 }

@@ -61,7 +61,11 @@ pub fn rbac_objects(namespace: &str, scope: Scope) -> Vec<Value> {
         rule("", &["pods"], &["watch"]),
         rule("", &["pods/proxy"], &["get"]),
         rule("", &["events"], &["list"]),
-        rule(idep.group, &[idep.plural], &["get", "list", "watch", "patch"]),
+        rule(
+            idep.group,
+            &[idep.plural],
+            &["get", "list", "watch", "patch"],
+        ),
         rule("apps", &["deployments"], &["get", "list", "watch", "patch"]),
         rule(lws.group, &[lws.plural], &["list"]),
     ];
@@ -202,7 +206,10 @@ mod tests {
                 .flatten()
                 .flat_map(|r| r["verbs"].as_array().into_iter().flatten())
                 .collect();
-            assert!(verbs.iter().all(|v| *v == "list" || *v == "watch"), "{verbs:?}");
+            assert!(
+                verbs.iter().all(|v| *v == "list" || *v == "watch"),
+                "{verbs:?}"
+            );
             assert_eq!(objects[1]["subjects"][0]["name"], MONITOR_NAME);
         }
         let kinds = |s| monitor_rbac_objects("mon", s)[0]["kind"].clone();

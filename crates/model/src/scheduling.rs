@@ -131,14 +131,26 @@ pub fn unfit_label_of_message(message: &str) -> &'static str {
     // Each reason's fixed wording (`Display`), as the scheduler writes it.
     let wordings: [(&str, &'static str); 10] = [
         ("node(s) were unschedulable", "unschedulable"),
-        ("node(s) didn't match the requested node name", "node_name_mismatch"),
+        (
+            "node(s) didn't match the requested node name",
+            "node_name_mismatch",
+        ),
         ("node(s) had untolerated taint", "untolerated_taint"),
-        ("node(s) didn't match Pod's node affinity/selector", "node_affinity"),
+        (
+            "node(s) didn't match Pod's node affinity/selector",
+            "node_affinity",
+        ),
         ("node(s) didn't have free ports", "host_ports"),
         ("Insufficient ", "insufficient_resource"),
         ("Too many pods", "too_many_pods"),
-        ("node(s) didn't match pod anti-affinity rules", "pod_anti_affinity"),
-        ("node(s) didn't satisfy existing pods anti-affinity rules", "existing_pods_anti_affinity"),
+        (
+            "node(s) didn't match pod anti-affinity rules",
+            "pod_anti_affinity",
+        ),
+        (
+            "node(s) didn't satisfy existing pods anti-affinity rules",
+            "existing_pods_anti_affinity",
+        ),
         ("node(s) didn't match pod affinity rules", "pod_affinity"),
     ];
     let reasons = message
@@ -1294,10 +1306,15 @@ mod tests {
             assert_eq!(unfit_label_of_message(&one), r.label(), "{one}");
         }
         assert_eq!(
-            unfit_label_of_message("0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."),
+            unfit_label_of_message(
+                "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+            ),
             "node_affinity"
         );
-        assert_eq!(unfit_label_of_message("no nodes available to schedule pods"), "other");
+        assert_eq!(
+            unfit_label_of_message("no nodes available to schedule pods"),
+            "other"
+        );
         assert_eq!(unfit_label_of_message(""), "other");
     }
 }

@@ -82,7 +82,8 @@ fn deployment(o: &ManifestOptions, meta: &Value) -> Value {
     if let Some(sel) = &o.selector {
         args.push(format!("--selector={sel}"));
     }
-    let probe = |path: &str| json!({ "httpGet": { "path": path, "port": PORT_NAME }, "periodSeconds": 10 });
+    let probe =
+        |path: &str| json!({ "httpGet": { "path": path, "port": PORT_NAME }, "periodSeconds": 10 });
     json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -138,15 +139,33 @@ mod tests {
         let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
         assert_eq!(
             kinds,
-            ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "ServiceMonitor"]
+            [
+                "ServiceAccount",
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "Deployment",
+                "Service",
+                "ServiceMonitor"
+            ]
         );
         let pod = &objects[3]["spec"]["template"]["spec"];
         assert_eq!(pod["serviceAccountName"], objects[0]["metadata"]["name"]);
         let args = pod["containers"][0]["args"].as_array().unwrap();
-        for want in ["--all-namespaces", "--min-ready=2", "--selector=model=kimi", "--listen=0.0.0.0:8491"] {
+        for want in [
+            "--all-namespaces",
+            "--min-ready=2",
+            "--selector=model=kimi",
+            "--listen=0.0.0.0:8491",
+        ] {
             assert!(args.iter().any(|a| a == want), "{want} in {args:?}");
         }
-        assert_eq!(objects[4]["spec"]["ports"][0]["name"], objects[5]["spec"]["endpoints"][0]["port"]);
-        assert_eq!(objects[4]["spec"]["selector"], objects[3]["spec"]["template"]["metadata"]["labels"]);
+        assert_eq!(
+            objects[4]["spec"]["ports"][0]["name"],
+            objects[5]["spec"]["endpoints"][0]["port"]
+        );
+        assert_eq!(
+            objects[4]["spec"]["selector"],
+            objects[3]["spec"]["template"]["metadata"]["labels"]
+        );
     }
 }

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -22,7 +23,7 @@ use prometheus_client::registry::{Registry, Unit};
 use infera_model::scheduling::unfit_label_of_message;
 
 use crate::state::{Resource, State};
-use crate::workloads;
+use crate::workloads::{self, WorkloadKey};
 
 type Labels = Vec<(&'static str, String)>;
 type Gauges = Family<Labels, Gauge>;
@@ -48,17 +49,51 @@ struct Families {
 impl Families {
     fn register(&self, r: &mut Registry) {
         let s = Unit::Seconds;
-        r.register("infera_role_ready_pods", "Ready pods of the role (absent while the pod watch is blind)", self.ready.clone());
+        r.register(
+            "infera_role_ready_pods",
+            "Ready pods of the role (absent while the pod watch is blind)",
+            self.ready.clone(),
+        );
         r.register("infera_role_routable_pods", "Routable pods of the role, as the router sees them (absent while the pod watch is blind)", self.routable.clone());
-        r.register("infera_role_desired_replicas", "Replicas the workload's spec asks of the role", self.desired.clone());
+        r.register(
+            "infera_role_desired_replicas",
+            "Replicas the workload's spec asks of the role",
+            self.desired.clone(),
+        );
         r.register("infera_rollout_in_progress", "1 while a rollout of the role is in progress (its workload object not complete as kubectl rollout status decides)", self.rollout.clone());
-        r.register("infera_rollout_leg_info", "The leg (service) of the role being rolled", self.leg.clone());
-        r.register_with_unit("infera_role_below_min_ready", "Time the role certainly had fewer Ready or routable pods than --min-ready", s.clone(), self.below.clone());
-        r.register("infera_role_gaps", "Runs of time the role certainly had fewer Ready or routable pods than --min-ready", self.gaps.clone());
+        r.register(
+            "infera_rollout_leg_info",
+            "The leg (service) of the role being rolled",
+            self.leg.clone(),
+        );
+        r.register_with_unit(
+            "infera_role_below_min_ready",
+            "Time the role certainly had fewer Ready or routable pods than --min-ready",
+            s.clone(),
+            self.below.clone(),
+        );
+        r.register(
+            "infera_role_gaps",
+            "Runs of time the role certainly had fewer Ready or routable pods than --min-ready",
+            self.gaps.clone(),
+        );
         r.register("infera_role_unschedulable_pods", "Pending pods of the role the scheduler cannot place, by the reason that rejected the most nodes", self.unschedulable.clone());
-        r.register("infera_operator_generation_info", "The infera operator generation the InferaDeployment's rendered workers show", self.generation.clone());
-        r.register("infera_watch_up", "1 while the list+watch of the resource is current", self.watch_up.clone());
-        r.register_with_unit("infera_watch_unobserved", "Time the watch of the resource was not current (unobserved)", s, self.unobserved.clone());
+        r.register(
+            "infera_operator_generation_info",
+            "The infera operator generation the InferaDeployment's rendered workers show",
+            self.generation.clone(),
+        );
+        r.register(
+            "infera_watch_up",
+            "1 while the list+watch of the resource is current",
+            self.watch_up.clone(),
+        );
+        r.register_with_unit(
+            "infera_watch_unobserved",
+            "Time the watch of the resource was not current (unobserved)",
+            s,
+            self.unobserved.clone(),
+        );
     }
 }
 
@@ -96,36 +131,51 @@ pub fn encode_state(state: &mut State, now: Instant) -> String {
 fn watches(state: &State, f: &Families, now: Instant) {
     for (r, w) in &state.watches {
         let labels = vec![("resource", r.plural().to_string())];
-        f.watch_up
-            .get_or_create(&labels)
-            .set(i64::from(w.up()));
+        f.watch_up.get_or_create(&labels).set(i64::from(w.up()));
         f.unobserved
             .get_or_create(&labels)
             .inc_by(w.unobserved(now).as_secs_f64());
     }
 }
 
-fn roles(state: &mut State, f: &Families, now: Instant, pods_up: bool, objects_up: bool) {
-    let mut per_namespace: BTreeMap<String, Vec<(String, Vec<workloads::Rolling>, Option<&'static str>)>> =
-        BTreeMap::new();
-    for w in state.workloads.values() {
-        let (deploys, sets) = state.workload_objects(&w.workload.namespace);
-        let rolling = workloads::rolling(&w.workload, &deploys, &sets);
-        let generation = workloads::operator_generation(&w.workload, &deploys);
-        per_namespace
-            .entry(w.workload.namespace.clone())
-            .or_default()
-            .push((w.workload.name.clone(), rolling, generation));
+/// Per workload: the legs rolling per role, and the operator generation.
+type ObjectFacts = BTreeMap<WorkloadKey, (Vec<workloads::Rolling>, Option<&'static str>)>;
+
+fn object_facts(state: &State) -> ObjectFacts {
+    type Objects<'a> = (Vec<&'a Deployment>, Vec<&'a StatefulSet>);
+    let mut by_ns: BTreeMap<&str, Objects<'_>> = BTreeMap::new();
+    for d in state.deployments.values() {
+        let ns = d.metadata.namespace.as_deref().unwrap_or("");
+        by_ns.entry(ns).or_default().0.push(d);
     }
-    for w in state.workloads.values_mut() {
+    for s in state.statefulsets.values() {
+        let ns = s.metadata.namespace.as_deref().unwrap_or("");
+        by_ns.entry(ns).or_default().1.push(s);
+    }
+    let none = (Vec::new(), Vec::new());
+    state
+        .workloads
+        .iter()
+        .map(|(key, w)| {
+            let (deploys, sets) = by_ns.get(w.workload.namespace.as_str()).unwrap_or(&none);
+            let facts = (
+                workloads::rolling(&w.workload, deploys, sets),
+                workloads::operator_generation(&w.workload, deploys),
+            );
+            (key.clone(), facts)
+        })
+        .collect()
+}
+
+fn roles(state: &mut State, f: &Families, now: Instant, pods_up: bool, objects_up: bool) {
+    let facts = object_facts(state);
+    for (key, w) in state.workloads.iter_mut() {
         let (ns, name) = (w.workload.namespace.clone(), w.workload.name.clone());
         let current = pods_up && w.auditor.is_current();
         let counts = w.auditor.counts();
         let stats = w.auditor.stats_now(now);
-        let extra = per_namespace
-            .get(&ns)
-            .and_then(|v| v.iter().find(|(n, _, _)| *n == name));
-        if objects_up && let Some((_, _, Some(generation))) = extra {
+        let extra = facts.get(key);
+        if objects_up && let Some((_, Some(generation))) = extra {
             let labels = vec![
                 ("namespace", ns.clone()),
                 ("workload", name.clone()),
@@ -155,8 +205,13 @@ fn roles(state: &mut State, f: &Families, now: Instant, pods_up: bool, objects_u
             if let Some(&d) = w.workload.desired.get(i) {
                 f.desired.get_or_create(&labels).set(d);
             }
-            let legs = extra.and_then(|(_, r, _)| r.get(i)).map(|r| r.legs.as_slice()).unwrap_or(&[]);
-            f.rollout.get_or_create(&labels).set(i64::from(!legs.is_empty()));
+            let legs = extra
+                .and_then(|(r, _)| r.get(i))
+                .map(|r| r.legs.as_slice())
+                .unwrap_or(&[]);
+            f.rollout
+                .get_or_create(&labels)
+                .set(i64::from(!legs.is_empty()));
             for leg in legs {
                 let mut l = labels.clone();
                 l.push(("leg", leg.clone()));

@@ -53,7 +53,14 @@ pub fn prom_duration(d: Duration) -> String {
 /// The labels that name a role, in every `on (…)` and `by (…)`.
 const ROLE: &str = "namespace, workload, role";
 
-fn alert(name: &str, expr: String, r#for: Duration, severity: &str, summary: &str, description: &str) -> Value {
+fn alert(
+    name: &str,
+    expr: String,
+    r#for: Duration,
+    severity: &str,
+    summary: &str,
+    description: &str,
+) -> Value {
     json!({
         "alert": name,
         "expr": expr,
@@ -89,9 +96,7 @@ pub fn rule_groups(o: &RuleOptions) -> Value {
         ),
         alert(
             "InferaRolloutStalled",
-            format!(
-                "(max by ({ROLE}, reason) (infera_role_unschedulable_pods) > 0) and {rolling}"
-            ),
+            format!("(max by ({ROLE}, reason) (infera_role_unschedulable_pods) > 0) and {rolling}"),
             o.stalled_for,
             "warning",
             &format!("{who}: a pod of the rollout cannot be scheduled ({{{{ $labels.reason }}}})"),
@@ -156,9 +161,14 @@ mod tests {
         let rules = g["groups"][0]["rules"].as_array().unwrap();
         let by = |n: &str| rules.iter().find(|r| r["alert"] == n).unwrap();
         assert_eq!(by("InferaRoleNoRoutablePods")["for"], "1m");
-        assert_eq!(by("InferaRoleNoRoutablePods")["labels"]["severity"], "critical");
+        assert_eq!(
+            by("InferaRoleNoRoutablePods")["labels"]["severity"],
+            "critical"
+        );
         assert_eq!(by("InferaRolloutStalled")["for"], "7s");
-        let below = by("InferaRoleBelowMinReadyDuringRollout")["expr"].as_str().unwrap();
+        let below = by("InferaRoleBelowMinReadyDuringRollout")["expr"]
+            .as_str()
+            .unwrap();
         assert!(below.contains("< 2)"), "{below}");
         assert_eq!(prometheus_rule(&o, "mon")["spec"], g);
     }

@@ -19,13 +19,13 @@ use axum::extract::State as AxumState;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use futures::stream::BoxStream;
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::DynamicObject;
-use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
 
 use infera_cluster::sight;
@@ -87,10 +87,12 @@ pub async fn run(
             addr: opts.listen,
             source,
         })?;
-    let addr = listener.local_addr().map_err(|source| MonitorError::Listen {
-        addr: opts.listen,
-        source,
-    })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| MonitorError::Listen {
+            addr: opts.listen,
+            source,
+        })?;
     let state: Shared = Arc::new(Mutex::new(State::new(
         opts.min_ready,
         opts.selector.clone(),
@@ -149,7 +151,10 @@ async fn metrics(
 async fn readyz(AxumState(state): AxumState<Shared>) -> impl IntoResponse {
     match lock(&state).ready() {
         Ok(()) => (StatusCode::OK, "ok\n".to_string()),
-        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("not current: {why}\n")),
+        Err(why) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not current: {why}\n"),
+        ),
     }
 }
 
@@ -244,7 +249,11 @@ async fn watch_loop(conn: &Connection, opts: &Options, state: Shared) {
     let mut ideps = Watch::new(Resource::InferaDeployments, idep_api);
     let mut deploys: Watch<Deployment> = Watch::new(Resource::Deployments, api(client, ns));
     let mut sets: Watch<StatefulSet> = Watch::new(Resource::StatefulSets, api(client, ns));
-    let mut beats = sight::spawn_heartbeat(client.clone(), sight::HEARTBEAT_PERIOD, sight::HEARTBEAT_TIMEOUT);
+    let mut beats = sight::spawn_heartbeat(
+        client.clone(),
+        sight::HEARTBEAT_PERIOD,
+        sight::HEARTBEAT_TIMEOUT,
+    );
     let mut tick = tokio::time::interval(SAMPLE_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

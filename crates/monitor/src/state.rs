@@ -238,19 +238,29 @@ impl State {
             .filter(|(_, w)| !w.up())
             .map(|(r, w)| format!("{}: {}", r.plural(), w.reason.as_deref().unwrap_or("blind")))
             .collect();
-        if down.is_empty() { Ok(()) } else { Err(down.join("; ")) }
+        if down.is_empty() {
+            Ok(())
+        } else {
+            Err(down.join("; "))
+        }
     }
 
     /// A pod watch event at `now`.
     pub fn apply_pod(&mut self, event: &Event<Pod>, now: Instant) {
-        self.pods.apply(event, namespaced_key, |p| Some(p.clone()));
+        self.pods
+            .apply(event, namespaced_key, |p| Some(strip(p.clone())));
         self.watch_mut(Resource::Pods).event(event, now);
         let namespace = match event {
-            Event::Apply(p) | Event::Delete(p) | Event::InitApply(p) => p.metadata.namespace.clone(),
+            Event::Apply(p) | Event::Delete(p) | Event::InitApply(p) => {
+                p.metadata.namespace.clone()
+            }
             Event::Init | Event::InitDone => None,
         };
         for w in self.workloads.values_mut() {
-            if namespace.as_ref().is_none_or(|ns| *ns == w.workload.namespace) {
+            if namespace
+                .as_ref()
+                .is_none_or(|ns| *ns == w.workload.namespace)
+            {
                 w.auditor.apply(event, now);
             }
         }
@@ -267,7 +277,8 @@ impl State {
                 .then(|| serde_json::to_value(o).ok())
                 .flatten()
         });
-        self.watch_mut(Resource::InferaDeployments).event(event, now);
+        self.watch_mut(Resource::InferaDeployments)
+            .event(event, now);
         self.reconcile(now);
     }
 
@@ -337,8 +348,12 @@ impl State {
 
     /// The workloads the watched objects describe now.
     fn wanted(&self) -> BTreeMap<WorkloadKey, Workload> {
-        let ideps = self.ideps.values().filter_map(workloads::of_inferadeployment);
-        let selected = |labels: Option<&BTreeMap<String, String>>| labels_hold(&self.selector, labels);
+        let ideps = self
+            .ideps
+            .values()
+            .filter_map(workloads::of_inferadeployment);
+        let selected =
+            |labels: Option<&BTreeMap<String, String>>| labels_hold(&self.selector, labels);
         let deploys = self
             .deployments
             .values()
@@ -402,29 +417,133 @@ impl State {
         }
         auditor
     }
-
-    /// The Deployments and StatefulSets of a namespace.
-    pub fn workload_objects(&self, namespace: &str) -> (Vec<&Deployment>, Vec<&StatefulSet>) {
-        let in_ns = |m: &kube::api::ObjectMeta| m.namespace.as_deref() == Some(namespace);
-        (
-            self.deployments
-                .values()
-                .filter(|d| in_ns(&d.metadata))
-                .collect(),
-            self.statefulsets
-                .values()
-                .filter(|s| in_ns(&s.metadata))
-                .collect(),
-        )
-    }
 }
 
 /// How often the auditors sample (and settle their histories).
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(10);
 
-/// What the monitor never reads of a workload object: `managedFields`
-/// (often most of its size).
+/// What the monitor's caches never need: `managedFields` (often most of
+/// an object's size; the auditors read a pod's from the event itself, and a
+/// pod replayed to a new auditor is only bounded the wider for it).
 fn strip<K: kube::Resource>(mut obj: K) -> K {
     obj.meta_mut().managed_fields = None;
     obj
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn idep() -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "infera.amd.com/v1alpha1", "kind": "InferaDeployment",
+            "metadata": {"name": "llm", "namespace": "prod", "labels": {"team": "a"}},
+            "spec": {"services": {"decode": {"componentType": "worker", "role": "decode", "replicas": 1}}}
+        }))
+        .unwrap()
+    }
+
+    fn pod(name: &str, ready: bool) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "prod", "uid": name,
+                "labels": {LABEL_DEPLOYMENT: "llm", LABEL_SERVICE: "decode"},
+                "annotations": {WORKER_INFO_ANNOTATION: "{}"}},
+            "spec": {"containers": [{"name": "main", "command": ["python3", "-m", "infera.engine.vllm"]}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}
+        }))
+        .unwrap()
+    }
+
+    use infera_model::worker::{LABEL_DEPLOYMENT, LABEL_SERVICE, WORKER_INFO_ANNOTATION};
+
+    fn listed(state: &mut State, now: Instant, pods: &[Pod]) {
+        state.apply_idep(&Event::Init, now);
+        state.apply_idep(&Event::InitApply(idep()), now);
+        state.apply_idep(&Event::InitDone, now);
+        state.apply_deployment(&Event::Init, now);
+        state.apply_deployment(&Event::InitDone, now);
+        state.apply_statefulset(&Event::Init, now);
+        state.apply_statefulset(&Event::InitDone, now);
+        state.apply_pod(&Event::Init, now);
+        for p in pods {
+            state.apply_pod(&Event::InitApply(p.clone()), now);
+        }
+        state.apply_pod(&Event::InitDone, now);
+    }
+
+    const DECODE: &str = "{namespace=\"prod\",workload=\"idep/llm\",role=\"decode\"}";
+
+    #[test]
+    fn counts_while_current_absent_while_blind() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut state = State::new(1, BTreeMap::new(), t0);
+        listed(&mut state, at(10), &[pod("a", true)]);
+        let text = crate::metrics::encode_state(&mut state, at(20));
+        assert!(
+            text.contains(&format!("infera_role_ready_pods{DECODE} 1")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("infera_role_desired_replicas{DECODE} 1")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("infera_rollout_in_progress{DECODE} 0")),
+            "{text}"
+        );
+        assert!(
+            text.contains("infera_watch_up{resource=\"pods\"} 1"),
+            "{text}"
+        );
+        // The pod goes unready for 2 s: one gap, 2 s below the floor.
+        state.apply_pod(&Event::Apply(pod("a", false)), at(1000));
+        state.apply_pod(&Event::Apply(pod("a", true)), at(3000));
+        let text = crate::metrics::encode_state(&mut state, at(3500));
+        assert!(
+            text.contains(&format!("infera_role_gaps_total{DECODE} 1")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "infera_role_below_min_ready_seconds_total{DECODE} 2.0"
+            )),
+            "{text}"
+        );
+        // The pod watch fails: no count is exported as current.
+        state.watch_error(Resource::Pods, "cannot reach the Kubernetes API", at(4000));
+        let text = crate::metrics::encode_state(&mut state, at(4100));
+        assert!(!text.contains("infera_role_ready_pods{"), "{text}");
+        assert!(!text.contains("infera_role_routable_pods{"), "{text}");
+        assert!(
+            text.contains("infera_watch_up{resource=\"pods\"} 0"),
+            "{text}"
+        );
+        assert!(state.ready().is_err());
+        // A re-list makes it current again.
+        state.apply_pod(&Event::Init, at(5000));
+        state.apply_pod(&Event::InitApply(pod("a", true)), at(5000));
+        state.apply_pod(&Event::InitDone, at(5000));
+        let text = crate::metrics::encode_state(&mut state, at(5100));
+        assert!(
+            text.contains(&format!("infera_role_ready_pods{DECODE} 1")),
+            "{text}"
+        );
+        assert!(
+            text.contains("infera_watch_unobserved_seconds_total{resource=\"pods\"} 2.01"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_selector_keeps_only_matching_workloads() {
+        let t0 = Instant::now();
+        let mut other = State::new(1, BTreeMap::from([("team".into(), "b".into())]), t0);
+        listed(&mut other, t0, &[pod("a", true)]);
+        assert!(other.workloads.is_empty());
+        let mut same = State::new(1, BTreeMap::from([("team".into(), "a".into())]), t0);
+        listed(&mut same, t0, &[pod("a", true)]);
+        assert_eq!(same.workloads.len(), 1);
+    }
 }

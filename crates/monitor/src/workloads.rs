@@ -254,16 +254,27 @@ mod tests {
         let roles: Vec<_> = w.roles.iter().map(|r| r.role.as_str()).collect();
         assert_eq!(roles, ["prefill", "decode"]);
         assert_eq!(w.desired, [2, 4]);
-        assert!(of_inferadeployment(&json!({"metadata": {"name": "x", "namespace": "n"}, "spec": {}})).is_none());
+        assert!(
+            of_inferadeployment(&json!({"metadata": {"name": "x", "namespace": "n"}, "spec": {}}))
+                .is_none()
+        );
     }
 
     #[test]
     fn only_catalogued_workloads_the_operator_did_not_render() {
         let w = of_deployment(&vllm_deploy("chat", json!({}))).unwrap();
-        assert_eq!((w.name.as_str(), w.desired.as_slice()), ("deploy/chat", &[3][..]));
-        assert_eq!(w.roles[0].selector.get("app").map(String::as_str), Some("chat"));
+        assert_eq!(
+            (w.name.as_str(), w.desired.as_slice()),
+            ("deploy/chat", &[3][..])
+        );
+        assert_eq!(
+            w.roles[0].selector.get("app").map(String::as_str),
+            Some("chat")
+        );
         // Rendered by the operator: watched through its InferaDeployment.
-        assert!(of_deployment(&vllm_deploy("llm-decode", json!({LABEL_DEPLOYMENT: "llm"}))).is_none());
+        assert!(
+            of_deployment(&vllm_deploy("llm-decode", json!({LABEL_DEPLOYMENT: "llm"}))).is_none()
+        );
         // No engine of the catalogue: not a serving workload.
         let mut web = vllm_deploy("web", json!({}));
         if let Some(spec) = web.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
@@ -278,9 +289,14 @@ mod tests {
             "prefill": {"componentType": "worker", "role": "prefill"},
             "decode": {"componentType": "worker", "role": "decode"}}}});
         let w = of_inferadeployment(&idep).unwrap();
-        let done = vllm_deploy("llm-prefill", json!({LABEL_DEPLOYMENT: "llm", LABEL_SERVICE: "prefill"}));
-        let mut rolling_one =
-            vllm_deploy("llm-decode", json!({LABEL_DEPLOYMENT: "llm", LABEL_SERVICE: "decode"}));
+        let done = vllm_deploy(
+            "llm-prefill",
+            json!({LABEL_DEPLOYMENT: "llm", LABEL_SERVICE: "prefill"}),
+        );
+        let mut rolling_one = vllm_deploy(
+            "llm-decode",
+            json!({LABEL_DEPLOYMENT: "llm", LABEL_SERVICE: "decode"}),
+        );
         if let Some(s) = rolling_one.status.as_mut() {
             s.updated_replicas = Some(1);
         }
