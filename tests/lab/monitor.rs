@@ -202,9 +202,9 @@ fn monitor_runs_in_cluster_on_the_lab() {
         return;
     };
     let t = Instant::now();
-    dry_run_against_the_crds(&lab);
     let _world = Attached::start(&lab, "pd-1p1d");
-    wait_steady(&lab, NS, 2);
+    wait_steady(&lab, NS, 3);
+    dry_run_against_the_crds(&lab);
     let manifests = printed(&["monitor", "--print-manifests", "-n", NS]);
     let account: Vec<Value> = manifests
         .iter()
@@ -291,7 +291,12 @@ fn monitor_runs_in_cluster_on_the_lab() {
         "one line, not a loop:\n{text}"
     );
     assert!(!body.contains("infera_role_ready_pods{"), "{body}");
-    assert!(get(&lab, "/readyz").starts_with("HTTP/1.1 503"), "readyz");
+    let readyz = get(&lab, "/readyz");
+    assert!(
+        readyz.lines().next().is_some_and(|l| l.contains(" 503 "))
+            && readyz.contains("pods: forbidden"),
+        "{readyz}"
+    );
     assert_eq!(terminate(&mut monitor), 0);
     for l in [&log, &log2] {
         assert!(
