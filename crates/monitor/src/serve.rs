@@ -286,7 +286,7 @@ async fn watch_loop(conn: &Connection, opts: &Options, state: Shared) {
                     }
                 }
             }
-            _ = tick.tick() => lock(&state).sample(Instant::now()),
+            _ = tick.tick() => lock(&state).settle(Instant::now()),
         }
     }
 }

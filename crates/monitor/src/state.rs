@@ -338,11 +338,13 @@ impl State {
         resync
     }
 
-    /// Every auditor samples (and so settles its history: memory stays
-    /// bounded over a long run).
-    pub fn sample(&mut self, now: Instant) {
+    /// Every auditor settles its history (what can no longer change is
+    /// folded into its statistics), so memory stays bounded over a long
+    /// run whether or not anyone scrapes. No sample is taken: the monitor
+    /// needs no sample series.
+    pub fn settle(&mut self, now: Instant) {
         for w in self.workloads.values_mut() {
-            w.auditor.sample(now);
+            let _ = w.auditor.stats_now(now);
         }
     }
 
@@ -419,7 +421,8 @@ impl State {
     }
 }
 
-/// How often the auditors sample (and settle their histories).
+/// How often the auditors settle their histories (and the interval their
+/// reports would sample at; the monitor takes no sample).
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(10);
 
 /// What the monitor's caches never need: `managedFields` (often most of
