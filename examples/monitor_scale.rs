@@ -113,7 +113,9 @@ fn ms(d: Duration) -> String {
 
 /// A cheap deterministic sequence (no RNG dependency in the example).
 fn pick(seed: &mut u64, n: usize) -> usize {
-    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     ((*seed >> 33) as usize) % n.max(1)
 }
 

@@ -141,7 +141,7 @@ async fn live_scrape_passes_promtool_check_metrics() {
         return;
     };
     let sim = Sim::start("pd-1p1d", 20.0).await;
-    let (mut child, _rx, addr) = spawn_monitor(&sim, &[]);
+    let (mut child, rx, addr) = spawn_monitor(&sim, &["-v"]);
     let body = tokio::task::spawn_blocking(move || {
         scrape_until(addr, "text/plain", |b| {
             b.contains("infera_role_routable_pods{namespace=\"llm\",workload=\"idep/llama\",role=\"decode\"} 1")
@@ -206,6 +206,20 @@ async fn live_scrape_passes_promtool_check_metrics() {
         "{om}"
     );
     assert_eq!(terminate(&mut child), 0, "SIGTERM ends the monitor cleanly");
+    // The credentials rule: the kubeconfig's token is in no metric and no
+    // log line.
+    let kubeconfig = std::fs::read_to_string(sim.kubeconfig()).unwrap();
+    let token = kubeconfig
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("token:"))
+        .map(|t| t.trim().trim_matches('"').to_string())
+        .expect("a token in the simulator's kubeconfig");
+    let log: Vec<String> = rx.try_iter().collect();
+    assert!(!body.contains(&token) && !om.contains(&token));
+    assert!(
+        log.iter().all(|l| !l.contains(&token)),
+        "the token was logged"
+    );
     sim.shutdown().await;
 }
 
