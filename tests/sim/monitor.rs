@@ -550,3 +550,39 @@ async fn api_restarts_and_410s_blind_the_counts_and_a_relist_brings_them_back() 
     );
     sim.shutdown().await;
 }
+
+/// Usage errors are one line and exit 2: a set-based `-l` (the monitor
+/// matches equality pairs), and a `--listen` address already taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_errors_exit_2_with_one_line() {
+    let sim = Sim::start("pd-1p1d", 20.0).await;
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    for (args, says) in [
+        (
+            vec!["monitor", "-l", "tier in (a,b)"],
+            "cannot read -l `tier in (a,b)`",
+        ),
+        (
+            vec!["monitor", "--listen", addr.as_str()],
+            "cannot listen on",
+        ),
+    ] {
+        let out = infera(&args)
+            .arg("--kubeconfig")
+            .arg(sim.kubeconfig())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(
+            err.lines().filter(|l| l.starts_with("error:")).count(),
+            1,
+            "{err}"
+        );
+    }
+    drop(taken);
+    sim.shutdown().await;
+}
