@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::lab::{Attached, Lab, SCENARIO_NAMESPACE, lab_or_skip, root, wait_steady};
-use crate::common::process::{infera, wait_exit};
+use crate::common::process::{Killed, infera, wait_exit};
 
 const NS: &str = SCENARIO_NAMESPACE;
 /// The apiserver's advertised address and port (`lab/up`).
@@ -235,7 +235,7 @@ fn monitor_runs_in_cluster_on_the_lab() {
     let token = token.trim();
 
     let log = lab.dir.path().join("monitor.log");
-    let mut monitor = in_cluster(&lab, token, &log);
+    let mut monitor = Killed(in_cluster(&lab, token, &log));
     let body = scrape_until(&lab, &log, |b| {
         b.contains(&format!("infera_role_routable_pods{DECODE} 1"))
             && b.contains("infera_watch_up{resource=\"deployments\"} 1")
@@ -249,7 +249,7 @@ fn monitor_runs_in_cluster_on_the_lab() {
         "{body}"
     );
     assert_eq!(
-        terminate(&mut monitor),
+        terminate(&mut monitor.0),
         0,
         "SIGTERM ends the monitor cleanly"
     );
@@ -270,14 +270,14 @@ fn monitor_runs_in_cluster_on_the_lab() {
         String::from_utf8_lossy(&out.stderr)
     );
     let log2 = lab.dir.path().join("monitor-forbidden.log");
-    let mut monitor = in_cluster(&lab, token, &log2);
+    let mut monitor = Killed(in_cluster(&lab, token, &log2));
     let body = scrape_until(&lab, &log2, |b| {
         b.contains("infera_watch_up{resource=\"pods\"} 0")
             && b.contains("infera_watch_up{resource=\"deployments\"} 1")
     });
     std::thread::sleep(Duration::from_secs(2));
     assert!(
-        monitor.try_wait().expect("try_wait").is_none(),
+        monitor.0.try_wait().expect("try_wait").is_none(),
         "the monitor exited"
     );
     let text = std::fs::read_to_string(&log2).unwrap_or_default();
@@ -297,7 +297,7 @@ fn monitor_runs_in_cluster_on_the_lab() {
             && readyz.contains("pods: forbidden"),
         "{readyz}"
     );
-    assert_eq!(terminate(&mut monitor), 0);
+    assert_eq!(terminate(&mut monitor.0), 0);
     for l in [&log, &log2] {
         assert!(
             !std::fs::read_to_string(l)

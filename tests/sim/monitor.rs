@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::process::{infera, lines, wait_exit};
+use crate::common::process::{Killed, infera, lines, wait_exit};
 use crate::common::sim::Sim;
 
 /// `promtool`, or why the test cannot run.
@@ -75,7 +75,7 @@ fn encode(q: &str) -> String {
 
 /// `infera monitor` on the simulator, on a free loopback port: the child,
 /// its output lines and the address it serves.
-fn spawn_monitor(sim: &Sim, extra: &[&str]) -> (Child, Receiver<String>, SocketAddr) {
+fn spawn_monitor(sim: &Sim, extra: &[&str]) -> (Killed, Receiver<String>, SocketAddr) {
     let mut args = vec!["monitor", "--listen", "127.0.0.1:0", "-n"];
     let ns = sim.namespace();
     args.push(&ns);
@@ -99,7 +99,7 @@ fn spawn_monitor(sim: &Sim, extra: &[&str]) -> (Child, Receiver<String>, SocketA
             .and_then(|rest| rest.strip_suffix("/metrics"))
             .and_then(|a| a.parse().ok())
         {
-            return (child, rx, addr);
+            return (Killed(child), rx, addr);
         }
     }
     let _ = child.kill();
@@ -205,7 +205,11 @@ async fn live_scrape_passes_promtool_check_metrics() {
         om.ends_with("# EOF\n") && om.contains("infera_role_gaps_total{"),
         "{om}"
     );
-    assert_eq!(terminate(&mut child), 0, "SIGTERM ends the monitor cleanly");
+    assert_eq!(
+        terminate(&mut child.0),
+        0,
+        "SIGTERM ends the monitor cleanly"
+    );
     // The credentials rule: the kubeconfig's token is in no metric and no
     // log line.
     let kubeconfig = std::fs::read_to_string(sim.kubeconfig()).unwrap();
@@ -435,7 +439,8 @@ async fn prometheus_fires_the_no_routable_alert_during_a_gap() {
     let sim = Sim::start("pd-1p1d-skip-probe", 14.0).await;
     let (mut monitor, _rx, target) = spawn_monitor(&sim, &[]);
     let dir = tempfile::tempdir().unwrap();
-    let (mut prom, web) = start_prometheus(&prometheus, dir.path(), target);
+    let (prom, web) = start_prometheus(&prometheus, dir.path(), target);
+    let mut prom = Killed(prom);
     let kubeconfig = sim.kubeconfig().to_path_buf();
     let (firing, gaps) = tokio::task::spawn_blocking(move || {
         let up = poll(Duration::from_secs(30), || {
@@ -483,8 +488,8 @@ async fn prometheus_fires_the_no_routable_alert_during_a_gap() {
     })
     .await
     .unwrap();
-    let _ = prom.kill();
-    let _ = prom.wait();
+    let _ = prom.0.kill();
+    let _ = prom.0.wait();
     let prom_log = std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default();
     let alert =
         firing.unwrap_or_else(|| panic!("InferaRoleNoRoutablePods never fired\n{prom_log}"));
@@ -496,7 +501,7 @@ async fn prometheus_fires_the_no_routable_alert_during_a_gap() {
         "{alert}"
     );
     assert!(gaps.is_some(), "no gap counted in infera_role_gaps_total");
-    assert_eq!(terminate(&mut monitor), 0);
+    assert_eq!(terminate(&mut monitor.0), 0);
     sim.shutdown().await;
 }
 
@@ -541,7 +546,7 @@ async fn api_restarts_and_410s_blind_the_counts_and_a_relist_brings_them_back() 
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0);
     assert!(unobserved > 0.0, "unobserved {unobserved}s:\n{back}");
-    assert_eq!(terminate(&mut child), 0);
+    assert_eq!(terminate(&mut child.0), 0);
     let log: Vec<String> = rx.try_iter().collect();
     assert!(
         log.iter()
