@@ -591,3 +591,69 @@ async fn usage_errors_exit_2_with_one_line() {
     drop(taken);
     sim.shutdown().await;
 }
+
+/// `whole-node-pinned`: a restart's surge pod cannot be placed (each node's
+/// 8 GPUs are taken); the monitor exports it under the scheduler's reason,
+/// a closed-set label (`insufficient_resource`), with the role rolling and
+/// its leg named: what `InferaRolloutStalled` fires on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_surge_pod_is_exported_by_the_schedulers_reason() {
+    let sim = Sim::start("whole-node-pinned", 20.0).await;
+    let (mut child, _rx, addr) = spawn_monitor(&sim, &[]);
+    let _roll = Killed(
+        infera(&[
+            "rollout",
+            "restart",
+            "idep/kimi",
+            "--yes",
+            "--force",
+            "--on-stall",
+            "wait",
+            "--kubeconfig",
+        ])
+        .arg(sim.kubeconfig())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn rollout"),
+    );
+    let stalled = |b: &str| {
+        b.lines()
+            .find(|l| {
+                l.starts_with(
+                    "infera_role_unschedulable_pods{namespace=\"llm\",workload=\"idep/kimi\",",
+                ) && l.ends_with(",reason=\"insufficient_resource\"} 1")
+            })
+            .map(str::to_string)
+    };
+    let body = tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| stalled(b).is_some())
+    })
+    .await
+    .unwrap();
+    let line = stalled(&body).unwrap_or_default();
+    let role = line
+        .split("role=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap_or_default();
+    let labels = format!("namespace=\"llm\",workload=\"idep/kimi\",role=\"{role}\"");
+    assert!(
+        body.contains(&format!("infera_rollout_in_progress{{{labels}}} 1")),
+        "{body}"
+    );
+    assert!(
+        body.contains(&format!(
+            "infera_rollout_leg_info{{{labels},leg=\"{role}\"}} 1"
+        )),
+        "{body}"
+    );
+    // The old pod keeps serving.
+    assert!(
+        body.contains(&format!("infera_role_routable_pods{{{labels}}} 1")),
+        "{body}"
+    );
+    assert_eq!(terminate(&mut child.0), 0);
+    sim.shutdown().await;
+}
