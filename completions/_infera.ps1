@@ -35,6 +35,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('drain', 'drain', [CompletionResultType]::ParameterValue, 'Drain node(s) as a rollout: plan every pod on them, move the serving workers surge-first, evict the rest honouring PodDisruptionBudgets')
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'A local simulated cluster that speaks the real Kubernetes API')
             [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Roll a worker on the built-in simulated cluster and show the evidence')
+            [CompletionResult]::new('monitor', 'monitor', [CompletionResultType]::ParameterValue, 'Audit continuously as a service: Prometheus metrics per role on `/metrics`, alert rules (`--print-rules`), in-cluster manifests (`--print-manifests`)')
             [CompletionResult]::new('rbac', 'rbac', [CompletionResultType]::ParameterValue, 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need')
             [CompletionResult]::new('policy', 'policy', [CompletionResultType]::ParameterValue, 'Print lint''s rules as ValidatingAdmissionPolicies and their bindings (`kubectl infera policy | kubectl apply -f -`)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
@@ -364,6 +365,34 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'infera;monitor' {
+            [CompletionResult]::new('-l', '-l', [CompletionResultType]::ParameterName, 'Only the InferaDeployments, Deployments and StatefulSets whose labels hold every pair (`key=value[,key=value]`)')
+            [CompletionResult]::new('--selector', '--selector', [CompletionResultType]::ParameterName, 'Only the InferaDeployments, Deployments and StatefulSets whose labels hold every pair (`key=value[,key=value]`)')
+            [CompletionResult]::new('--min-ready', '--min-ready', [CompletionResultType]::ParameterName, 'A role with fewer Ready or routable pods than this is below the floor (the below-floor counters and alert)')
+            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Serve `/metrics`, `/healthz` and `/readyz` on this address (`0.0.0.0:8491` in a pod; port 0 picks a free one)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'With `--print-rules`: a PrometheusRule, or a plain rules file')
+            [CompletionResult]::new('--image', '--image', [CompletionResultType]::ParameterName, 'Image of the monitor''s Deployment (`--print-manifests`)')
+            [CompletionResult]::new('--no-routable-for', '--no-routable-for', [CompletionResultType]::ParameterName, 'Alert: a role with no routable pod this long (critical)')
+            [CompletionResult]::new('--below-min-for', '--below-min-for', [CompletionResultType]::ParameterName, 'Alert: a rolling role below `--min-ready` this long')
+            [CompletionResult]::new('--stalled-for', '--stalled-for', [CompletionResultType]::ParameterName, 'Alert: a pod of a rolling role unschedulable this long (a stalled surge; `infera rollout --stall-after` is 5m too)')
+            [CompletionResult]::new('--ready-not-routable-for', '--ready-not-routable-for', [CompletionResultType]::ParameterName, 'Alert: Ready pods not routable this long (readiness that means nothing)')
+            [CompletionResult]::new('--watch-down-for', '--watch-down-for', [CompletionResultType]::ParameterName, 'Alert: a watch of the monitor not current this long')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file to use')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The name of the kubeconfig context to use')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace scope for this request (default: the context''s namespace)')
+            [CompletionResult]::new('-A', '-A ', [CompletionResultType]::ParameterName, 'Watch every namespace (one cluster-wide list+watch per resource) instead of the `-n` namespace')
+            [CompletionResult]::new('--all-namespaces', '--all-namespaces', [CompletionResultType]::ParameterName, 'Watch every namespace (one cluster-wide list+watch per resource) instead of the `-n` namespace')
+            [CompletionResult]::new('--print-rules', '--print-rules', [CompletionResultType]::ParameterName, 'Print the alert rules and exit')
+            [CompletionResult]::new('--print-manifests', '--print-manifests', [CompletionResultType]::ParameterName, 'Print the ServiceAccount, RBAC, Deployment, Service and ServiceMonitor that run the monitor in the `-n` namespace, and exit')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'infera;rbac' {
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Namespace of the Role (and of the ServiceAccount the bindings name)')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'Namespace of the Role (and of the ServiceAccount the bindings name)')
@@ -422,6 +451,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('drain', 'drain', [CompletionResultType]::ParameterValue, 'Drain node(s) as a rollout: plan every pod on them, move the serving workers surge-first, evict the rest honouring PodDisruptionBudgets')
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'A local simulated cluster that speaks the real Kubernetes API')
             [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Roll a worker on the built-in simulated cluster and show the evidence')
+            [CompletionResult]::new('monitor', 'monitor', [CompletionResultType]::ParameterValue, 'Audit continuously as a service: Prometheus metrics per role on `/metrics`, alert rules (`--print-rules`), in-cluster manifests (`--print-manifests`)')
             [CompletionResult]::new('rbac', 'rbac', [CompletionResultType]::ParameterValue, 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need')
             [CompletionResult]::new('policy', 'policy', [CompletionResultType]::ParameterValue, 'Print lint''s rules as ValidatingAdmissionPolicies and their bindings (`kubectl infera policy | kubectl apply -f -`)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
@@ -475,6 +505,9 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             break
         }
         'infera;help;demo' {
+            break
+        }
+        'infera;help;monitor' {
             break
         }
         'infera;help;rbac' {

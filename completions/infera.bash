@@ -37,6 +37,9 @@ _infera() {
             infera,lint)
                 cmd="infera__subcmd__lint"
                 ;;
+            infera,monitor)
+                cmd="infera__subcmd__monitor"
+                ;;
             infera,policy)
                 cmd="infera__subcmd__policy"
                 ;;
@@ -75,6 +78,9 @@ _infera() {
                 ;;
             infera__subcmd__help,lint)
                 cmd="infera__subcmd__help__subcmd__lint"
+                ;;
+            infera__subcmd__help,monitor)
+                cmd="infera__subcmd__help__subcmd__monitor"
                 ;;
             infera__subcmd__help,policy)
                 cmd="infera__subcmd__help__subcmd__policy"
@@ -167,7 +173,7 @@ _infera() {
 
     case "${cmd}" in
         infera)
-            opts="-v -h -V --verbose --help --version lint rules render rollout audit drain sim demo rbac policy completions generate help"
+            opts="-v -h -V --verbose --help --version lint rules render rollout audit drain sim demo monitor rbac policy completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -403,7 +409,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__help)
-            opts="lint rules render rollout audit drain sim demo rbac policy completions generate help"
+            opts="lint rules render rollout audit drain sim demo monitor rbac policy completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -501,6 +507,20 @@ _infera() {
             return 0
             ;;
         infera__subcmd__help__subcmd__lint)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        infera__subcmd__help__subcmd__monitor)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -746,6 +766,80 @@ _infera() {
                     return 0
                     ;;
                 --kubectl)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        infera__subcmd__monitor)
+            opts="-A -l -n -v -h -V --all-namespaces --selector --min-ready --listen --print-rules --format --print-manifests --image --no-routable-for --below-min-for --stalled-for --ready-not-routable-for --watch-down-for --kubeconfig --context --namespace --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -l)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-ready)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "prometheus-rule plain" -- "${cur}"))
+                    return 0
+                    ;;
+                --image)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --no-routable-for)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --below-min-for)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stalled-for)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ready-not-routable-for)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --watch-down-for)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

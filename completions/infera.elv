@@ -32,6 +32,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand drain 'Drain node(s) as a rollout: plan every pod on them, move the serving workers surge-first, evict the rest honouring PodDisruptionBudgets'
             cand sim 'A local simulated cluster that speaks the real Kubernetes API'
             cand demo 'Roll a worker on the built-in simulated cluster and show the evidence'
+            cand monitor 'Audit continuously as a service: Prometheus metrics per role on `/metrics`, alert rules (`--print-rules`), in-cluster manifests (`--print-manifests`)'
             cand rbac 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need'
             cand policy 'Print lint''s rules as ValidatingAdmissionPolicies and their bindings (`kubectl infera policy | kubectl apply -f -`)'
             cand completions 'Print a shell completion script to stdout'
@@ -336,6 +337,33 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'infera;monitor'= {
+            cand -l 'Only the InferaDeployments, Deployments and StatefulSets whose labels hold every pair (`key=value[,key=value]`)'
+            cand --selector 'Only the InferaDeployments, Deployments and StatefulSets whose labels hold every pair (`key=value[,key=value]`)'
+            cand --min-ready 'A role with fewer Ready or routable pods than this is below the floor (the below-floor counters and alert)'
+            cand --listen 'Serve `/metrics`, `/healthz` and `/readyz` on this address (`0.0.0.0:8491` in a pod; port 0 picks a free one)'
+            cand --format 'With `--print-rules`: a PrometheusRule, or a plain rules file'
+            cand --image 'Image of the monitor''s Deployment (`--print-manifests`)'
+            cand --no-routable-for 'Alert: a role with no routable pod this long (critical)'
+            cand --below-min-for 'Alert: a rolling role below `--min-ready` this long'
+            cand --stalled-for 'Alert: a pod of a rolling role unschedulable this long (a stalled surge; `infera rollout --stall-after` is 5m too)'
+            cand --ready-not-routable-for 'Alert: Ready pods not routable this long (readiness that means nothing)'
+            cand --watch-down-for 'Alert: a watch of the monitor not current this long'
+            cand --kubeconfig 'Path to the kubeconfig file to use'
+            cand --context 'The name of the kubeconfig context to use'
+            cand -n 'The namespace scope for this request (default: the context''s namespace)'
+            cand --namespace 'The namespace scope for this request (default: the context''s namespace)'
+            cand -A 'Watch every namespace (one cluster-wide list+watch per resource) instead of the `-n` namespace'
+            cand --all-namespaces 'Watch every namespace (one cluster-wide list+watch per resource) instead of the `-n` namespace'
+            cand --print-rules 'Print the alert rules and exit'
+            cand --print-manifests 'Print the ServiceAccount, RBAC, Deployment, Service and ServiceMonitor that run the monitor in the `-n` namespace, and exit'
+            cand -v 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand --verbose 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'infera;rbac'= {
             cand -n 'Namespace of the Role (and of the ServiceAccount the bindings name)'
             cand --namespace 'Namespace of the Role (and of the ServiceAccount the bindings name)'
@@ -390,6 +418,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand drain 'Drain node(s) as a rollout: plan every pod on them, move the serving workers surge-first, evict the rest honouring PodDisruptionBudgets'
             cand sim 'A local simulated cluster that speaks the real Kubernetes API'
             cand demo 'Roll a worker on the built-in simulated cluster and show the evidence'
+            cand monitor 'Audit continuously as a service: Prometheus metrics per role on `/metrics`, alert rules (`--print-rules`), in-cluster manifests (`--print-manifests`)'
             cand rbac 'Print the minimal RBAC Role that `infera rollout` and `infera audit` need'
             cand policy 'Print lint''s rules as ValidatingAdmissionPolicies and their bindings (`kubectl infera policy | kubectl apply -f -`)'
             cand completions 'Print a shell completion script to stdout'
@@ -429,6 +458,8 @@ set edit:completion:arg-completer[infera] = {|@words|
         &'infera;help;sim;scenarios'= {
         }
         &'infera;help;demo'= {
+        }
+        &'infera;help;monitor'= {
         }
         &'infera;help;rbac'= {
         }

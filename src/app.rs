@@ -17,7 +17,9 @@ pub fn main(bin_name: &'static str) -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    crate::logging::init_logging(cli.verbose);
+    // A service logs its state changes without -v.
+    let service = matches!(cli.command, Command::Monitor(_));
+    crate::logging::init_logging(cli.verbose, service);
     let exit = match run(cli) {
         Ok(exit) => exit,
         Err(err) => {
@@ -54,6 +56,7 @@ fn run(cli: Cli) -> anyhow::Result<Exit> {
         }
         Command::Sim(SimCommand::Scenarios) => crate::commands::sim::list_scenarios(),
         Command::Demo(args) => runtime()?.block_on(crate::console::demo(args)),
+        Command::Monitor(args) => runtime()?.block_on(crate::commands::monitor::run(args)),
         Command::Rbac(args) => crate::commands::rbac::rbac_command(&args),
         Command::Policy(args) => crate::commands::policy::policy_command(&args),
         Command::Completions(args) => {

@@ -50,6 +50,10 @@ pub enum Command {
     Sim(SimCommand),
     /// Roll a worker on the built-in simulated cluster and show the evidence.
     Demo(DemoArgs),
+    /// Audit continuously as a service: Prometheus metrics per role on
+    /// `/metrics`, alert rules (`--print-rules`), in-cluster manifests
+    /// (`--print-manifests`).
+    Monitor(MonitorArgs),
     /// Print the minimal RBAC Role that `infera rollout` and `infera audit` need.
     Rbac(RbacArgs),
     /// Print lint's rules as ValidatingAdmissionPolicies and their bindings
@@ -496,6 +500,89 @@ pub struct RbacArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Yaml)]
     pub output: OutputFormat,
+}
+
+/// `--format` of `infera monitor --print-rules`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RulesFormat {
+    /// A prometheus-operator `PrometheusRule` object.
+    PrometheusRule,
+    /// A plain Prometheus rules file (`rule_files:`).
+    Plain,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Serves until SIGTERM or Ctrl-C (exit 0). Exit status 2: usage, \
+connection or listen error. A watch that is refused (a missing permission) or cut off \
+is logged once and exported as infera_watch_up 0; the process keeps serving.\n\n\
+Examples:\n  infera monitor -A --listen 0.0.0.0:8491\n  \
+infera monitor -n llm --min-ready 2 --print-rules --format plain > infera.rules.yaml\n  \
+infera monitor -n monitoring -A --print-manifests | kubectl apply -f -"
+)]
+pub struct MonitorArgs {
+    /// Watch every namespace (one cluster-wide list+watch per resource)
+    /// instead of the `-n` namespace.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// Only the InferaDeployments, Deployments and StatefulSets whose
+    /// labels hold every pair (`key=value[,key=value]`).
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// A role with fewer Ready or routable pods than this is below the
+    /// floor (the below-floor counters and alert).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub min_ready: u32,
+    /// Serve `/metrics`, `/healthz` and `/readyz` on this address
+    /// (`0.0.0.0:8491` in a pod; port 0 picks a free one).
+    #[arg(long, value_name = "ADDR", default_value_t = std::net::SocketAddr::from(([127, 0, 0, 1], infera_monitor::DEFAULT_PORT)))]
+    pub listen: std::net::SocketAddr,
+    /// Print the alert rules and exit.
+    #[arg(long)]
+    pub print_rules: bool,
+    /// With `--print-rules`: a PrometheusRule, or a plain rules file.
+    #[arg(long, value_enum, default_value_t = RulesFormat::PrometheusRule)]
+    pub format: RulesFormat,
+    /// Print the ServiceAccount, RBAC, Deployment, Service and
+    /// ServiceMonitor that run the monitor in the `-n` namespace, and exit.
+    #[arg(long, conflicts_with = "print_rules")]
+    pub print_manifests: bool,
+    /// Image of the monitor's Deployment (`--print-manifests`).
+    #[arg(long, value_name = "IMAGE", default_value = "infera:latest")]
+    pub image: String,
+    /// Alert: a role with no routable pod this long (critical).
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_duration)]
+    pub no_routable_for: Duration,
+    /// Alert: a rolling role below `--min-ready` this long.
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_duration)]
+    pub below_min_for: Duration,
+    /// Alert: a pod of a rolling role unschedulable this long (a stalled
+    /// surge; `infera rollout --stall-after` is 5m too).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub stalled_for: Duration,
+    /// Alert: Ready pods not routable this long (readiness that means
+    /// nothing).
+    #[arg(long, value_name = "DURATION", default_value = "3m", value_parser = parse_duration)]
+    pub ready_not_routable_for: Duration,
+    /// Alert: a watch of the monitor not current this long.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub watch_down_for: Duration,
+    #[command(flatten)]
+    pub cluster_args: ClusterArgs,
+}
+
+impl MonitorArgs {
+    /// The rules' options from the flags.
+    pub fn rule_options(&self) -> infera_monitor::RuleOptions {
+        infera_monitor::RuleOptions {
+            min_ready: self.min_ready,
+            no_routable_for: self.no_routable_for,
+            below_min_for: self.below_min_for,
+            stalled_for: self.stalled_for,
+            ready_not_routable_for: self.ready_not_routable_for,
+            watch_down_for: self.watch_down_for,
+        }
+    }
 }
 
 /// `--action`: what the policy bindings do.

@@ -19,5 +19,6 @@ pub use infera_audit::exit;
 pub use infera_cluster as cluster;
 pub use infera_lint as lint;
 pub use infera_model::{manifest, operator, rolling, scheduling};
+pub use infera_monitor as monitor;
 pub use infera_rollout as rollout;
 pub use infera_sim as sim;

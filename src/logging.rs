@@ -15,13 +15,19 @@ pub fn filter_for(verbosity: u8) -> &'static str {
     }
 }
 
-/// Install the stderr subscriber. Never writes to stdout, so `--format
-/// json` and `-o json` stay clean.
-pub fn init_logging(verbosity: u8) {
+/// What a long-running service (`infera monitor`) logs without `-v`: its
+/// own state changes (watch down or current again, serving, shutting down).
+pub const SERVICE_FILTER: &str = "infera::monitor=info";
+
+/// Install the stderr subscriber (`service`: [`SERVICE_FILTER`] without
+/// `-v`). Never writes to stdout, so `--format json` and `-o json` stay
+/// clean.
+pub fn init_logging(verbosity: u8, service: bool) {
     use tracing_subscriber::EnvFilter;
     let filter = match std::env::var("RUST_LOG") {
         Ok(value) if !value.trim().is_empty() => EnvFilter::try_new(value.trim())
             .unwrap_or_else(|_| EnvFilter::new(filter_for(verbosity))),
+        _ if service && verbosity == 0 => EnvFilter::new(SERVICE_FILTER),
         _ => EnvFilter::new(filter_for(verbosity)),
     };
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())

@@ -57,3 +57,15 @@ pub fn wait_exit(child: &mut Child, limit: Duration) -> i32 {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A child killed (and reaped) when dropped: a failing assertion must not
+/// leave a long-running child behind (in a lab test it would also hold the
+/// machine's lab lock that the parent's `flock` passed down).
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -14,6 +14,7 @@ mod disruption_rules;
 mod drain;
 mod faults;
 mod gitops;
+mod monitor;
 mod operator;
 mod partition;
 mod policy;

@@ -10,6 +10,7 @@ mod credentials;
 mod disruption;
 mod drain;
 mod kubectl_plugin;
+mod monitor;
 mod operator_generation;
 mod partition;
 mod report_html;

@@ -186,6 +186,10 @@ pub struct RoleStats {
     pub longest_gap: (Duration, Duration),
     /// Time during which either count was uncertain.
     pub uncertain: Duration,
+    /// Time certainly below the floor (either count), and possibly.
+    pub below: (Duration, Duration),
+    /// Gaps: runs of time certainly below the floor (either count).
+    pub gaps: u64,
 }
 
 /// [`RoleStats`] accumulated span by span: bounds are pushed in time order
@@ -196,6 +200,8 @@ pub struct Accum {
     stats: RoleStats,
     runs: (Duration, Duration),
     open: Option<Bounds>,
+    /// The last span of non-zero length was certainly below the floor.
+    in_gap: bool,
 }
 
 impl Accum {
@@ -209,9 +215,12 @@ impl Accum {
                 below_routable: (Duration::ZERO, Duration::ZERO),
                 longest_gap: (Duration::ZERO, Duration::ZERO),
                 uncertain: Duration::ZERO,
+                below: (Duration::ZERO, Duration::ZERO),
+                gaps: 0,
             },
             runs: (Duration::ZERO, Duration::ZERO),
             open: None,
+            in_gap: false,
         }
     }
 
@@ -239,6 +248,18 @@ impl Accum {
         add_below(&mut s.below_routable, b.routable, floor, span);
         let certain = b.ready.1 < floor || b.routable.1 < floor;
         let possible = b.ready.0 < floor || b.routable.0 < floor;
+        if certain {
+            s.below.0 += span;
+        }
+        if possible {
+            s.below.1 += span;
+        }
+        if !span.is_zero() {
+            if certain && !self.in_gap {
+                s.gaps += 1;
+            }
+            self.in_gap = certain;
+        }
         self.runs.0 = if certain {
             self.runs.0 + span
         } else {
@@ -376,5 +397,30 @@ mod tests {
         t.set(t0 + secs(5), Known::Yes);
         t.set(t0 + secs(3), Known::No);
         assert_eq!(t.points(), &[(t0 + secs(5), Known::No)]);
+    }
+
+    #[test]
+    fn gaps_are_runs_certainly_below_and_below_counts_either_count() {
+        let b = |at: u64, ready: (u32, u32), routable: (u32, u32)| Bounds {
+            at: secs(at),
+            ready,
+            routable,
+        };
+        // Up; Ready lost 2..3; routable lost 5..6 with a zero-length
+        // recovery inside (not a second gap); possibly below 8..9.
+        let bounds = [
+            b(0, (1, 1), (1, 1)),
+            b(2, (0, 0), (1, 1)),
+            b(3, (1, 1), (1, 1)),
+            b(5, (1, 1), (0, 0)),
+            b(6, (1, 1), (1, 1)),
+            b(6, (1, 1), (0, 0)),
+            b(7, (1, 1), (1, 1)),
+            b(8, (0, 1), (1, 1)),
+            b(9, (1, 1), (1, 1)),
+        ];
+        let s = stats(&bounds, 1, secs(10));
+        assert_eq!(s.gaps, 2);
+        assert_eq!(s.below, (secs(3), secs(4)));
     }
 }

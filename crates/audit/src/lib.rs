@@ -20,6 +20,7 @@
 mod command;
 mod complete;
 mod evidence;
+pub use evidence::RoleStats;
 pub mod exit;
 mod many;
 mod many_report;

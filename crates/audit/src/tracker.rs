@@ -21,7 +21,7 @@ use kube::runtime::watcher::Event;
 use infera_cluster::reflect::{Delta, Reflector, namespaced_key};
 use infera_cluster::sight::{Beat, Sight, Skew, Transition};
 
-use super::evidence::{Accum, Bounds, sweep};
+use super::evidence::{Accum, Bounds, RoleStats, sweep};
 use super::narrate::Narrator;
 use super::pods::{Facts, Histories, Moment};
 use super::report::{StepRecord, Unobserved};
@@ -660,6 +660,34 @@ impl Auditor {
                     .filter(|h| h.facts.role == i)
                     .map(|h| (&h.ready, &h.serving));
                 sweep(pods, origin)
+            })
+            .collect()
+    }
+
+    /// Each role's statistics from the first list until `now` (none before
+    /// it), for a long-running monitor: what a report closed now would
+    /// count, without building one. Settles what can no longer change
+    /// first, so memory stays bounded however long it runs.
+    pub fn stats_now(&mut self, now: Instant) -> Vec<RoleStats> {
+        let Some(origin) = self.origin else {
+            return Vec::new();
+        };
+        self.settle(now);
+        let end = now.saturating_duration_since(origin);
+        self.role_bounds(origin)
+            .into_iter()
+            .zip(&self.roles)
+            .map(|(bounds, slot)| {
+                let mut accum = slot.accum.clone();
+                if slot.timeline.is_empty() && bounds.first().is_none_or(|b| !b.at.is_zero()) {
+                    accum.push(Bounds {
+                        at: Duration::ZERO,
+                        ready: (0, 0),
+                        routable: (0, 0),
+                    });
+                }
+                bounds.into_iter().for_each(|b| accum.push(b));
+                accum.at_end(end)
             })
             .collect()
     }

@@ -28,7 +28,9 @@ use kube::{Client, Config};
 pub use capacity::{
     NodeCapacity, NodeInventory, ResourceList, SurgeRoom, parse_quantity, pod_requests,
 };
-pub use rbac::{NAME as RBAC_NAME, Scope as RbacScope, rbac_objects};
+pub use rbac::{
+    MONITOR_NAME, NAME as RBAC_NAME, Scope as RbacScope, monitor_rbac_objects, rbac_objects,
+};
 pub use status::{DeploymentProgress, deployment_progress};
 
 /// Errors reaching or using a cluster. `Display` is one line that says what

@@ -67,44 +67,23 @@ pub fn rbac_objects(namespace: &str, scope: Scope) -> Vec<Value> {
         return objects;
     }
     let subject = json!([{ "kind": "ServiceAccount", "name": NAME, "namespace": namespace }]);
-    // (Role kind, binding kind, binding name, namespace of both).
-    let (role_kind, binding_kind, binding_name, ns) = match scope {
-        Scope::Namespace => ("Role", "RoleBinding", NAME.to_string(), Some(namespace)),
-        Scope::AllNamespaces | Scope::Drain => (
-            "ClusterRole",
-            "ClusterRoleBinding",
-            format!("{NAME}-{namespace}"),
-            None,
-        ),
-    };
-    let metadata = |name: &str| match ns {
-        Some(ns) => json!({ "name": name, "namespace": ns }),
-        None => json!({ "name": name }),
-    };
     let (idep, lws) = (INFERA_DEPLOYMENT, LEADER_WORKER_SET);
-    vec![
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": role_kind,
-            "metadata": metadata(NAME),
-            "rules": [
-                rule("", &["pods"], &["watch"]),
-                rule("", &["pods/proxy"], &["get"]),
-                rule("", &["events"], &["list"]),
-                rule(idep.group, &[idep.plural], &["get", "list", "watch", "patch"]),
-                rule("apps", &["deployments"], &["get", "list", "watch", "patch"]),
-                rule(lws.group, &[lws.plural], &["list"]),
-                rule("policy", &["poddisruptionbudgets"], &["list"]),
-                rule("", &["persistentvolumeclaims"], &["list"]),
-            ],
-        }),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": binding_kind,
-            "metadata": metadata(&binding_name),
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": NAME },
-            "subjects": subject,
-        }),
+    let rules = vec![
+        rule("", &["pods"], &["watch"]),
+        rule("", &["pods/proxy"], &["get"]),
+        rule("", &["events"], &["list"]),
+        rule(
+            idep.group,
+            &[idep.plural],
+            &["get", "list", "watch", "patch"],
+        ),
+        rule("apps", &["deployments"], &["get", "list", "watch", "patch"]),
+        rule(lws.group, &[lws.plural], &["list"]),
+        rule("policy", &["poddisruptionbudgets"], &["list"]),
+        rule("", &["persistentvolumeclaims"], &["list"]),
+    ];
+    let mut objects = role_and_binding(NAME, namespace, scope, rules);
+    objects.extend([
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
@@ -119,6 +98,43 @@ pub fn rbac_objects(namespace: &str, scope: Scope) -> Vec<Value> {
             "kind": "ClusterRoleBinding",
             "metadata": { "name": format!("{NAME}-capacity-{namespace}") },
             "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": format!("{NAME}-capacity") },
+            "subjects": subject,
+        }),
+    ]);
+    objects
+}
+
+/// A Role (or, with [`Scope::AllNamespaces`], a ClusterRole) `name` with
+/// `rules`, and its binding to the ServiceAccount `name` in `namespace`
+/// (cluster-wide: the ClusterRoleBinding `name-namespace`).
+fn role_and_binding(name: &str, namespace: &str, scope: Scope, rules: Vec<Value>) -> Vec<Value> {
+    let subject = json!([{ "kind": "ServiceAccount", "name": name, "namespace": namespace }]);
+    // (Role kind, binding kind, binding name, namespace of both).
+    let (role_kind, binding_kind, binding_name, ns) = match scope {
+        Scope::Namespace => ("Role", "RoleBinding", name.to_string(), Some(namespace)),
+        Scope::AllNamespaces | Scope::Drain => (
+            "ClusterRole",
+            "ClusterRoleBinding",
+            format!("{name}-{namespace}"),
+            None,
+        ),
+    };
+    let metadata = |n: &str| match ns {
+        Some(ns) => json!({ "name": n, "namespace": ns }),
+        None => json!({ "name": n }),
+    };
+    vec![
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": role_kind,
+            "metadata": metadata(name),
+            "rules": rules,
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": binding_kind,
+            "metadata": metadata(&binding_name),
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name },
             "subjects": subject,
         }),
     ]
@@ -165,6 +181,29 @@ fn drain_objects(namespace: &str) -> Vec<Value> {
             "subjects": subject,
         }),
     ]
+}
+
+/// The name of `infera monitor`'s ServiceAccount, Role and bindings.
+pub const MONITOR_NAME: &str = "infera-monitor";
+
+/// What `infera monitor` reads, and only reads: its four list+watches
+/// (pods, InferaDeployments, Deployments, StatefulSets). Its heartbeat
+/// (`GET /version`) is open to every authenticated client
+/// (`system:discovery`).
+pub fn monitor_rules() -> Vec<Value> {
+    let idep = INFERA_DEPLOYMENT;
+    let read = ["list", "watch"];
+    vec![
+        rule("", &["pods"], &read),
+        rule(idep.group, &[idep.plural], &read),
+        rule("apps", &["deployments", "statefulsets"], &read),
+    ]
+}
+
+/// The monitor's Role and RoleBinding in `namespace` (cluster-wide for
+/// `infera monitor -A`), bound to the ServiceAccount [`MONITOR_NAME`].
+pub fn monitor_rbac_objects(namespace: &str, scope: Scope) -> Vec<Value> {
+    role_and_binding(MONITOR_NAME, namespace, scope, monitor_rules())
 }
 
 #[cfg(test)]
@@ -247,5 +286,27 @@ mod tests {
         assert_eq!(cluster[1]["subjects"][0]["namespace"], "prod");
         assert_eq!(cluster[2..], namespaced[2..]);
         assert_eq!(namespaced[1]["roleRef"]["kind"], "Role");
+    }
+
+    #[test]
+    fn the_monitor_only_lists_and_watches() {
+        for scope in [Scope::Namespace, Scope::AllNamespaces] {
+            let objects = monitor_rbac_objects("mon", scope);
+            assert_eq!(objects.len(), 2);
+            let verbs: Vec<&Value> = objects[0]["rules"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|r| r["verbs"].as_array().into_iter().flatten())
+                .collect();
+            assert!(
+                verbs.iter().all(|v| *v == "list" || *v == "watch"),
+                "{verbs:?}"
+            );
+            assert_eq!(objects[1]["subjects"][0]["name"], MONITOR_NAME);
+        }
+        let kinds = |s| monitor_rbac_objects("mon", s)[0]["kind"].clone();
+        assert_eq!(kinds(Scope::Namespace), "Role");
+        assert_eq!(kinds(Scope::AllNamespaces), "ClusterRole");
     }
 }

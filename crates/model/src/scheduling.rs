@@ -87,6 +87,97 @@ impl fmt::Display for UnfitReason {
     }
 }
 
+impl UnfitReason {
+    /// Every [`UnfitReason::label`], and `other` for a message none of them
+    /// explains: a closed set, fit for a metric label.
+    pub const LABELS: &[&str] = &[
+        "unschedulable",
+        "node_name_mismatch",
+        "untolerated_taint",
+        "node_affinity",
+        "host_ports",
+        "insufficient_resource",
+        "too_many_pods",
+        "pod_anti_affinity",
+        "existing_pods_anti_affinity",
+        "pod_affinity",
+        "other",
+    ];
+
+    /// The reason's kind without its arguments (no taint key, no resource
+    /// name): one of [`UnfitReason::LABELS`].
+    pub fn label(&self) -> &'static str {
+        match self {
+            UnfitReason::Unschedulable => "unschedulable",
+            UnfitReason::NodeNameMismatch => "node_name_mismatch",
+            UnfitReason::UntoleratedTaint { .. } => "untolerated_taint",
+            UnfitReason::NodeAffinity => "node_affinity",
+            UnfitReason::HostPorts => "host_ports",
+            UnfitReason::Insufficient(_) => "insufficient_resource",
+            UnfitReason::TooManyPods => "too_many_pods",
+            UnfitReason::PodAntiAffinity => "pod_anti_affinity",
+            UnfitReason::ExistingPodsAntiAffinity => "existing_pods_anti_affinity",
+            UnfitReason::PodAffinity => "pod_affinity",
+        }
+    }
+}
+
+/// The label ([`UnfitReason::LABELS`]) of the reason that rejected the most
+/// nodes in a scheduler's message (`0/3 nodes are available: 1 Insufficient
+/// amd.com/gpu, 2 node(s) had untolerated taint {k: v}. preemption: …`, as
+/// [`failed_scheduling_message`] and kube-scheduler word it); the first
+/// listed wins a tie; `other` when no reason is recognised.
+pub fn unfit_label_of_message(message: &str) -> &'static str {
+    // Each reason's fixed wording (`Display`), as the scheduler writes it.
+    let wordings: [(&str, &'static str); 10] = [
+        ("node(s) were unschedulable", "unschedulable"),
+        (
+            "node(s) didn't match the requested node name",
+            "node_name_mismatch",
+        ),
+        ("node(s) had untolerated taint", "untolerated_taint"),
+        (
+            "node(s) didn't match Pod's node affinity/selector",
+            "node_affinity",
+        ),
+        ("node(s) didn't have free ports", "host_ports"),
+        ("Insufficient ", "insufficient_resource"),
+        ("Too many pods", "too_many_pods"),
+        (
+            "node(s) didn't match pod anti-affinity rules",
+            "pod_anti_affinity",
+        ),
+        (
+            "node(s) didn't satisfy existing pods anti-affinity rules",
+            "existing_pods_anti_affinity",
+        ),
+        ("node(s) didn't match pod affinity rules", "pod_affinity"),
+    ];
+    let reasons = message
+        .split(" preemption:")
+        .next()
+        .unwrap_or("")
+        .split_once(':')
+        .map_or("", |(_, r)| r);
+    let mut best: Option<(u64, &'static str)> = None;
+    for part in reasons.split(", ") {
+        let part = part.trim().trim_end_matches('.');
+        let (count, text) = part.split_once(' ').unwrap_or(("0", part));
+        let Some(label) = wordings
+            .iter()
+            .find(|(w, _)| text.starts_with(w))
+            .map(|(_, l)| *l)
+        else {
+            continue;
+        };
+        let count = count.parse().unwrap_or(0);
+        if best.is_none_or(|(c, _)| count > c) {
+            best = Some((count, label));
+        }
+    }
+    best.map_or("other", |(_, l)| l)
+}
+
 /// Can a pod with this spec run on `node`, given the pods already bound there?
 /// (Use [`fit_pod`] when the pod's labels matter for existing pods' anti-affinity.)
 ///
@@ -1192,5 +1283,38 @@ mod tests {
                 value: String::new()
             }])
         );
+    }
+
+    #[test]
+    fn unfit_labels_are_a_closed_set_read_off_the_message() {
+        let reasons = [
+            UnfitReason::Insufficient("amd.com/gpu".into()),
+            UnfitReason::UntoleratedTaint {
+                key: "k".into(),
+                value: "v".into(),
+            },
+            UnfitReason::Insufficient("amd.com/gpu".into()),
+        ];
+        let per_node: Vec<Vec<UnfitReason>> = reasons.iter().map(|r| vec![r.clone()]).collect();
+        let counted = count_reasons(per_node.iter().map(Vec::as_slice));
+        let message = failed_scheduling_message(3, &counted) + &preemption_suffix(3, &per_node);
+        assert_eq!(unfit_label_of_message(&message), "insufficient_resource");
+        for r in &reasons {
+            assert!(UnfitReason::LABELS.contains(&r.label()));
+            // Each reason's own wording maps back to its label.
+            let one = failed_scheduling_message(1, &[(r.clone(), 1)]);
+            assert_eq!(unfit_label_of_message(&one), r.label(), "{one}");
+        }
+        assert_eq!(
+            unfit_label_of_message(
+                "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+            ),
+            "node_affinity"
+        );
+        assert_eq!(
+            unfit_label_of_message("no nodes available to schedule pods"),
+            "other"
+        );
+        assert_eq!(unfit_label_of_message(""), "other");
     }
 }

@@ -1,0 +1,290 @@
+//! `/metrics`: the state as OpenMetrics text, written by `prometheus-client`
+//! from a registry built afresh for each scrape, so a series the state
+//! cannot vouch for now (its watch is blind) is absent, never stale.
+//!
+//! Labels are `namespace`, `workload` (`idep/NAME`, `deploy/NAME`,
+//! `sts/NAME`) and `role`, plus `resource` on the watch metrics, `leg` (a
+//! service name) on the rollout leg, `reason` (a closed set:
+//! `infera_model::scheduling::UnfitReason::LABELS`) on unschedulable pods
+//! and `generation` on the operator's: never a pod name, so the number of
+//! series is bounded by the workloads and roles.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::core::v1::Pod;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::{Registry, Unit};
+
+use infera_model::scheduling::unfit_label_of_message;
+
+use crate::state::{Resource, State};
+use crate::workloads::{self, WorkloadKey};
+
+type Labels = Vec<(&'static str, String)>;
+type Gauges = Family<Labels, Gauge>;
+type FloatCounters = Family<Labels, Counter<f64, std::sync::atomic::AtomicU64>>;
+type Counters = Family<Labels, Counter>;
+
+/// The metric families, one field each (names in [`encode_state`]).
+#[derive(Default)]
+struct Families {
+    ready: Gauges,
+    routable: Gauges,
+    desired: Gauges,
+    rollout: Gauges,
+    leg: Gauges,
+    below: FloatCounters,
+    gaps: Counters,
+    unschedulable: Gauges,
+    generation: Gauges,
+    watch_up: Gauges,
+    unobserved: FloatCounters,
+}
+
+impl Families {
+    fn register(&self, r: &mut Registry) {
+        let s = Unit::Seconds;
+        r.register(
+            "infera_role_ready_pods",
+            "Ready pods of the role (absent while the pod watch is blind)",
+            self.ready.clone(),
+        );
+        r.register("infera_role_routable_pods", "Routable pods of the role, as the router sees them (absent while the pod watch is blind)", self.routable.clone());
+        r.register(
+            "infera_role_desired_replicas",
+            "Replicas the workload's spec asks of the role",
+            self.desired.clone(),
+        );
+        r.register("infera_rollout_in_progress", "1 while a rollout of the role is in progress (its workload object not complete as kubectl rollout status decides)", self.rollout.clone());
+        r.register(
+            "infera_rollout_leg_info",
+            "The leg (service) of the role being rolled",
+            self.leg.clone(),
+        );
+        r.register_with_unit(
+            "infera_role_below_min_ready",
+            "Time the role certainly had fewer Ready or routable pods than --min-ready",
+            s.clone(),
+            self.below.clone(),
+        );
+        r.register(
+            "infera_role_gaps",
+            "Runs of time the role certainly had fewer Ready or routable pods than --min-ready",
+            self.gaps.clone(),
+        );
+        r.register("infera_role_unschedulable_pods", "Pending pods of the role the scheduler cannot place, by the reason that rejected the most nodes", self.unschedulable.clone());
+        r.register(
+            "infera_operator_generation_info",
+            "The infera operator generation the InferaDeployment's rendered workers show",
+            self.generation.clone(),
+        );
+        r.register(
+            "infera_watch_up",
+            "1 while the list+watch of the resource is current",
+            self.watch_up.clone(),
+        );
+        r.register_with_unit(
+            "infera_watch_unobserved",
+            "Time the watch of the resource was not current (unobserved)",
+            s,
+            self.unobserved.clone(),
+        );
+    }
+}
+
+fn role_labels(namespace: &str, workload: &str, role: &str) -> Labels {
+    vec![
+        ("namespace", namespace.to_string()),
+        ("workload", workload.to_string()),
+        ("role", role.to_string()),
+    ]
+}
+
+/// The state at `now`, encoded.
+pub fn encode_state(state: &mut State, now: Instant) -> String {
+    let f = Families::default();
+    watches(state, &f, now);
+    let up = |r: Resource| state.watch(r).is_some_and(|w| w.up());
+    let (pods_up, objects_up) = (
+        up(Resource::Pods),
+        up(Resource::InferaDeployments) && up(Resource::Deployments) && up(Resource::StatefulSets),
+    );
+    roles(state, &f, now, pods_up, objects_up);
+    if pods_up {
+        unschedulable(state, &f);
+    }
+    let mut registry = Registry::default();
+    f.register(&mut registry);
+    let mut out = String::new();
+    match encode(&mut out, &registry) {
+        Ok(()) => out,
+        // Writing into a String cannot fail; say so rather than panic.
+        Err(_) => "# EOF\n".to_string(),
+    }
+}
+
+fn watches(state: &State, f: &Families, now: Instant) {
+    for (r, w) in &state.watches {
+        let labels = vec![("resource", r.plural().to_string())];
+        f.watch_up.get_or_create(&labels).set(i64::from(w.up()));
+        f.unobserved
+            .get_or_create(&labels)
+            .inc_by(w.unobserved(now).as_secs_f64());
+    }
+}
+
+/// Per workload: the legs rolling per role, and the operator generation.
+type ObjectFacts = BTreeMap<WorkloadKey, (Vec<workloads::Rolling>, Option<&'static str>)>;
+
+fn object_facts(state: &State) -> ObjectFacts {
+    type Objects<'a> = (Vec<&'a Deployment>, Vec<&'a StatefulSet>);
+    let mut by_ns: BTreeMap<&str, Objects<'_>> = BTreeMap::new();
+    for d in state.deployments.values() {
+        let ns = d.metadata.namespace.as_deref().unwrap_or("");
+        by_ns.entry(ns).or_default().0.push(d);
+    }
+    for s in state.statefulsets.values() {
+        let ns = s.metadata.namespace.as_deref().unwrap_or("");
+        by_ns.entry(ns).or_default().1.push(s);
+    }
+    let none = (Vec::new(), Vec::new());
+    state
+        .workloads
+        .iter()
+        .map(|(key, w)| {
+            let (deploys, sets) = by_ns.get(w.workload.namespace.as_str()).unwrap_or(&none);
+            let facts = (
+                workloads::rolling(&w.workload, deploys, sets),
+                workloads::operator_generation(&w.workload, deploys),
+            );
+            (key.clone(), facts)
+        })
+        .collect()
+}
+
+fn roles(state: &mut State, f: &Families, now: Instant, pods_up: bool, objects_up: bool) {
+    let facts = object_facts(state);
+    for (key, w) in state.workloads.iter_mut() {
+        let (ns, name) = (w.workload.namespace.clone(), w.workload.name.clone());
+        let current = pods_up && w.auditor.is_current();
+        let counts = w.auditor.counts();
+        let stats = w.auditor.stats_now(now);
+        let extra = facts.get(key);
+        if objects_up && let Some((_, Some(generation))) = extra {
+            let labels = vec![
+                ("namespace", ns.clone()),
+                ("workload", name.clone()),
+                ("generation", generation.to_string()),
+            ];
+            f.generation.get_or_create(&labels).set(1);
+        }
+        for (i, role) in w.workload.roles.iter().enumerate() {
+            let labels = role_labels(&ns, &name, &role.role);
+            if current && let Some(c) = counts.get(i) {
+                f.ready.get_or_create(&labels).set(i64::from(c.ready));
+                f.routable.get_or_create(&labels).set(i64::from(c.routable));
+            }
+            if let Some(s) = stats.get(i)
+                && let Some(e) = w.exported.get_mut(i)
+            {
+                e.0 = e.0.max(s.below.0.as_secs_f64());
+                e.1 = e.1.max(s.gaps);
+            }
+            if let Some(&(below, gaps)) = w.exported.get(i) {
+                f.below.get_or_create(&labels).inc_by(below);
+                f.gaps.get_or_create(&labels).inc_by(gaps);
+            }
+            if !objects_up {
+                continue;
+            }
+            if let Some(&d) = w.workload.desired.get(i) {
+                f.desired.get_or_create(&labels).set(d);
+            }
+            let legs = extra
+                .and_then(|(r, _)| r.get(i))
+                .map(|r| r.legs.as_slice())
+                .unwrap_or(&[]);
+            f.rollout
+                .get_or_create(&labels)
+                .set(i64::from(!legs.is_empty()));
+            for leg in legs {
+                let mut l = labels.clone();
+                l.push(("leg", leg.clone()));
+                f.leg.get_or_create(&l).set(1);
+            }
+        }
+    }
+}
+
+/// The same metrics in the classic Prometheus text format (0.0.4), for a
+/// client that does not ask for OpenMetrics (`promtool check metrics`,
+/// `curl`): a counter family is named with its `_total` there, and there
+/// is no `# UNIT` or `# EOF` line. Prometheus itself asks for OpenMetrics.
+pub fn classic_text(openmetrics: &str) -> String {
+    let counters: Vec<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|p| {
+            let rest = line.strip_prefix(p)?;
+            let (name, tail) = rest.split_once(' ')?;
+            counters
+                .contains(&name)
+                .then(|| format!("{p}{name}_total {tail}"))
+        });
+        out.push_str(renamed.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    out
+}
+
+/// Why a pod is Pending unscheduled, as a closed-set label.
+fn unschedulable_reason(pod: &Pod) -> Option<&'static str> {
+    let status = pod.status.as_ref()?;
+    if status.phase.as_deref() != Some("Pending") || pod.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
+    let cond = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "PodScheduled" && c.status == "False")?;
+    (cond.reason.as_deref() == Some("Unschedulable"))
+        .then(|| unfit_label_of_message(cond.message.as_deref().unwrap_or("")))
+}
+
+fn unschedulable(state: &State, f: &Families) {
+    for pod in state.pods.values() {
+        let Some(reason) = unschedulable_reason(pod) else {
+            continue;
+        };
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("");
+        let found = state
+            .workloads
+            .values()
+            .filter(|w| w.workload.namespace == ns)
+            .find_map(|w| {
+                w.workload
+                    .roles
+                    .iter()
+                    .find(|r| r.matches(pod))
+                    .map(|r| (w.workload.name.as_str(), r.role.as_str()))
+            });
+        if let Some((workload, role)) = found {
+            let mut labels = role_labels(ns, workload, role);
+            labels.push(("reason", reason.to_string()));
+            f.unschedulable.get_or_create(&labels).inc();
+        }
+    }
+}

@@ -1,0 +1,552 @@
+//! The monitor's state: one list+watch cache per resource
+//! ([`infera_cluster::reflect::Reflector`]), each watch's sight
+//! ([`infera_cluster::sight::Sight`]: current or blind), and one
+//! [`Auditor`] per watched workload, fed by the one pod watch.
+//!
+//! Synchronous, with `now` passed in: the watch loop ([`crate::serve`])
+//! feeds it, the `/metrics` handler reads it ([`crate::metrics`]).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::DynamicObject;
+use kube::runtime::watcher::Event;
+use serde_json::Value;
+
+use infera_audit::Auditor;
+use infera_cluster::reflect::{Reflector, namespaced_key};
+use infera_cluster::sight::{Beat, Sight, Transition};
+
+use crate::workloads::{self, Workload, WorkloadKey};
+
+/// The resources watched, in the order of the `resource` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Resource {
+    Pods,
+    InferaDeployments,
+    Deployments,
+    StatefulSets,
+}
+
+impl Resource {
+    pub const ALL: [Resource; 4] = [
+        Resource::Pods,
+        Resource::InferaDeployments,
+        Resource::Deployments,
+        Resource::StatefulSets,
+    ];
+
+    /// The plural, as RBAC and the `resource` label spell it.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Resource::Pods => "pods",
+            Resource::InferaDeployments => infera_model::api::INFERA_DEPLOYMENT.plural,
+            Resource::Deployments => "deployments",
+            Resource::StatefulSets => "statefulsets",
+        }
+    }
+}
+
+/// Whether one watch is current, and how long it was not.
+#[derive(Debug, Clone)]
+pub struct WatchState {
+    /// `None` until the first complete list.
+    sight: Option<Sight>,
+    /// Blind since (the start, before the first list).
+    blind_since: Option<Instant>,
+    unobserved: Duration,
+    /// Why it is down, when it is (one line, no credential).
+    pub reason: Option<String>,
+    /// The API server answered 404 to the list: it does not serve the
+    /// resource, so there is nothing to watch.
+    not_served: bool,
+}
+
+impl WatchState {
+    fn new(start: Instant) -> WatchState {
+        WatchState {
+            sight: None,
+            blind_since: Some(start),
+            unobserved: Duration::ZERO,
+            reason: Some("not listed yet".to_string()),
+            not_served: false,
+        }
+    }
+
+    /// Listed and current: its numbers may be exported as current.
+    pub fn up(&self) -> bool {
+        self.sight.as_ref().is_some_and(Sight::is_current) && self.reason.is_none()
+    }
+
+    /// Time this watch was not current, up to `now`.
+    pub fn unobserved(&self, now: Instant) -> Duration {
+        self.unobserved
+            + self
+                .blind_since
+                .map_or(Duration::ZERO, |s| now.saturating_duration_since(s))
+    }
+
+    fn transition(&mut self, t: Transition, now: Instant) -> bool {
+        match t {
+            Transition::Blind { since, reason } => {
+                self.blind_since = Some(since.min(now));
+                self.reason = Some(reason);
+                true
+            }
+            Transition::Sighted { at } => {
+                self.sighted(at.max(now));
+                false
+            }
+            Transition::Resync => true,
+            Transition::None => false,
+        }
+    }
+
+    fn sighted(&mut self, at: Instant) {
+        if let Some(since) = self.blind_since.take() {
+            self.unobserved += at.saturating_duration_since(since);
+        }
+        self.reason = None;
+    }
+
+    /// An event of this watch's stream arrived at `now`.
+    fn event<K>(&mut self, event: &Event<K>, now: Instant) {
+        if matches!(event, Event::InitDone) {
+            self.not_served = false;
+        }
+        let t = match (&mut self.sight, event) {
+            (None, Event::InitDone) => {
+                self.sight = Some(Sight::new(now));
+                self.sighted(now);
+                return;
+            }
+            (None, _) => return,
+            (Some(s), Event::Init) => s.relisting(),
+            (Some(s), Event::InitDone) => s.relisted(now),
+            (Some(s), Event::Apply(_) | Event::Delete(_)) => s.event(now),
+            (Some(_), Event::InitApply(_)) => Transition::None,
+        };
+        self.transition(t, now);
+    }
+
+    /// A request of the watch failed (`reason`: one line, no credential).
+    /// Returns whether it just went down or is down for another reason
+    /// (worth one log line).
+    pub fn error(&mut self, reason: &str, now: Instant) -> bool {
+        let news = self.up() || self.reason.as_deref() != Some(reason);
+        if let Some(s) = self.sight.as_mut() {
+            let t = s.watch_error(reason);
+            self.transition(t, now);
+        }
+        self.reason = Some(reason.to_string());
+        if self.blind_since.is_none() {
+            self.blind_since = Some(now);
+        }
+        news
+    }
+
+    /// The API server does not serve the resource (404 on the list):
+    /// current, with nothing in it. Returns whether that is news.
+    fn not_served(&mut self, now: Instant) -> bool {
+        let news = !self.not_served;
+        self.not_served = true;
+        if self.sight.is_none() {
+            self.sight = Some(Sight::new(now));
+        }
+        self.sighted(now);
+        news
+    }
+
+    /// A heartbeat's outcome: whether the watch must start afresh.
+    fn beat(&mut self, beat: &Beat, now: Instant) -> bool {
+        match self.sight.as_mut().map(|s| s.beat(beat)) {
+            Some(Transition::Resync) => true,
+            Some(t) => {
+                self.transition(t, now);
+                false
+            }
+            None => false,
+        }
+    }
+}
+
+/// One watched workload and its auditor.
+pub struct Watched {
+    pub workload: Workload,
+    pub auditor: Auditor,
+    /// The counters last exported per role (below-floor seconds, gaps):
+    /// a counter never goes down, even when a late event rewrites history.
+    pub exported: Vec<(f64, u64)>,
+}
+
+/// Everything the monitor knows.
+pub struct State {
+    pub min_ready: u32,
+    /// `-l`: only workloads whose labels hold every pair.
+    selector: BTreeMap<String, String>,
+    pub pods: Reflector<Pod>,
+    ideps: Reflector<Value>,
+    pub deployments: Reflector<Deployment>,
+    pub statefulsets: Reflector<StatefulSet>,
+    pub workloads: BTreeMap<WorkloadKey, Watched>,
+    pub watches: BTreeMap<Resource, WatchState>,
+}
+
+fn labels_hold(
+    selector: &BTreeMap<String, String>,
+    labels: Option<&BTreeMap<String, String>>,
+) -> bool {
+    selector
+        .iter()
+        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+}
+
+impl State {
+    pub fn new(min_ready: u32, selector: BTreeMap<String, String>, start: Instant) -> State {
+        State {
+            min_ready,
+            selector,
+            pods: Reflector::new(),
+            ideps: Reflector::new(),
+            deployments: Reflector::new(),
+            statefulsets: Reflector::new(),
+            workloads: BTreeMap::new(),
+            watches: Resource::ALL
+                .into_iter()
+                .map(|r| (r, WatchState::new(start)))
+                .collect(),
+        }
+    }
+
+    pub fn watch(&self, r: Resource) -> Option<&WatchState> {
+        self.watches.get(&r)
+    }
+
+    fn watch_mut(&mut self, r: Resource) -> &mut WatchState {
+        self.watches
+            .entry(r)
+            .or_insert_with(|| WatchState::new(Instant::now()))
+    }
+
+    /// Every watch is current.
+    pub fn ready(&self) -> Result<(), String> {
+        let down: Vec<String> = self
+            .watches
+            .iter()
+            .filter(|(_, w)| !w.up())
+            .map(|(r, w)| format!("{}: {}", r.plural(), w.reason.as_deref().unwrap_or("blind")))
+            .collect();
+        if down.is_empty() {
+            Ok(())
+        } else {
+            Err(down.join("; "))
+        }
+    }
+
+    /// A pod watch event at `now`.
+    pub fn apply_pod(&mut self, event: &Event<Pod>, now: Instant) {
+        self.pods
+            .apply(event, namespaced_key, |p| Some(strip(p.clone())));
+        self.watch_mut(Resource::Pods).event(event, now);
+        let namespace = match event {
+            Event::Apply(p) | Event::Delete(p) | Event::InitApply(p) => {
+                p.metadata.namespace.clone()
+            }
+            Event::Init | Event::InitDone => None,
+        };
+        for w in self.workloads.values_mut() {
+            if namespace
+                .as_ref()
+                .is_none_or(|ns| *ns == w.workload.namespace)
+            {
+                w.auditor.apply(event, now);
+            }
+        }
+        if matches!(event, Event::InitDone) {
+            self.reconcile(now);
+        }
+    }
+
+    /// An InferaDeployment watch event at `now`.
+    pub fn apply_idep(&mut self, event: &Event<DynamicObject>, now: Instant) {
+        let selector = &self.selector;
+        self.ideps.apply(event, namespaced_key, |o| {
+            labels_hold(selector, o.metadata.labels.as_ref())
+                .then(|| serde_json::to_value(o).ok())
+                .flatten()
+        });
+        self.watch_mut(Resource::InferaDeployments)
+            .event(event, now);
+        self.reconcile(now);
+    }
+
+    /// A Deployment watch event at `now` (every Deployment is kept: the
+    /// operator's carry the rollout state of their InferaDeployment).
+    pub fn apply_deployment(&mut self, event: &Event<Deployment>, now: Instant) {
+        self.deployments
+            .apply(event, namespaced_key, |d| Some(strip(d.clone())));
+        self.watch_mut(Resource::Deployments).event(event, now);
+        self.reconcile(now);
+    }
+
+    /// A StatefulSet watch event at `now`.
+    pub fn apply_statefulset(&mut self, event: &Event<StatefulSet>, now: Instant) {
+        self.statefulsets
+            .apply(event, namespaced_key, |s| Some(strip(s.clone())));
+        self.watch_mut(Resource::StatefulSets).event(event, now);
+        self.reconcile(now);
+    }
+
+    /// A watch's request failed; returns whether it just went down.
+    pub fn watch_error(&mut self, r: Resource, reason: &str, now: Instant) -> bool {
+        if r == Resource::Pods {
+            for w in self.workloads.values_mut() {
+                w.auditor.watch_error(now, reason);
+            }
+        }
+        self.watch_mut(r).error(reason, now)
+    }
+
+    /// The API server does not serve resource `r`; returns whether that is
+    /// news (worth one log line).
+    pub fn not_served(&mut self, r: Resource, now: Instant) -> bool {
+        self.watch_mut(r).not_served(now)
+    }
+
+    /// A heartbeat's outcome: the watches that must start afresh.
+    pub fn beat(&mut self, beat: &Beat, now: Instant) -> Vec<Resource> {
+        let mut resync = Vec::new();
+        for (r, w) in self.watches.iter_mut() {
+            let was_up = w.up();
+            if w.beat(beat, now) {
+                resync.push(*r);
+            }
+            if was_up && !w.up() {
+                tracing::warn!(target: "infera::monitor", "watch {} not current: {}; infera_watch_up is 0 until it is", r.plural(), w.reason.as_deref().unwrap_or("blind"));
+            }
+        }
+        let mut pods = false;
+        for w in self.workloads.values_mut() {
+            w.auditor.beat(beat, now);
+            pods |= w.auditor.take_resync();
+        }
+        if pods && !resync.contains(&Resource::Pods) {
+            resync.push(Resource::Pods);
+        }
+        resync
+    }
+
+    /// Every auditor settles its history (what can no longer change is
+    /// folded into its statistics), so memory stays bounded over a long
+    /// run whether or not anyone scrapes. No sample is taken: the monitor
+    /// needs no sample series.
+    pub fn settle(&mut self, now: Instant) {
+        for w in self.workloads.values_mut() {
+            let _ = w.auditor.stats_now(now);
+        }
+    }
+
+    /// The workloads the watched objects describe now.
+    fn wanted(&self) -> BTreeMap<WorkloadKey, Workload> {
+        let ideps = self
+            .ideps
+            .values()
+            .filter_map(workloads::of_inferadeployment);
+        let selected =
+            |labels: Option<&BTreeMap<String, String>>| labels_hold(&self.selector, labels);
+        let deploys = self
+            .deployments
+            .values()
+            .filter(|d| selected(d.metadata.labels.as_ref()))
+            .filter_map(workloads::of_deployment);
+        let sets = self
+            .statefulsets
+            .values()
+            .filter(|s| selected(s.metadata.labels.as_ref()))
+            .filter_map(workloads::of_statefulset);
+        ideps
+            .chain(deploys)
+            .chain(sets)
+            .map(|w| (w.key(), w))
+            .collect()
+    }
+
+    /// Start an auditor for each new workload (or one whose roles changed),
+    /// drop those of workloads gone. A new auditor is given the pod cache
+    /// as its first list; none is started while the pod watch is in the
+    /// middle of a list (it gets its turn at the list's end).
+    fn reconcile(&mut self, now: Instant) {
+        let wanted = self.wanted();
+        self.workloads.retain(|k, _| wanted.contains_key(k));
+        if self.pods.relisting() {
+            return;
+        }
+        for (key, workload) in wanted {
+            match self.workloads.get_mut(&key) {
+                Some(w) if w.workload.roles == workload.roles => w.workload = workload,
+                _ => {
+                    let auditor = self.new_auditor(&workload, now);
+                    let roles = workload.roles.len();
+                    self.workloads.insert(
+                        key,
+                        Watched {
+                            workload,
+                            auditor,
+                            exported: vec![(0.0, 0); roles],
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    fn new_auditor(&self, w: &Workload, now: Instant) -> Auditor {
+        let mut auditor = Auditor::new(w.roles.clone(), self.min_ready, SAMPLE_INTERVAL, 1.0)
+            .with_target(w.name.clone())
+            .with_namespace(w.namespace.clone());
+        if self.pods.synced() {
+            auditor.apply(&Event::Init, now);
+            for pod in self
+                .pods
+                .values()
+                .filter(|p| p.metadata.namespace.as_deref() == Some(w.namespace.as_str()))
+            {
+                auditor.apply(&Event::InitApply(pod.clone()), now);
+            }
+            auditor.apply(&Event::InitDone, now);
+        }
+        auditor
+    }
+}
+
+/// How often the auditors settle their histories (and the interval their
+/// reports would sample at; the monitor takes no sample).
+pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(10);
+
+/// What the monitor's caches never need: `managedFields` (often most of
+/// an object's size; the auditors read a pod's from the event itself, and a
+/// pod replayed to a new auditor is only bounded the wider for it).
+fn strip<K: kube::Resource>(mut obj: K) -> K {
+    obj.meta_mut().managed_fields = None;
+    obj
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn idep() -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "infera.amd.com/v1alpha1", "kind": "InferaDeployment",
+            "metadata": {"name": "llm", "namespace": "prod", "labels": {"team": "a"}},
+            "spec": {"services": {"decode": {"componentType": "worker", "role": "decode", "replicas": 1}}}
+        }))
+        .unwrap()
+    }
+
+    fn pod(name: &str, ready: bool) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "prod", "uid": name,
+                "labels": {LABEL_DEPLOYMENT: "llm", LABEL_SERVICE: "decode"},
+                "annotations": {WORKER_INFO_ANNOTATION: "{}"}},
+            "spec": {"containers": [{"name": "main", "command": ["python3", "-m", "infera.engine.vllm"]}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}
+        }))
+        .unwrap()
+    }
+
+    use infera_model::worker::{LABEL_DEPLOYMENT, LABEL_SERVICE, WORKER_INFO_ANNOTATION};
+
+    fn listed(state: &mut State, now: Instant, pods: &[Pod]) {
+        state.apply_idep(&Event::Init, now);
+        state.apply_idep(&Event::InitApply(idep()), now);
+        state.apply_idep(&Event::InitDone, now);
+        state.apply_deployment(&Event::Init, now);
+        state.apply_deployment(&Event::InitDone, now);
+        state.apply_statefulset(&Event::Init, now);
+        state.apply_statefulset(&Event::InitDone, now);
+        state.apply_pod(&Event::Init, now);
+        for p in pods {
+            state.apply_pod(&Event::InitApply(p.clone()), now);
+        }
+        state.apply_pod(&Event::InitDone, now);
+    }
+
+    const DECODE: &str = "{namespace=\"prod\",workload=\"idep/llm\",role=\"decode\"}";
+
+    #[test]
+    fn counts_while_current_absent_while_blind() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut state = State::new(1, BTreeMap::new(), t0);
+        listed(&mut state, at(10), &[pod("a", true)]);
+        let text = crate::metrics::encode_state(&mut state, at(20));
+        assert!(
+            text.contains(&format!("infera_role_ready_pods{DECODE} 1")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("infera_role_desired_replicas{DECODE} 1")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("infera_rollout_in_progress{DECODE} 0")),
+            "{text}"
+        );
+        assert!(
+            text.contains("infera_watch_up{resource=\"pods\"} 1"),
+            "{text}"
+        );
+        // The pod goes unready for 2 s: one gap, 2 s below the floor.
+        state.apply_pod(&Event::Apply(pod("a", false)), at(1000));
+        state.apply_pod(&Event::Apply(pod("a", true)), at(3000));
+        let text = crate::metrics::encode_state(&mut state, at(3500));
+        assert!(
+            text.contains(&format!("infera_role_gaps_total{DECODE} 1")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "infera_role_below_min_ready_seconds_total{DECODE} 2.0"
+            )),
+            "{text}"
+        );
+        // The pod watch fails: no count is exported as current.
+        state.watch_error(Resource::Pods, "cannot reach the Kubernetes API", at(4000));
+        let text = crate::metrics::encode_state(&mut state, at(4100));
+        assert!(!text.contains("infera_role_ready_pods{"), "{text}");
+        assert!(!text.contains("infera_role_routable_pods{"), "{text}");
+        assert!(
+            text.contains("infera_watch_up{resource=\"pods\"} 0"),
+            "{text}"
+        );
+        assert!(state.ready().is_err());
+        // A re-list makes it current again.
+        state.apply_pod(&Event::Init, at(5000));
+        state.apply_pod(&Event::InitApply(pod("a", true)), at(5000));
+        state.apply_pod(&Event::InitDone, at(5000));
+        let text = crate::metrics::encode_state(&mut state, at(5100));
+        assert!(
+            text.contains(&format!("infera_role_ready_pods{DECODE} 1")),
+            "{text}"
+        );
+        assert!(
+            text.contains("infera_watch_unobserved_seconds_total{resource=\"pods\"} 2.01"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_selector_keeps_only_matching_workloads() {
+        let t0 = Instant::now();
+        let mut other = State::new(1, BTreeMap::from([("team".into(), "b".into())]), t0);
+        listed(&mut other, t0, &[pod("a", true)]);
+        assert!(other.workloads.is_empty());
+        let mut same = State::new(1, BTreeMap::from([("team".into(), "a".into())]), t0);
+        listed(&mut same, t0, &[pod("a", true)]);
+        assert_eq!(same.workloads.len(), 1);
+    }
+}

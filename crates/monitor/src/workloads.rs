@@ -1,0 +1,308 @@
+//! What the monitor watches over: every InferaDeployment (its roles, from
+//! the audit's own reading of the CR) and every catalogued serving workload
+//! (a Deployment or StatefulSet whose pod template runs an engine of the
+//! model's catalogue, `infera_model::engine`), each with its roles, their
+//! desired replicas and whether a rollout is in progress.
+//!
+//! Pure functions of the watched objects, so they are table-tested without
+//! a cluster.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use serde_json::Value;
+
+use infera_audit::{RoleSpec, roles_from_inferadeployment};
+use infera_cluster::{DeploymentProgress, deployment_progress};
+use infera_model::generation::{self, Detection};
+use infera_model::worker::{LABEL_DEPLOYMENT, LABEL_SERVICE};
+
+/// `namespace` and the workload's audit spelling (`idep/NAME`,
+/// `deploy/NAME`, `sts/NAME`): the identity of a watched workload.
+pub type WorkloadKey = (String, String);
+
+/// One watched workload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workload {
+    pub namespace: String,
+    /// `idep/NAME`, `deploy/NAME` or `sts/NAME` (the `workload` label).
+    pub name: String,
+    /// Its roles, as the audit reads them (the `role` label).
+    pub roles: Vec<RoleSpec>,
+    /// Desired replicas per role, in `roles` order.
+    pub desired: Vec<i64>,
+}
+
+impl Workload {
+    pub fn key(&self) -> WorkloadKey {
+        (self.namespace.clone(), self.name.clone())
+    }
+}
+
+/// An InferaDeployment's workload: roles from its worker services, each
+/// role's desired replicas the sum of its services' `replicas` (default 1).
+/// `None` when it has no worker service (nothing to watch over).
+pub fn of_inferadeployment(idep: &Value) -> Option<Workload> {
+    let namespace = idep.pointer("/metadata/namespace")?.as_str()?.to_string();
+    let name = idep.pointer("/metadata/name")?.as_str()?;
+    let roles = roles_from_inferadeployment(idep).ok()?;
+    let desired = roles
+        .iter()
+        .map(|r| {
+            r.services
+                .iter()
+                .map(|s| {
+                    idep.pointer(&format!("/spec/services/{}/replicas", escape(s)))
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1)
+                })
+                .sum()
+        })
+        .collect();
+    Some(Workload {
+        namespace,
+        name: format!("idep/{name}"),
+        roles,
+        desired,
+    })
+}
+
+/// A JSON pointer token.
+fn escape(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+/// Whether a pod template runs an engine of the catalogue.
+fn runs_catalogued_engine(template: &PodTemplateSpec) -> bool {
+    template.spec.as_ref().is_some_and(|spec| {
+        spec.containers
+            .iter()
+            .any(|c| infera_model::engine::recognize(c).is_some())
+    })
+}
+
+/// A workload the infera operator rendered: watched through its
+/// InferaDeployment, never on its own.
+fn operator_rendered(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+    meta.labels
+        .as_ref()
+        .is_some_and(|l| l.contains_key(LABEL_DEPLOYMENT))
+        || meta
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.kind == infera_model::api::INFERA_DEPLOYMENT.kind)
+}
+
+/// One role named after the workload, selected by its `matchLabels` (as
+/// `infera audit deploy/NAME` reads a Deployment).
+fn single_role(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    kind: &str,
+    selector: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+    replicas: Option<i32>,
+) -> Option<Workload> {
+    let name = meta.name.clone()?;
+    let labels: BTreeMap<String, String> = selector?.match_labels.clone().unwrap_or_default();
+    if labels.is_empty() {
+        // A selector of expressions only: the audit's equality matching
+        // cannot follow it.
+        return None;
+    }
+    Some(Workload {
+        namespace: meta.namespace.clone()?,
+        name: format!("{kind}/{name}"),
+        roles: vec![RoleSpec {
+            role: name.clone(),
+            services: vec![name],
+            selector: labels,
+        }],
+        desired: vec![i64::from(replicas.unwrap_or(1))],
+    })
+}
+
+/// A Deployment running a catalogued engine, not rendered by the operator.
+pub fn of_deployment(d: &Deployment) -> Option<Workload> {
+    let spec = d.spec.as_ref()?;
+    if operator_rendered(&d.metadata) || !runs_catalogued_engine(&spec.template) {
+        return None;
+    }
+    single_role(&d.metadata, "deploy", Some(&spec.selector), spec.replicas)
+}
+
+/// A StatefulSet running a catalogued engine, not rendered by the operator.
+pub fn of_statefulset(s: &StatefulSet) -> Option<Workload> {
+    let spec = s.spec.as_ref()?;
+    if operator_rendered(&s.metadata) || !runs_catalogued_engine(&spec.template) {
+        return None;
+    }
+    single_role(&s.metadata, "sts", Some(&spec.selector), spec.replicas)
+}
+
+/// Where one role's rollout stands: rolling, and which legs (services).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rolling {
+    pub legs: Vec<String>,
+}
+
+fn rolling_deployment(d: &Deployment) -> bool {
+    !matches!(deployment_progress(d), DeploymentProgress::Complete)
+}
+
+fn rolling_statefulset(s: &StatefulSet) -> bool {
+    let Some(status) = s.status.as_ref() else {
+        return true;
+    };
+    let want = s.spec.as_ref().and_then(|sp| sp.replicas).unwrap_or(1);
+    status.observed_generation.unwrap_or(0) < s.metadata.generation.unwrap_or(0)
+        || status.updated_replicas.unwrap_or(0) < want
+        || (status.update_revision.is_some() && status.update_revision != status.current_revision)
+}
+
+/// Per role of `w`, the legs rolling now: for an InferaDeployment, the
+/// services whose operator-rendered Deployment (labels
+/// `infera.amd.com/deployment`, `infera.amd.com/service`) is not complete as
+/// `kubectl rollout status` decides; for a Deployment or StatefulSet, itself.
+pub fn rolling(
+    w: &Workload,
+    deployments: &[&Deployment],
+    statefulsets: &[&StatefulSet],
+) -> Vec<Rolling> {
+    let (kind, name) = w.name.split_once('/').unwrap_or(("", &w.name));
+    w.roles
+        .iter()
+        .map(|role| {
+            let legs = match kind {
+                "idep" => role
+                    .services
+                    .iter()
+                    .filter(|svc| {
+                        deployments.iter().any(|d| {
+                            let l = d.metadata.labels.as_ref();
+                            let label = |k: &str| l.and_then(|l| l.get(k)).map(String::as_str);
+                            label(LABEL_DEPLOYMENT) == Some(name)
+                                && label(LABEL_SERVICE) == Some(svc.as_str())
+                                && rolling_deployment(d)
+                        })
+                    })
+                    .cloned()
+                    .collect(),
+                "deploy" => deployments
+                    .iter()
+                    .filter(|d| d.metadata.name.as_deref() == Some(name) && rolling_deployment(d))
+                    .map(|_| name.to_string())
+                    .collect(),
+                _ => statefulsets
+                    .iter()
+                    .filter(|s| s.metadata.name.as_deref() == Some(name) && rolling_statefulset(s))
+                    .map(|_| name.to_string())
+                    .collect(),
+            };
+            Rolling { legs }
+        })
+        .collect()
+}
+
+/// The operator generation an InferaDeployment's rendered workers show
+/// (`pre-176`, `176` or `unknown`); `None` for other workloads.
+pub fn operator_generation(w: &Workload, deployments: &[&Deployment]) -> Option<&'static str> {
+    let name = w.name.strip_prefix("idep/")?;
+    let workers = deployments.iter().copied().filter(|d| {
+        d.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(LABEL_DEPLOYMENT))
+            .is_some_and(|v| v == name)
+    });
+    let detection: Detection = generation::detect(workers);
+    Some(detection.label())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn deployment(v: Value) -> Deployment {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn vllm_deploy(name: &str, labels: Value) -> Deployment {
+        deployment(json!({
+            "metadata": {"name": name, "namespace": "llm", "labels": labels, "generation": 2},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [
+                    {"name": "main", "image": "vllm/vllm-openai:v0.9", "args": ["--model", "m"]}]}}},
+            "status": {"observedGeneration": 2, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 3}
+        }))
+    }
+
+    #[test]
+    fn inferadeployment_roles_and_desired_replicas() {
+        let idep = json!({
+            "metadata": {"name": "llm", "namespace": "prod"},
+            "spec": {"services": {
+                "router": {"componentType": "server", "replicas": 2},
+                "prefill": {"componentType": "worker", "role": "prefill", "replicas": 2},
+                "decode-a": {"componentType": "worker", "role": "decode", "replicas": 3},
+                "decode-b": {"componentType": "worker", "role": "decode"}
+            }}
+        });
+        let w = of_inferadeployment(&idep).unwrap();
+        assert_eq!(w.name, "idep/llm");
+        let roles: Vec<_> = w.roles.iter().map(|r| r.role.as_str()).collect();
+        assert_eq!(roles, ["prefill", "decode"]);
+        assert_eq!(w.desired, [2, 4]);
+        assert!(
+            of_inferadeployment(&json!({"metadata": {"name": "x", "namespace": "n"}, "spec": {}}))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn only_catalogued_workloads_the_operator_did_not_render() {
+        let w = of_deployment(&vllm_deploy("chat", json!({}))).unwrap();
+        assert_eq!(
+            (w.name.as_str(), w.desired.as_slice()),
+            ("deploy/chat", &[3][..])
+        );
+        assert_eq!(
+            w.roles[0].selector.get("app").map(String::as_str),
+            Some("chat")
+        );
+        // Rendered by the operator: watched through its InferaDeployment.
+        assert!(
+            of_deployment(&vllm_deploy("llm-decode", json!({LABEL_DEPLOYMENT: "llm"}))).is_none()
+        );
+        // No engine of the catalogue: not a serving workload.
+        let mut web = vllm_deploy("web", json!({}));
+        if let Some(spec) = web.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
+            spec.containers[0].image = Some("nginx:1".into());
+        }
+        assert!(of_deployment(&web).is_none());
+    }
+
+    #[test]
+    fn rolling_legs_follow_the_rendered_deployments() {
+        let idep = json!({"metadata": {"name": "llm", "namespace": "llm"}, "spec": {"services": {
+            "prefill": {"componentType": "worker", "role": "prefill"},
+            "decode": {"componentType": "worker", "role": "decode"}}}});
+        let w = of_inferadeployment(&idep).unwrap();
+        let done = vllm_deploy(
+            "llm-prefill",
+            json!({LABEL_DEPLOYMENT: "llm", LABEL_SERVICE: "prefill"}),
+        );
+        let mut rolling_one = vllm_deploy(
+            "llm-decode",
+            json!({LABEL_DEPLOYMENT: "llm", LABEL_SERVICE: "decode"}),
+        );
+        if let Some(s) = rolling_one.status.as_mut() {
+            s.updated_replicas = Some(1);
+        }
+        let legs = rolling(&w, &[&done, &rolling_one], &[]);
+        assert_eq!(legs[0], Rolling::default());
+        assert_eq!(legs[1].legs, ["decode"]);
+        assert_eq!(operator_generation(&w, &[&done]), Some("unknown"));
+    }
+}

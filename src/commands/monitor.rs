@@ -1,0 +1,81 @@
+//! `infera monitor`: flags → options; the rules or manifests printed, or
+//! the service run until SIGTERM / Ctrl-C.
+
+use anyhow::Context;
+
+use crate::cli::{MonitorArgs, RulesFormat};
+use crate::exit::Exit;
+
+/// The namespace the printed objects go in: `-n`, else `default`.
+fn print_namespace(args: &MonitorArgs) -> &str {
+    args.cluster_args.namespace.as_deref().unwrap_or("default")
+}
+
+/// `infera monitor`.
+pub async fn run(args: MonitorArgs) -> anyhow::Result<Exit> {
+    if args.print_rules {
+        let rules = args.rule_options();
+        let doc = match args.format {
+            RulesFormat::PrometheusRule => {
+                infera_monitor::prometheus_rule(&rules, print_namespace(&args))
+            }
+            RulesFormat::Plain => infera_monitor::rule_groups(&rules),
+        };
+        print!("{}", super::yaml_documents(&[doc], "the alert rules")?);
+        return Ok(Exit::Ok);
+    }
+    if args.print_manifests {
+        let objects = infera_monitor::manifests::objects(&manifest_options(&args));
+        print!("{}", super::yaml_documents(&objects, "the manifests")?);
+        return Ok(Exit::Ok);
+    }
+    let selector = match args.selector.as_deref() {
+        None => Default::default(),
+        Some(s) => infera_audit::parse_selector(s).with_context(|| {
+            format!("cannot read -l `{s}`: infera monitor takes key=value[,key=value]")
+        })?,
+    };
+    let conn = infera_cluster::connect(&args.cluster_args.options()).await?;
+    let opts = infera_monitor::Options {
+        namespace: (!args.all_namespaces).then(|| conn.namespace.clone()),
+        selector,
+        min_ready: args.min_ready,
+        listen: args.listen,
+    };
+    let listening = |addr| eprintln!("infera monitor: serving http://{addr}/metrics");
+    infera_monitor::run(&conn, &opts, listening, terminated()).await?;
+    Ok(Exit::Ok)
+}
+
+fn manifest_options(args: &MonitorArgs) -> infera_monitor::manifests::ManifestOptions {
+    infera_monitor::manifests::ManifestOptions {
+        namespace: print_namespace(args).to_string(),
+        all_namespaces: args.all_namespaces,
+        image: args.image.clone(),
+        min_ready: args.min_ready,
+        selector: args.selector.clone(),
+    }
+}
+
+/// SIGTERM (the kubelet stopping the pod) or Ctrl-C.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
