@@ -48,7 +48,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode, Throughput};
 use infera::lint::report::Format as LintFormat;
-use infera::lint::{self, config, engine};
+use infera::lint::{self, config, engine, options};
 
 /// Targets from the lint issue.
 const TARGET_LINT_VS_PARSE: f64 = 0.70;
@@ -184,8 +184,8 @@ fn median(name: &str) -> Option<Duration> {
     v.get(v.len() / 2).copied()
 }
 
-fn options(threads: usize) -> engine::LintOptions {
-    engine::LintOptions {
+fn options(threads: usize) -> options::LintOptions {
+    options::LintOptions {
         node_gpus: 8,
         threads,
         ..Default::default()

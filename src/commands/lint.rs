@@ -12,7 +12,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use infera_lint::config::{self, CliOverrides};
-use infera_lint::engine::{self, InputError, LintOptions, LintOutcome, LintSummary, RuleMeta};
+use infera_lint::engine::{self, InputError, LintOutcome, LintSummary, RuleMeta};
+use infera_lint::options::LintOptions;
 use infera_lint::report::Printer;
 use infera_lint::{
     apply, describe_input_error, lint_and_print, rule_page, rules_listing, write_report,

@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use infera::lint::engine::{LintOptions, lint_paths};
+use infera::lint::engine::lint_paths;
+use infera::lint::options::LintOptions;
 
 fn corpus(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use infera::lint::engine::{LintOptions, lint_paths};
+use infera::lint::engine::lint_paths;
+use infera::lint::options::LintOptions;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -8,9 +8,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use infera::lint::engine::{LintOptions, lint_source};
+use infera::lint::engine::lint_source;
 use infera::lint::finding::{Finding, ObjectRef};
 use infera::lint::fix::{apply_edits, merge_patch};
+use infera::lint::options::LintOptions;
 use infera::manifest;
 
 use crate::common::case::root;

@@ -15,6 +15,7 @@ mod ecosystem;
 mod ecosystem_ci;
 mod fixes;
 mod generated;
+mod import_cycles;
 mod layout;
 mod lint_cli;
 mod no_panic;

@@ -5,7 +5,8 @@
 //! probe is IR005 exactly when its pods are workers). The same pods must
 //! get one answer from all three.
 
-use infera_lint::engine::{LintOptions, lint_source};
+use infera_lint::engine::lint_source;
+use infera_lint::options::LintOptions;
 use infera_sim::world::kubelet;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};

@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use infera_lint::engine::{LintOptions, lint_objects};
+use infera_lint::engine::lint_objects;
 use infera_lint::finding::Severity;
+use infera_lint::options::LintOptions;
 use infera_model::operator::Generation;
 use infera_policy::{COVERAGE, Coverage};
 use serde_json::Value;

@@ -16,10 +16,11 @@ use kube::Api;
 use kube::api::DynamicObject;
 use kube::runtime::{WatchStreamExt, watcher};
 
+use super::narrate::Step;
 use super::report::Outcome;
 use super::roles::Target;
 use super::session::AuditSession;
-use super::tracker::{DEPLOYMENT_LABEL, SERVICE_LABEL, Step};
+use super::tracker::{DEPLOYMENT_LABEL, SERVICE_LABEL};
 use infera_cluster::reflect::{Reflector, name_key};
 use infera_cluster::{
     ClusterError, Connection, DeploymentProgress, deployment_progress, inferadeployment_resource,

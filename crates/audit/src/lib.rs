@@ -37,6 +37,7 @@ mod verdict;
 pub use command::{AuditCommandError, Options, SETTLE, audit_target, audit_target_with};
 pub use many::{Selected, Selection, audit_many_during, audit_many_with, target_label};
 pub use many_report::ManyReport;
+pub use narrate::Step;
 pub use report::{
     Outcome, Outputs, Report, ReportError, RoleBounds, RoleReport, StepRecord, Undecided,
     Unobserved, format_seconds,
@@ -49,7 +50,7 @@ pub use server_clock::{PROMPT, ServerClock, Timed};
 pub use session::{AuditError, AuditSession, date_deletions, run_auditor};
 pub use timeline::{Timeline, TimelinePoint, minutes_seconds};
 pub use tracker::{
-    Auditor, DEPLOYMENT_LABEL, RoleCounts, RoleSpec, SERVICE_LABEL, Step, WORKER_INFO_ANNOTATION,
+    Auditor, DEPLOYMENT_LABEL, RoleCounts, RoleSpec, SERVICE_LABEL, WORKER_INFO_ANNOTATION,
 };
 
 #[cfg(test)]

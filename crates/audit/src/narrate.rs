@@ -19,7 +19,21 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
-use super::tracker::{SERVICE_LABEL, Step};
+use infera_model::worker::LABEL_SERVICE as SERVICE_LABEL;
+
+/// A rollout step, recorded as a marker in the report and on the timeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// The service (leg) the step belongs to.
+    pub service: String,
+    /// What happened: `surge-created`, `scheduled`, `ready`, `routable`,
+    /// `old-terminating`, `old-gone`, … (free text, chosen by the caller).
+    pub kind: String,
+    pub pod: Option<String>,
+    pub node: Option<String>,
+    /// When it happened (wall clock of this process).
+    pub at: Instant,
+}
 
 /// What one pod's narrative has told so far.
 #[derive(Debug, Clone, Default)]

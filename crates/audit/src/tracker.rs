@@ -22,7 +22,8 @@ use infera_cluster::reflect::{Delta, Reflector, namespaced_key};
 use infera_cluster::sight::{Beat, Sight, Skew, Transition};
 
 use super::evidence::{Accum, Bounds, RoleStats, sweep};
-use super::narrate::Narrator;
+use super::narrate::{Narrator, Step};
+
 use super::pods::{Facts, Histories, Moment};
 use super::report::{StepRecord, Unobserved};
 use super::server_clock::ServerClock;
@@ -79,20 +80,6 @@ pub struct RoleCounts {
     pub ready: u32,
     /// Pods with the worker-info annotation, phase Running, not terminating.
     pub routable: u32,
-}
-
-/// A rollout step, recorded as a marker in the report and on the timeline.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
-    /// The service (leg) the step belongs to.
-    pub service: String,
-    /// What happened: `surge-created`, `scheduled`, `ready`, `routable`,
-    /// `old-terminating`, `old-gone`, … (free text, chosen by the caller).
-    pub kind: String,
-    pub pod: Option<String>,
-    pub node: Option<String>,
-    /// When it happened (wall clock of this process).
-    pub at: Instant,
 }
 
 /// Points kept per role in the in-memory timeline before it is decimated.

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use super::engine::RuleMeta;
+use super::finding::RuleMeta;
 use super::finding::Severity;
 
 /// The file name looked for upward from the current directory.

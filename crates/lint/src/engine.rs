@@ -8,69 +8,20 @@
 //! [`LintOutcome`]/[`FileOutcome`]; the printers in `report/` read only those.
 
 use std::path::Path as FsPath;
-use std::path::PathBuf;
 
 use serde::Serialize;
 
 pub use super::finding::RuleMeta;
 use super::finding::{Finding, Severity};
+use super::options::LintOptions;
 use super::peers::{self, PeerBudget, Peers};
 pub use super::rules::InventoryNode;
-use super::rules::{Around, Capacity, Check, Hit, REGISTRY, Workload};
+use super::rules::{Around, Capacity};
 pub use super::rules::{rule, rules};
 use infera_model::api::INFERA_DEPLOYMENT;
 use infera_model::dra::Claims;
 use infera_model::manifest::{self, ConvertOutcome, Node, Seg};
-use infera_model::operator;
 use infera_model::worker;
-
-/// What the rules need to know that is not in the manifests.
-#[derive(Debug, Clone, Default)]
-pub struct LintOptions {
-    /// GPUs per node when no inventory is given (`--node-gpus`, the
-    /// `node-gpus:` config key); 0 when neither says: then the node labels
-    /// a pod pins decide (`infera_model::accelerator`), else 8.
-    pub node_gpus: u32,
-    /// Node inventory (`--nodes FILE`), if given.
-    pub nodes: Option<PathBuf>,
-    /// Rule codes to run (after config/--select/--ignore); empty = all.
-    pub enabled: Vec<&'static str>,
-    /// Files linted at once (`--threads`); 0 = `RAYON_NUM_THREADS` when
-    /// set (the variable parallel Rust tools share), else one per CPU.
-    pub threads: usize,
-    /// Keep the lines findings point at in [`LintOutcome::sources`] (the
-    /// human printer's code frames need them; the other printers do not).
-    pub keep_sources: bool,
-    /// The operator generation InferaDeployments are rendered as (the
-    /// `--operator` flag / `operator` config key; latest by default).
-    pub operator: operator::Generation,
-    /// Live: the generation each InferaDeployment's operator showed
-    /// ((namespace, name) → detection). A known one wins over `operator`.
-    pub detected: std::collections::BTreeMap<(String, String), operator::Detection>,
-    /// The input holds every PodDisruptionBudget of the namespaces linted
-    /// (`lint --cluster` listed them): then a serving worker with none can
-    /// be reported (IR014). Never true for files.
-    pub every_budget: bool,
-    /// The input holds every PersistentVolumeClaim of those namespaces.
-    pub every_claim: bool,
-    /// How Helm charts and Kustomize directories are rendered.
-    pub render: manifest::render::RenderOptions,
-}
-
-impl LintOptions {
-    /// The generation an InferaDeployment is rendered as: the one its live
-    /// workers show, else the configured one.
-    pub fn generation_for(&self, idep: &operator::InferaDeployment) -> operator::Generation {
-        let key = (
-            idep.metadata.namespace.clone().unwrap_or_default(),
-            idep.metadata.name.clone().unwrap_or_default(),
-        );
-        self.detected
-            .get(&key)
-            .and_then(operator::Detection::generation)
-            .unwrap_or(self.operator)
-    }
-}
 
 /// A file or document that could not be read or parsed. Never hides the
 /// findings of other documents.
@@ -255,9 +206,6 @@ fn finding_lines(bytes: &[u8], findings: &[Finding]) -> SourceLines {
     }
     lines
 }
-
-/// Object annotation listing rule codes/names to ignore (`IR001/prefill` per service).
-pub const LINT_IGNORE_ANNOTATION: &str = "infera.amd.com/lint-ignore";
 
 #[derive(Default)]
 struct FileResult {
@@ -968,7 +916,7 @@ fn lint_node(
                 .and_then(|m| m.get("namespace"))
                 .and_then(Node::as_str)
                 .unwrap_or_default();
-            let cx = super::kinds::Cx {
+            let cx = super::runner::Cx {
                 opts,
                 capacity,
                 claims: place.claims,
@@ -1185,56 +1133,4 @@ pub fn lint_live(
     outcome.input_errors = r.errors;
     finish(&mut outcome);
     outcome
-}
-
-pub(crate) fn ignored(
-    annotations: Option<&std::collections::BTreeMap<String, String>>,
-    code: &str,
-    service: Option<&str>,
-) -> bool {
-    let Some(list) = annotations.and_then(|a| a.get(LINT_IGNORE_ANNOTATION)) else {
-        return false;
-    };
-    let Some(meta) = rule(code) else { return false };
-    list.split(',').map(str::trim).any(|entry| {
-        let (r, svc) = match entry.split_once('/') {
-            Some((r, s)) => (r.trim(), Some(s.trim())),
-            None => (entry, None),
-        };
-        (r.eq_ignore_ascii_case(meta.code) || r.eq_ignore_ascii_case(meta.name))
-            && svc.is_none_or(|s| Some(s) == service)
-    })
-}
-
-pub(crate) fn run_rules(w: &Workload<'_>, cx: super::kinds::Cx<'_>) -> Vec<Hit> {
-    let mut hits = Vec::new();
-    let opts = cx.opts;
-    let enabled = |code: &str| opts.enabled.is_empty() || opts.enabled.contains(&code);
-    // IR011 last: it reports which verdicts its placeholders blocked.
-    let (last, rest): (Vec<_>, Vec<_>) = REGISTRY
-        .iter()
-        .filter(|(meta, _)| enabled(meta.code))
-        .partition(|(meta, _)| meta.code == super::rules::PLACEHOLDER_RULE);
-    for (_, check) in rest.into_iter().chain(last) {
-        match check {
-            Check::Pod(check) => check(w, &mut hits),
-            Check::Around(check) => check(w, &cx.around, &mut hits),
-        }
-    }
-    // One root cause, one finding: a skipped probe or an unknowable port
-    // already explains the gap a generic rule would report again.
-    let has = |hits: &[Hit], c: &str| hits.iter().any(|h| h.code == c);
-    if has(&hits, "IR001") || has(&hits, "IR006") || has(&hits, "IR005") {
-        hits.retain(|h| h.code != "IR008" && h.code != "IR007");
-    }
-    if has(&hits, "IR001") {
-        hits.retain(|h| h.code != "IR006" && h.code != "IR005");
-    }
-    // An unpinned worker that needs a spare node (IR004, with the numbers
-    // and the inventory's verdict) is not also reported as IR002's "no
-    // eligible node holds both" from the same inventory.
-    if has(&hits, "IR004") {
-        hits.retain(|h| h.code != "IR002");
-    }
-    hits
 }

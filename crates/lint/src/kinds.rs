@@ -19,9 +19,9 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::engine::{LintOptions, ignored, run_rules};
 use super::finding::ObjectRef;
-use super::rules::{Capacity, ClaimedGpus, Hit, RollKind, Workload, deployment_roll};
+use super::rules::{ClaimedGpus, Hit, RollKind, Workload, deployment_roll};
+use super::runner::{Cx, ignored, run_rules};
 use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
 use infera_model::engine::{self as catalogue};
 use infera_model::manifest::dynamo::{DynamoGraphDeployment, DynamoService};
@@ -54,16 +54,6 @@ pub(crate) fn lint_typed(
         TypedObject::DynamoGraphDeployment(g) => lint_dynamo(g, &placeholders, cx),
         TypedObject::Serving(s) => super::serving::lint_serving(s, &placeholders, cx),
     }
-}
-
-#[derive(Clone, Copy)]
-pub(crate) struct Cx<'a> {
-    pub opts: &'a LintOptions,
-    pub capacity: &'a Capacity,
-    /// The DRA claims of the same source (file, stdin, live list).
-    pub claims: &'a infera_model::dra::Claims,
-    /// The object's namespace, budgets, claims and progress deadline.
-    pub around: super::rules::Around<'a>,
 }
 
 /// The placeholders under `base` (one service's fields).

@@ -10,17 +10,20 @@ pub mod engine;
 pub mod finding;
 pub mod fix;
 mod kinds;
+pub mod options;
 pub mod peers;
 mod pool;
 pub mod report;
 pub mod rules;
+pub mod runner;
 mod serving;
 
 use std::io;
 
 use config::Effective;
-use engine::{InputError, LintOptions, LintOutcome, RuleMeta};
+use engine::{InputError, LintOutcome, RuleMeta};
 use finding::Severity;
+use options::LintOptions;
 use report::Format;
 
 /// Render a whole `outcome` with the printer for `format`.

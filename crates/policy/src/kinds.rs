@@ -16,7 +16,7 @@ use infera_model::operator::{DEFAULT_WORKER_PORT, Generation, READY_PATH};
 use crate::cel::{self, UNKNOWN_COUNT, lit};
 
 /// The annotation lint's suppression reads (`IR001,IR011`, `IR001/prefill`).
-pub const LINT_IGNORE_ANNOTATION: &str = infera_lint::engine::LINT_IGNORE_ANNOTATION;
+pub const LINT_IGNORE_ANNOTATION: &str = infera_lint::runner::LINT_IGNORE_ANNOTATION;
 
 /// The condition under which lint reports `code` at `severity`.
 #[derive(Debug, Clone)]

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ::cel::{Context, Env, Program, Value as CelValue};
-use infera_lint::engine::{LintOptions, lint_objects};
+use infera_lint::engine::lint_objects;
 use infera_lint::finding::Severity;
+use infera_lint::options::LintOptions;
 use infera_model::operator::Generation;
 use serde_json::Value;
 

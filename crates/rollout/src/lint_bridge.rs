@@ -4,7 +4,8 @@
 use serde_json::Value;
 
 use super::plan::PlanFinding;
-use infera_lint::engine::{LintOptions, lint_objects};
+use infera_lint::engine::lint_objects;
+use infera_lint::options::LintOptions;
 
 /// Lint live objects (no spans) with every rule and keep what the plan
 /// shows, rendering InferaDeployments as `generation` (the one the live

@@ -11,7 +11,7 @@ use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet}
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Attribute, Cell, CellAlignment, Color, ContentArrangement, Table};
 
-use super::stream::Counts;
+use super::spool::Counts;
 use super::{Format, describe_object, plural};
 use crate::engine::{LintOutcome, LintSummary};
 use crate::finding::{Finding, Severity};

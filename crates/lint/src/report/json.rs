@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use super::rule_counts;
-use super::stream::{Counts, Entry, Spool, write_map, write_spooled_array};
+use super::spool::{Counts, Entry, Spool, write_map, write_spooled_array};
 use crate::engine::{InputError, LintOutcome, LintSummary};
 use crate::finding::Finding;
 

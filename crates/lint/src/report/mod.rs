@@ -7,6 +7,7 @@ pub mod github;
 pub mod human;
 pub mod json;
 pub mod sarif;
+pub mod spool;
 pub mod stream;
 
 use std::collections::BTreeMap;

@@ -17,7 +17,7 @@ use serde_sarif::sarif::{
 };
 
 use super::describe_object;
-use super::stream::{Entry, Spool, indent, write_map, write_spooled_array};
+use super::spool::{Entry, Spool, indent, write_map, write_spooled_array};
 use crate::engine::{InputError, LintOutcome, RuleMeta};
 use crate::finding::{Finding, Severity};
 

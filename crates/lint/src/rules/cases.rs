@@ -2,7 +2,8 @@
 //! table of (rule, manifest, expected), run through the engine with only
 //! that rule enabled, so each row reads like the rule's spec.
 
-use crate::engine::{LintOptions, lint_source};
+use crate::engine::lint_source;
+use crate::options::LintOptions;
 
 /// `spec.services.w` of an InferaDeployment, in YAML flow style.
 fn idep(service: &str) -> String {

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::{CrdRollout, Out, Placeholders, Roll, Unit, count, path, pod_at, run, surge_strategy};
-use crate::kinds::Cx;
+use crate::runner::Cx;
 use infera_model::manifest::Seg;
 use infera_model::manifest::serving::ServingObject;
 

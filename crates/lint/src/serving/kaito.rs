@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::{Container, PodSpec};
 use serde_json::json;
 
 use super::{CrdRollout, Out, Placeholders, Roll, RollKind, Unit, count, http_probe, path, run};
-use crate::kinds::Cx;
+use crate::runner::Cx;
 use infera_model::manifest::serving::ServingObject;
 
 /// KAITO `GeneratePresetInference`: one StatefulSet (default update

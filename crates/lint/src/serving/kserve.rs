@@ -8,7 +8,7 @@ use super::{
     CrdRollout, Out, Placeholders, Roll, RollKind, Unit, count, http_probe, path, pod_at, pointer,
     run, surge_strategy,
 };
-use crate::kinds::Cx;
+use crate::runner::Cx;
 use infera_model::manifest::serving::{ServingObject, kserve_raw_mode};
 use infera_model::manifest::{self};
 

@@ -33,8 +33,9 @@ mod ray;
 mod tests;
 
 use super::finding::ObjectRef;
-use super::kinds::{Cx, Plain, plain_workload};
+use super::kinds::{Plain, plain_workload};
 use super::rules::{CrdRollout, Hit, RollKind};
+use super::runner::Cx;
 use infera_model::manifest::serving::{ServingKind, ServingObject};
 use infera_model::manifest::{self, Seg};
 

@@ -7,7 +7,7 @@ use super::{
     CrdRollout, Out, Placeholders, Roll, RollKind, Unit, count, dotted, http_probe, path, pointer,
     run,
 };
-use crate::kinds::Cx;
+use crate::runner::Cx;
 use infera_model::manifest::serving::ServingObject;
 
 /// NIM operator: `manifests/deployment.yaml` (maxSurge 0, maxUnavailable

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::{
     CrdRollout, Out, Placeholders, Roll, Unit, count, gpu_resources, http_probe, path, run,
 };
-use crate::kinds::Cx;
+use crate::runner::Cx;
 use infera_model::manifest::serving::ServingObject;
 
 /// production-stack `deploymentForVLLMRuntime`: container `vllm` running

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::{
     CrdRollout, Out, Placeholders, Roll, RollKind, Unit, count, path, pod_at, pointer, run,
 };
-use crate::kinds::Cx;
+use crate::runner::Cx;
 use infera_model::manifest::serving::ServingObject;
 use infera_model::manifest::{self};
 

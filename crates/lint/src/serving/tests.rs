@@ -1,6 +1,7 @@
 //! Each serving kind as its operator renders it, through the engine.
 
-use crate::engine::{LintOptions, lint_source};
+use crate::engine::lint_source;
+use crate::options::LintOptions;
 
 /// (code, path of the finding, fix change paths) of each finding.
 fn lint(yaml: &str) -> Vec<(String, String, Vec<String>)> {
