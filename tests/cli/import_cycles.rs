@@ -28,10 +28,18 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// `a/b.rs` and `a/b/mod.rs` → `[a, b]`; `lib.rs`/`main.rs` → `[]`.
 fn module_of(src: &Path, file: &Path) -> (Module, bool) {
-    let rel = file.strip_prefix(src).expect("under src").with_extension("");
-    let mut parts: Module = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-    let dir = matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main"))
-        && parts.len() == 1
+    let rel = file
+        .strip_prefix(src)
+        .expect("under src")
+        .with_extension("");
+    let mut parts: Module = rel
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let dir = matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) && parts.len() == 1
         || parts.last().is_some_and(|p| p == "mod");
     if dir {
         parts.pop();

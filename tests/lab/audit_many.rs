@@ -155,5 +155,8 @@ fn selector_across_namespaces_on_the_real_control_plane() {
         1,
         "{stderr}"
     );
-    assert_eq!(watches.len(), 3, "{stderr}");
+    // The nodes, for the narration of cordons and nodes NotReady: one
+    // cluster-wide watch too.
+    assert_eq!(count("GET /api/v1/nodes?"), 1, "{stderr}");
+    assert_eq!(watches.len(), 4, "{stderr}");
 }
