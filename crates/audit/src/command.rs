@@ -25,6 +25,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 use kube::api::DynamicObject;
 
+use super::auditor::{Auditor, RoleSpec};
 use super::complete::{Owned, Watches, wait_complete};
 use super::report::{Outcome, Report};
 use super::roles::{
@@ -32,9 +33,9 @@ use super::roles::{
     roles_from_inferadeployment,
 };
 use super::session::{AuditError, AuditSession};
-use super::tracker::{Auditor, DEPLOYMENT_LABEL, RoleSpec};
 use infera_cluster::{ClusterError, Connection, inferadeployment_resource};
 use infera_model::api::INFERA_DEPLOYMENT;
+use infera_model::worker::LABEL_DEPLOYMENT;
 
 /// How long (reported time) every Deployment must stay complete before
 /// `--until-complete` ends.
@@ -114,7 +115,7 @@ pub(crate) async fn resolve_roles(
                     name,
                 )
             })?;
-            let selector = format!("{DEPLOYMENT_LABEL}={name}");
+            let selector = format!("{LABEL_DEPLOYMENT}={name}");
             if !flagged.is_empty() {
                 return Ok((flagged, Some(selector)));
             }
@@ -274,7 +275,7 @@ async fn operator_generation(
         return None;
     };
     let api: Api<Deployment> = Api::namespaced(conn.client.clone(), &conn.namespace);
-    let params = kube::api::ListParams::default().labels(&format!("{DEPLOYMENT_LABEL}={name}"));
+    let params = kube::api::ListParams::default().labels(&format!("{LABEL_DEPLOYMENT}={name}"));
     Some(match api.list(&params).await {
         Ok(list) => infera_model::generation::detect(
             list.items

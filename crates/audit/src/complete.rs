@@ -20,12 +20,12 @@ use super::narrate::Step;
 use super::report::Outcome;
 use super::roles::Target;
 use super::session::AuditSession;
-use super::tracker::{DEPLOYMENT_LABEL, SERVICE_LABEL};
 use infera_cluster::reflect::{Reflector, name_key};
 use infera_cluster::{
     ClusterError, Connection, DeploymentProgress, deployment_progress, inferadeployment_resource,
 };
 use infera_model::api::INFERA_DEPLOYMENT;
+use infera_model::worker::{LABEL_DEPLOYMENT, LABEL_SERVICE};
 
 /// Which Deployments (and InferaDeployment) make up one audited target.
 #[derive(Debug, Clone)]
@@ -54,7 +54,7 @@ impl Owned {
                 .metadata
                 .labels
                 .as_ref()
-                .and_then(|l| l.get(DEPLOYMENT_LABEL))
+                .and_then(|l| l.get(LABEL_DEPLOYMENT))
                 .is_some_and(|v| v == name),
             Target::Deployment(name) => d.metadata.name.as_deref() == Some(name),
         }
@@ -121,7 +121,7 @@ impl Completion {
                 .metadata
                 .labels
                 .as_ref()
-                .and_then(|l| l.get(SERVICE_LABEL))
+                .and_then(|l| l.get(LABEL_SERVICE))
                 .cloned()
                 .unwrap_or_else(|| name.clone());
             match deployment_progress(d) {
@@ -195,7 +195,7 @@ impl Watches {
     pub fn single(namespace: &str, target: &Target) -> Watches {
         let (deployments, ideps) = match target {
             Target::InferaDeployment(name) => (
-                watcher::Config::default().labels(&format!("{DEPLOYMENT_LABEL}={name}")),
+                watcher::Config::default().labels(&format!("{LABEL_DEPLOYMENT}={name}")),
                 Some(watcher::Config::default().fields(&format!("metadata.name={name}"))),
             ),
             Target::Deployment(name) => (

@@ -17,13 +17,13 @@
 //! * [`Selection`], [`audit_many_with`], [`ManyReport`] — several targets
 //!   (`idep/a deploy/b`, `-l SELECTOR`, `-A`) in one run, one pod watch.
 
+mod auditor;
 mod command;
 mod complete;
 mod evidence;
 pub use evidence::RoleStats;
 pub mod exit;
-mod many;
-mod many_report;
+mod group;
 mod narrate;
 mod pods;
 mod report;
@@ -31,12 +31,13 @@ mod roles;
 mod server_clock;
 mod session;
 mod timeline;
-mod tracker;
 mod verdict;
 
+pub use auditor::{Auditor, RoleCounts, RoleSpec};
 pub use command::{AuditCommandError, Options, SETTLE, audit_target, audit_target_with};
-pub use many::{Selected, Selection, audit_many_during, audit_many_with, target_label};
-pub use many_report::ManyReport;
+pub use group::{
+    ManyReport, Selected, Selection, audit_many_during, audit_many_with, target_label,
+};
 pub use narrate::Step;
 pub use report::{
     Outcome, Outputs, Report, ReportError, RoleBounds, RoleReport, StepRecord, Undecided,
@@ -49,9 +50,6 @@ pub use roles::{
 pub use server_clock::{PROMPT, ServerClock, Timed};
 pub use session::{AuditError, AuditSession, date_deletions, run_auditor};
 pub use timeline::{Timeline, TimelinePoint, minutes_seconds};
-pub use tracker::{
-    Auditor, DEPLOYMENT_LABEL, RoleCounts, RoleSpec, SERVICE_LABEL, WORKER_INFO_ANNOTATION,
-};
 
 #[cfg(test)]
 mod tests;

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
-use infera_model::worker::LABEL_SERVICE as SERVICE_LABEL;
+use infera_model::worker::LABEL_SERVICE;
 
 /// A rollout step, recorded as a marker in the report and on the timeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,7 +102,7 @@ impl Narrator {
             .metadata
             .labels
             .as_ref()
-            .and_then(|l| l.get(SERVICE_LABEL))
+            .and_then(|l| l.get(LABEL_SERVICE))
             .cloned()
             .unwrap_or_else(|| role_service.to_string());
         let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());

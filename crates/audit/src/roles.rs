@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::tracker::{DEPLOYMENT_LABEL, RoleSpec};
+use super::auditor::RoleSpec;
 use infera_model::api::INFERA_DEPLOYMENT;
+use infera_model::worker::LABEL_DEPLOYMENT;
 
 /// What `infera audit` / `infera rollout` act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,7 +162,7 @@ pub fn roles_from_inferadeployment(idep: &Value) -> Result<Vec<RoleSpec>, Target
         .map(|(role, services)| RoleSpec {
             role,
             services,
-            selector: BTreeMap::from([(DEPLOYMENT_LABEL.to_string(), name.to_string())]),
+            selector: BTreeMap::from([(LABEL_DEPLOYMENT.to_string(), name.to_string())]),
         })
         .collect();
     roles.sort_by(|a, b| rank(&a.role).cmp(&rank(&b.role)).then(a.role.cmp(&b.role)));
@@ -250,7 +251,7 @@ mod tests {
         assert_eq!(names, ["mixed", "prefill", "decode"]);
         assert_eq!(roles[2].services, ["decode-a", "decode-b"]);
         assert_eq!(
-            roles[0].selector.get(DEPLOYMENT_LABEL).map(String::as_str),
+            roles[0].selector.get(LABEL_DEPLOYMENT).map(String::as_str),
             Some("llm")
         );
     }

@@ -16,9 +16,9 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tokio::sync::{oneshot, watch};
 
+use super::auditor::{Auditor, RoleCounts};
 use super::narrate::Step;
 use super::report::{Outcome, Report};
-use super::tracker::{Auditor, RoleCounts};
 use infera_cluster::ClusterError;
 use infera_cluster::sight::{self, Skew};
 

@@ -7,12 +7,13 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher::Event;
 
 use super::*;
+use infera_model::worker::{LABEL_DEPLOYMENT, LABEL_SERVICE, WORKER_INFO_ANNOTATION};
 
 fn role(name: &str, service: &str) -> RoleSpec {
     RoleSpec {
         role: name.to_string(),
         services: vec![service.to_string()],
-        selector: BTreeMap::from([(DEPLOYMENT_LABEL.to_string(), "llm".to_string())]),
+        selector: BTreeMap::from([(LABEL_DEPLOYMENT.to_string(), "llm".to_string())]),
     }
 }
 
@@ -26,7 +27,7 @@ fn pod(name: &str, service: &str, ready: bool, registered: bool, terminating: bo
     }
     let mut meta = serde_json::json!({
         "name": name, "namespace": "prod",
-        "labels": {DEPLOYMENT_LABEL: "llm", SERVICE_LABEL: service},
+        "labels": {LABEL_DEPLOYMENT: "llm", LABEL_SERVICE: service},
         "annotations": annotations,
     });
     if terminating {

@@ -5,11 +5,11 @@
 
 use std::time::{Duration, Instant};
 
+use super::auditor::{Auditor, RoleSlot, round3};
 use super::evidence::{Bounds, RoleStats, sweep, undecided};
 use super::pods::Histories;
 use super::report::{Outcome, Report, RoleBounds, RoleReport, Undecided, Unobserved};
 use super::timeline::{Timeline, TimelinePoint};
-use super::tracker::{Auditor, RoleSlot, round3};
 
 impl Unobserved {
     pub(crate) fn new(

@@ -126,8 +126,8 @@ fn refuse_operator_managed(req: &Request, live: &Value) -> Result<(), RolloutErr
     if label(LABEL_MANAGED_BY) != Some(MANAGED_BY_VALUE) {
         return Ok(());
     }
-    let idep = label(super::legs::DEPLOYMENT_LABEL).unwrap_or("NAME");
-    let svc = label(super::legs::SERVICE_LABEL).unwrap_or("SERVICE");
+    let idep = label(super::legs::LABEL_DEPLOYMENT).unwrap_or("NAME");
+    let svc = label(super::legs::LABEL_SERVICE).unwrap_or("SERVICE");
     Err(RolloutError::Usage(format!(
         "{} is managed by the infera operator, which reverts any change to it within seconds; \
          roll it through its InferaDeployment: `infera rollout restart idep/{idep} --service {svc}`",

@@ -21,9 +21,7 @@ use infera_audit::RoleSpec;
 use infera_cluster::Connection;
 
 use infera_model::worker::DEFAULT_READINESS_PORT;
-pub(crate) use infera_model::worker::{
-    LABEL_DEPLOYMENT as DEPLOYMENT_LABEL, LABEL_SERVICE as SERVICE_LABEL,
-};
+pub(crate) use infera_model::worker::{LABEL_DEPLOYMENT, LABEL_SERVICE};
 use k8s_openapi::api::core::v1::PodSpec;
 
 /// A leg as the driver needs it.
@@ -143,8 +141,8 @@ async fn idep_legs(
                 .and_then(|n| u32::try_from(n).ok())
                 .unwrap_or(1),
             selector: BTreeMap::from([
-                (DEPLOYMENT_LABEL.to_string(), req.target.name.clone()),
-                (SERVICE_LABEL.to_string(), name.clone()),
+                (LABEL_DEPLOYMENT.to_string(), req.target.name.clone()),
+                (LABEL_SERVICE.to_string(), name.clone()),
             ]),
             readiness_port: readiness_port_of(&template),
             workload,

@@ -15,7 +15,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 
 use super::api::spawn_proxy_probe;
-use super::legs::{DEPLOYMENT_LABEL, Leg};
+use super::legs::{LABEL_DEPLOYMENT, Leg};
 use super::options::Request;
 use super::target::TargetKind;
 use infera_cluster::Connection;
@@ -40,7 +40,7 @@ pub(crate) fn watch_streams(
     legs: &[Leg],
 ) -> BoxStream<'static, Watched> {
     let selector = match req.target.kind {
-        TargetKind::InferaDeployment => format!("{DEPLOYMENT_LABEL}={}", req.target.name),
+        TargetKind::InferaDeployment => format!("{LABEL_DEPLOYMENT}={}", req.target.name),
         TargetKind::Deployment => infera_audit::selector_string(
             &legs.first().map(|l| l.selector.clone()).unwrap_or_default(),
         ),

@@ -7,6 +7,9 @@
 //! and one InferaDeployment watch for all targets. Each target gets its own
 //! [`Report`] (its verdict, its exit code); the run's exit code is the worst.
 
+mod report;
+pub use report::ManyReport;
+
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::{Mutex, PoisonError};
@@ -16,15 +19,15 @@ use kube::Api;
 use kube::api::{DynamicObject, ListParams};
 use kube::runtime::watcher;
 
+use super::auditor::{Auditor, RoleSpec};
 use super::command::{AuditCommandError, Options, resolve_roles};
 use super::complete::{Owned, Watches, wait_complete};
-use super::many_report::ManyReport;
 use super::report::Outcome;
 use super::roles::{Target, TargetError};
 use super::session::AuditSession;
-use super::tracker::{Auditor, DEPLOYMENT_LABEL, RoleSpec};
 use infera_cluster::{ClusterError, Connection, inferadeployment_resource};
 use infera_model::api::INFERA_DEPLOYMENT;
+use infera_model::worker::LABEL_DEPLOYMENT;
 
 /// What `infera audit` was asked to audit: TARGETs, or every
 /// InferaDeployment and Deployment matching a label selector.
@@ -195,7 +198,7 @@ fn selected(meta: &kube::api::ObjectMeta, kind: fn(String) -> Target) -> Option<
 fn owned_by_inferadeployment(meta: &kube::api::ObjectMeta) -> bool {
     meta.labels
         .as_ref()
-        .is_some_and(|l| l.contains_key(DEPLOYMENT_LABEL))
+        .is_some_and(|l| l.contains_key(LABEL_DEPLOYMENT))
         || meta
             .owner_references
             .iter()
@@ -220,7 +223,7 @@ fn pod_selector(selected: &[Selected], selectors: &[Option<String>]) -> Option<S
     let ideps: BTreeSet<&str> = names().collect();
     all_ideps.then(|| {
         format!(
-            "{DEPLOYMENT_LABEL} in ({})",
+            "{LABEL_DEPLOYMENT} in ({})",
             ideps.into_iter().collect::<Vec<_>>().join(",")
         )
     })

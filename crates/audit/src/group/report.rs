@@ -6,11 +6,11 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::report::{
+use crate::exit::Exit;
+use crate::report::{
     Outcome, Outputs, ROLE_COLUMNS, Report, ReportError, RoleReport, StepRecord, new_table,
 };
-use super::timeline::Timeline;
-use crate::exit::Exit;
+use crate::timeline::Timeline;
 
 /// Every target's report, in selection order.
 #[derive(Debug, Clone)]
@@ -303,7 +303,7 @@ mod tests {
     use kube::runtime::watcher::Event;
 
     use super::*;
-    use crate::tracker::{Auditor, RoleSpec};
+    use crate::auditor::{Auditor, RoleSpec};
 
     /// A report of `target` whose one role had `ready` pods throughout.
     fn report(target: &str, ready: u32, outcome: Outcome) -> Report {

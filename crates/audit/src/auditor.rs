@@ -29,11 +29,9 @@ use super::report::{StepRecord, Unobserved};
 use super::server_clock::ServerClock;
 use super::timeline::TimelinePoint;
 
-/// The worker's registration annotation and the operator's labels
-/// (operator-semantics §1, §5).
-pub use infera_model::worker::{
-    LABEL_DEPLOYMENT as DEPLOYMENT_LABEL, LABEL_SERVICE as SERVICE_LABEL, WORKER_INFO_ANNOTATION,
-};
+// The worker's registration annotation and the operator's labels
+// (operator-semantics §1, §5).
+use infera_model::worker::LABEL_SERVICE;
 
 /// One role of the audited target and how to recognise its pods.
 ///
@@ -63,7 +61,7 @@ impl RoleSpec {
         {
             return false;
         }
-        match label(SERVICE_LABEL) {
+        match label(LABEL_SERVICE) {
             Some(service) if !self.services.is_empty() => {
                 self.services.iter().any(|s| s == service)
             }
