@@ -18,7 +18,7 @@
 //! - `parse-only`: [`engine::load_paths`] — the project's own loader (read,
 //!   split, the tree from granit-parser's events or serde-saphyr, typed views), on the same thread pool as lint, no
 //!   rule;
-//! - `lint-json`: [`lint::lint_and_print`] with the JSON printer into a
+//! - `lint-json`: [`infera_lint::lint_and_print`] with the JSON printer into a
 //!   sink (file by file, printed as it goes) — what `infera lint --format
 //!   json` does;
 //!
@@ -47,8 +47,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode, Throughput};
-use infera::lint::report::Format as LintFormat;
-use infera::lint::{self, config, engine, options};
+use infera_lint::report::Format as LintFormat;
+use infera_lint::{config, engine, options};
 
 /// Targets from the lint issue.
 const TARGET_LINT_VS_PARSE: f64 = 0.70;
@@ -225,9 +225,14 @@ fn lint_json(paths: &[PathBuf], threads: usize, effective: &config::Effective) -
     // What `infera lint --format json` does: lint file by file, print as
     // it goes.
     let mut sink = std::io::sink();
-    let printer =
-        lint::report::Printer::new(&mut sink, LintFormat::Json, engine::rules(), None, false);
-    let (summary, _) = lint::lint_and_print(paths, &opts, effective, printer, &mut |_| {})
+    let printer = infera_lint::report::Printer::new(
+        &mut sink,
+        LintFormat::Json,
+        engine::rules(),
+        None,
+        false,
+    );
+    let (summary, _) = infera_lint::lint_and_print(paths, &opts, effective, printer, &mut |_| {})
         .expect("write to a sink");
     summary.errors + summary.warnings
 }

@@ -21,11 +21,11 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use infera::cli::Cli;
-use infera::rollout::tracker::StepKind;
-use infera::rollout::{Options, Request, execute};
-use infera::sim::scenario::Scenario;
-use infera::sim::store::{EventType, Kind};
-use infera::sim::{RunningSim, SimOptions};
+use infera_rollout::tracker::StepKind;
+use infera_rollout::{Options, Request, execute};
+use infera_sim::scenario::Scenario;
+use infera_sim::store::{EventType, Kind};
+use infera_sim::{RunningSim, SimOptions};
 use serde_json::Value;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -141,7 +141,7 @@ async fn latency_run(replicas: u64, speed: f64) {
     };
 
     let config = sim.client_config().await.expect("client config");
-    let conn = infera::cluster::connect_with(config, Some("infera-sim".into()))
+    let conn = infera_cluster::connect_with(config, Some("infera-sim".into()))
         .await
         .expect("connect");
     let before = sim.store().request_counts();
@@ -233,7 +233,7 @@ fn spawn_kubectl_watchers(
         let kubeconfig = kubeconfig.to_path_buf();
         watchers.push(tokio::task::spawn_blocking(move || {
             let name = format!("llama-{service}");
-            let generation = |s: &infera::sim::store::Store| {
+            let generation = |s: &infera_sim::store::Store| {
                 s.get(Kind::Deployment, Some("llm"), &name)
                     .and_then(|d| d.pointer("/metadata/generation").and_then(Value::as_i64))
                     .unwrap_or(0)
@@ -309,7 +309,7 @@ async fn audit_memory(hours: u64, speed: f64) {
         .expect("start the simulator");
     assert!(infera::demo::wait_steady(sim.store(), "llm", Duration::from_secs(120)).await);
     let config = sim.client_config().await.expect("client config");
-    let conn = infera::cluster::connect_with(config, Some("infera-sim".into()))
+    let conn = infera_cluster::connect_with(config, Some("infera-sim".into()))
         .await
         .expect("connect");
     let window = format!("{hours}h");
@@ -317,7 +317,7 @@ async fn audit_memory(hours: u64, speed: f64) {
         .expect("args")
         .command
     {
-        infera::cli::Command::Audit(a) => infera::audit::Options::from(&a),
+        infera::cli::Command::Audit(a) => infera_audit::Options::from(&a),
         _ => unreachable!(),
     };
     let rss: Arc<Mutex<Vec<(f64, u64)>>> = Arc::default();
@@ -333,7 +333,7 @@ async fn audit_memory(hours: u64, speed: f64) {
             }
         })
     };
-    let report = infera::audit::audit_target(&conn, &args, speed, std::future::pending())
+    let report = infera_audit::audit_target(&conn, &args, speed, std::future::pending())
         .await
         .expect("audit");
     sampler.abort();

@@ -27,8 +27,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use infera::monitor::metrics::encode_state;
-use infera::monitor::state::State;
+use infera_monitor::metrics::encode_state;
+use infera_monitor::state::State;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::DynamicObject;
 use kube::runtime::watcher::Event;

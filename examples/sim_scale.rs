@@ -38,10 +38,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use futures::StreamExt;
-use infera::sim::faults::FaultConfig;
-use infera::sim::scenario::{NodeSpec, Scenario, Timings};
-use infera::sim::store::{Kind, Store};
-use infera::sim::{RunningSim, SimOptions};
+use infera_sim::faults::FaultConfig;
+use infera_sim::scenario::{NodeSpec, Scenario, Timings};
+use infera_sim::store::{Kind, Store};
+use infera_sim::{RunningSim, SimOptions};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, Patch, PatchParams, WatchEvent, WatchParams};

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::{Cli, Command, RolloutCommand, SimCommand};
-use crate::exit::Exit;
+use infera_audit::exit::Exit;
 
 /// Run the command line as `bin_name` (`infera`, or `kubectl infera` for
 /// the plugin, so help and errors show what the user typed).
@@ -24,7 +24,7 @@ pub fn main(bin_name: &'static str) -> ExitCode {
         Ok(exit) => exit,
         Err(err) => {
             // The credentials rule applies to the last line too.
-            let text = crate::cluster::redact::scrub(&format!("{err:#}"));
+            let text = infera_cluster::redact::scrub(&format!("{err:#}"));
             eprintln!("error: {text}");
             Exit::Usage
         }

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::rollout::target::{Target, TargetKind};
-use crate::rollout::{Reporter, Request, RolloutOutcome, execute_with};
-use crate::sim::scenario::Scenario;
-use crate::sim::store::{Kind, Store};
-use crate::sim::world::kubelet::is_infera_worker;
-use crate::sim::{RunningSim, SimOptions};
+use infera_rollout::target::{Target, TargetKind};
+use infera_rollout::{Reporter, Request, RolloutOutcome, execute_with};
+use infera_sim::scenario::Scenario;
+use infera_sim::store::{Kind, Store};
+use infera_sim::world::kubelet::is_infera_worker;
+use infera_sim::{RunningSim, SimOptions};
 
 /// How long (wall) the demo waits for the scenario's workloads to be serving
 /// before it starts the rollout.
@@ -120,25 +120,25 @@ pub struct Options {
 #[derive(Debug, thiserror::Error)]
 pub enum DemoError {
     #[error(transparent)]
-    Scenario(#[from] crate::sim::scenario::ScenarioError),
+    Scenario(#[from] infera_sim::scenario::ScenarioError),
     #[error("scenario {0} has no InferaDeployment or Deployment to roll")]
     NoTarget(String),
     #[error("--speed must be a positive number")]
     Speed,
     #[error("cannot start the simulator: {0}")]
-    Sim(#[from] crate::sim::SimError),
+    Sim(#[from] infera_sim::SimError),
     #[error("cannot read the simulator's kubeconfig: {0}")]
     Kubeconfig(#[from] kube::config::KubeconfigError),
     #[error(transparent)]
-    Cluster(#[from] crate::cluster::ClusterError),
+    Cluster(#[from] infera_cluster::ClusterError),
     #[error("the scenario's workloads were not serving within {0:?}")]
     NotSteady(Duration),
     #[error(transparent)]
-    Rollout(#[from] crate::rollout::RolloutError),
+    Rollout(#[from] infera_rollout::RolloutError),
     #[error(transparent)]
-    Drain(#[from] crate::rollout::drain::DrainError),
+    Drain(#[from] infera_rollout::drain::DrainError),
     #[error(transparent)]
-    Audit(#[from] crate::audit::AuditCommandError),
+    Audit(#[from] infera_audit::AuditCommandError),
 }
 
 /// How the demo went: the scenario's name and the rollout's outcome.
@@ -149,7 +149,7 @@ pub struct DemoOutcome {
 }
 
 /// `infera demo`: start the simulator, wait until the scenario serves, roll
-/// its target with [`Options::unattended`](crate::rollout::Options::unattended)
+/// its target with [`Options::unattended`](infera_rollout::Options::unattended)
 /// over HTTP. The narrative and the rollout go to `out`.
 pub async fn run(
     opts: &Options,
@@ -201,13 +201,13 @@ async fn roll(
         return Err(DemoError::NotSteady(STEADY_TIMEOUT));
     }
     let config = sim.client_config().await?;
-    let conn = crate::cluster::connect_with(config, Some(crate::sim::CONTEXT.into())).await?;
-    let options = crate::rollout::Options {
+    let conn = infera_cluster::connect_with(config, Some(infera_sim::CONTEXT.into())).await?;
+    let options = infera_rollout::Options {
         stall_after: opts.stall_after,
         sample_interval: opts.sample_interval,
         min_ready: opts.min_ready,
         command_line: format!("infera rollout restart {target}"),
-        ..crate::rollout::Options::unattended(sim.clock().speed())
+        ..infera_rollout::Options::unattended(sim.clock().speed())
     };
     out.note(&format!(
         "$ infera rollout restart {target} --force   # against the simulator, over HTTP"
@@ -244,7 +244,7 @@ async fn drain_demo(
         return Err(DemoError::NotSteady(STEADY_TIMEOUT));
     }
     let config = sim.client_config().await?;
-    let mut conn = crate::cluster::connect_with(config, Some(crate::sim::CONTEXT.into())).await?;
+    let mut conn = infera_cluster::connect_with(config, Some(infera_sim::CONTEXT.into())).await?;
     conn.namespace = ns.to_string();
     let speed = sim.clock().speed();
     let first = decode_node(sim.store(), ns).ok_or(DemoError::NotSteady(STEADY_TIMEOUT))?;
@@ -259,8 +259,8 @@ async fn drain_demo(
     out.note(&format!(
         "$ kubectl uncordon {first}; infera drain {second} --ignore-daemonsets   # the node decode moved to"
     ));
-    let options = crate::rollout::drain::DrainOptions {
-        selection: crate::rollout::drain::Selection {
+    let options = infera_rollout::drain::DrainOptions {
+        selection: infera_rollout::drain::Selection {
             nodes: vec![second.clone()],
             ignore_daemonsets: true,
             ..Default::default()
@@ -269,15 +269,15 @@ async fn drain_demo(
         timeout: None,
         dry_run: false,
         force: false,
-        rollout: crate::rollout::Options {
+        rollout: infera_rollout::Options {
             stall_after: opts.stall_after,
             sample_interval: opts.sample_interval,
             min_ready: opts.min_ready,
             command_line: format!("infera drain {second}"),
-            ..crate::rollout::Options::unattended(speed)
+            ..infera_rollout::Options::unattended(speed)
         },
     };
-    let drained = crate::rollout::drain::drain(&conn, &options, out, interrupt).await?;
+    let drained = infera_rollout::drain::drain(&conn, &options, out, interrupt).await?;
     Ok(RolloutOutcome {
         exit: drained.exit,
         plan: None,
@@ -287,7 +287,7 @@ async fn drain_demo(
 }
 
 async fn set_unschedulable(
-    conn: &crate::cluster::Connection,
+    conn: &infera_cluster::Connection,
     node: &str,
     on: bool,
 ) -> Result<(), DemoError> {
@@ -307,17 +307,17 @@ async fn set_unschedulable(
 /// through the Eviction API), audited until the role serves again.
 async fn kubectl_drain(
     sim: &RunningSim,
-    conn: &crate::cluster::Connection,
+    conn: &infera_cluster::Connection,
     target: &Target,
     node: &str,
     opts: &Options,
-) -> Result<crate::audit::ManyReport, DemoError> {
+) -> Result<infera_audit::ManyReport, DemoError> {
     let ns = conn.namespace.clone();
-    let selected = [crate::audit::Selected {
+    let selected = [infera_audit::Selected {
         namespace: ns.clone(),
-        target: crate::audit::Target::InferaDeployment(target.name.clone()),
+        target: infera_audit::Target::InferaDeployment(target.name.clone()),
     }];
-    let audit = crate::audit::Options {
+    let audit = infera_audit::Options {
         target: String::new(),
         duration: None,
         until_complete: false,
@@ -336,11 +336,11 @@ async fn kubectl_drain(
             tokio::time::sleep(Duration::from_millis(200)).await;
             wait_steady(sim.store(), &ns, STEADY_TIMEOUT).await;
         }
-        (crate::audit::Outcome::Complete, evicted)
+        (infera_audit::Outcome::Complete, evicted)
     };
     let speed = sim.clock().speed();
     let (many, evicted) =
-        crate::audit::audit_many_during(conn, &audit, &selected, false, speed, &|_| {}, during)
+        infera_audit::audit_many_during(conn, &audit, &selected, false, speed, &|_| {}, during)
             .await?;
     evicted?;
     Ok(many)
@@ -349,7 +349,7 @@ async fn kubectl_drain(
 /// Cordon `node` and evict every pod on it at once, as kubectl drain does.
 async fn evict_node(
     store: &Store,
-    conn: &crate::cluster::Connection,
+    conn: &infera_cluster::Connection,
     node: &str,
 ) -> Result<(), DemoError> {
     set_unschedulable(conn, node, true).await?;

@@ -3,8 +3,8 @@
 //! The binary's library: the command line (`cli`), the commands that turn
 //! `*Args` into library options, print, prompt and map outcomes to exit
 //! codes (`commands`, `console`, `demo`), and `generate`. The work is done
-//! by the workspace's library crates (see `docs/architecture.md`), re-exported
-//! here under their module names so `infera::sim::…` paths keep working.
+//! by the workspace's library crates (see `docs/architecture.md`); tests,
+//! benches and fuzz targets name those crates (`infera_sim::…`) directly.
 
 pub mod app;
 pub mod cli;
@@ -13,12 +13,3 @@ pub mod console;
 pub mod demo;
 pub mod generate;
 pub mod logging;
-
-pub use infera_audit as audit;
-pub use infera_audit::exit;
-pub use infera_cluster as cluster;
-pub use infera_lint as lint;
-pub use infera_model::{manifest, operator, rolling, scheduling};
-pub use infera_monitor as monitor;
-pub use infera_rollout as rollout;
-pub use infera_sim as sim;

@@ -17,7 +17,7 @@ pub fn filter_for(verbosity: u8) -> &'static str {
 
 /// What a long-running service (`infera monitor`) logs without `-v`: its
 /// own state changes (watch down or current again, serving, shutting down).
-pub const SERVICE_FILTER: &str = "infera::monitor=info";
+pub const SERVICE_FILTER: &str = "infera_monitor=info";
 
 /// Install the stderr subscriber (`service`: [`SERVICE_FILTER`] without
 /// `-v`). Never writes to stdout, so `--format json` and `-o json` stay

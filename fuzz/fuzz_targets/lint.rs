@@ -8,5 +8,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = infera::lint::lint_bytes_through_every_printer(data);
+    let _ = infera_lint::lint_bytes_through_every_printer(data);
 });

@@ -20,7 +20,7 @@ use infera_lint::{
 };
 
 use crate::cli::{FailOn, LintArgs, LintFormat, RulesArgs};
-use crate::exit::Exit;
+use infera_audit::exit::Exit;
 
 /// `infera lint`.
 pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
@@ -248,9 +248,9 @@ fn note_generations(objects: &[serde_json::Value], options: &LintOptions) {
 /// them. None, with a note on stderr, when nodes or pods cannot be listed
 /// (the capacity rules then judge without an inventory).
 async fn live_inventory(
-    connection: &crate::cluster::Connection,
+    connection: &infera_cluster::Connection,
 ) -> Option<Vec<engine::InventoryNode>> {
-    let inventory = match crate::cluster::NodeInventory::fetch(connection).await {
+    let inventory = match infera_cluster::NodeInventory::fetch(connection).await {
         Ok(inv) => inv,
         Err(e) => {
             eprintln!(
@@ -259,7 +259,7 @@ async fn live_inventory(
             return None;
         }
     };
-    let whole = |list: &crate::cluster::ResourceList| {
+    let whole = |list: &infera_cluster::ResourceList| {
         list.iter()
             .filter_map(|(k, v)| Some((k.clone(), i64::try_from(v / 1000).ok()?)))
             .collect::<BTreeMap<String, i64>>()

@@ -4,7 +4,7 @@
 use anyhow::Context;
 
 use crate::cli::{MonitorArgs, RulesFormat};
-use crate::exit::Exit;
+use infera_audit::exit::Exit;
 
 /// The namespace the printed objects go in: `-n`, else `default`.
 fn print_namespace(args: &MonitorArgs) -> &str {

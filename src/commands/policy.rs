@@ -5,7 +5,7 @@
 use infera_policy::{Action, FailOn, PolicyOptions};
 
 use crate::cli::{self, OutputFormat, PolicyAction, PolicyArgs};
-use crate::exit::Exit;
+use infera_audit::exit::Exit;
 
 fn options(args: &PolicyArgs) -> anyhow::Result<PolicyOptions> {
     Ok(PolicyOptions {

@@ -4,7 +4,7 @@
 use infera_cluster::{RbacScope, rbac_objects};
 
 use crate::cli::{OutputFormat, RbacArgs};
-use crate::exit::Exit;
+use infera_audit::exit::Exit;
 
 /// The ServiceAccount the bindings name.
 const NAME: &str = infera_cluster::RBAC_NAME;

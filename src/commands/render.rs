@@ -4,7 +4,7 @@
 use infera_model::operator;
 
 use crate::cli::{OutputFormat, RenderArgs};
-use crate::exit::Exit;
+use infera_audit::exit::Exit;
 
 /// The generation to predict: `--operator`, else the `operator` key of
 /// the `.infera-lint.yaml` found upward from the cwd, else the latest.

@@ -4,7 +4,7 @@ use infera_sim::faults::FaultConfig;
 use infera_sim::{RunningSim, SimOptions, scenario};
 
 use crate::cli::{FaultArgs, SimServeArgs};
-use crate::exit::Exit;
+use infera_audit::exit::Exit;
 
 impl From<&FaultArgs> for FaultConfig {
     fn from(a: &FaultArgs) -> Self {

@@ -1,14 +1,14 @@
-//! `infera sim attach`: the simulated [`world`](crate::sim::world) on any
+//! `infera sim attach`: the simulated [`world`](infera_sim::world) on any
 //! Kubernetes API server, until Ctrl-C (which removes what it created), or
 //! `--cleanup` alone.
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::cli::SimAttachArgs;
-use crate::exit::Exit;
-use crate::sim::clock::SimClock;
-use crate::sim::scenario::Scenario;
-use crate::sim::world::{Cidr, SIMULATED_NODE_LABEL, World, WorldOptions};
+use infera_audit::exit::Exit;
+use infera_sim::clock::SimClock;
+use infera_sim::scenario::Scenario;
+use infera_sim::world::{Cidr, SIMULATED_NODE_LABEL, World, WorldOptions};
 
 async fn client(args: &SimAttachArgs) -> Result<kube::Client, String> {
     let options = KubeConfigOptions {

@@ -2,8 +2,8 @@
 //! the rollout, audit and demo libraries meet clap's types.
 
 use crate::cli::{self, AuditArgs, AuditKnobs, DemoArgs, RolloutArgs};
-use crate::rollout::target::{Target, TargetError, TargetKind};
-use crate::rollout::{self, OnStall, PauseBetween, Request, RolloutError, trigger};
+use infera_rollout::target::{Target, TargetError, TargetKind};
+use infera_rollout::{OnStall, PauseBetween, Request, RolloutError, trigger};
 
 impl From<cli::PauseBetween> for PauseBetween {
     fn from(p: cli::PauseBetween) -> Self {
@@ -24,9 +24,9 @@ impl From<cli::OnStall> for OnStall {
     }
 }
 
-impl From<&RolloutArgs> for rollout::Options {
+impl From<&RolloutArgs> for infera_rollout::Options {
     fn from(args: &RolloutArgs) -> Self {
-        rollout::Options {
+        infera_rollout::Options {
             dry_run: args.dry_run,
             force: args.force,
             yes: args.yes,
@@ -44,18 +44,18 @@ impl From<&RolloutArgs> for rollout::Options {
     }
 }
 
-impl From<&AuditKnobs> for crate::audit::Outputs {
+impl From<&AuditKnobs> for infera_audit::Outputs {
     fn from(knobs: &AuditKnobs) -> Self {
-        crate::audit::Outputs {
+        infera_audit::Outputs {
             report: knobs.report.clone(),
             timeline: knobs.timeline.clone(),
         }
     }
 }
 
-impl From<&AuditArgs> for crate::audit::Options {
+impl From<&AuditArgs> for infera_audit::Options {
     fn from(args: &AuditArgs) -> Self {
-        crate::audit::Options {
+        infera_audit::Options {
             target: args.targets.first().cloned().unwrap_or_default(),
             duration: args.duration,
             until_complete: args.until_complete,
@@ -67,9 +67,9 @@ impl From<&AuditArgs> for crate::audit::Options {
     }
 }
 
-impl From<&AuditArgs> for crate::audit::Selection {
+impl From<&AuditArgs> for infera_audit::Selection {
     fn from(args: &AuditArgs) -> Self {
-        crate::audit::Selection {
+        infera_audit::Selection {
             targets: args.targets.clone(),
             selector: args.selector.clone(),
             all_namespaces: args.all_namespaces,

@@ -4,11 +4,11 @@
 
 use std::io::Write;
 
-use crate::audit::Outputs;
 use crate::cli::{DrainArgs, RolloutFormat};
-use crate::exit::Exit;
-use crate::rollout::drain::{self, DrainOptions, Selection};
-use crate::rollout::{self, Reporter};
+use infera_audit::Outputs;
+use infera_audit::exit::Exit;
+use infera_rollout::Reporter;
+use infera_rollout::drain::{self, DrainOptions, Selection};
 
 use super::{Terminal, command_line, ctrl_c, finish_many, interactive, page_context, usage};
 
@@ -16,7 +16,7 @@ use super::{Terminal, command_line, ctrl_c, finish_many, interactive, page_conte
 pub fn options(args: &DrainArgs) -> Result<DrainOptions, String> {
     let pod_selector = match &args.pod_selector {
         Some(s) => Some(
-            crate::audit::parse_selector(s)
+            infera_audit::parse_selector(s)
                 .ok_or_else(|| format!("--pod-selector `{s}`: use key=value[,key=value…]"))?,
         ),
         None => None,
@@ -26,7 +26,7 @@ pub fn options(args: &DrainArgs) -> Result<DrainOptions, String> {
             "give NODE names or -l SELECTOR, not both and not neither (as kubectl drain)".into(),
         );
     }
-    let mut rollout = rollout::Options::unattended(1.0);
+    let mut rollout = infera_rollout::Options::unattended(1.0);
     rollout.simulated = false;
     rollout.force = args.force;
     rollout.step_timeout = args.step_timeout;
@@ -61,7 +61,7 @@ pub async fn drain(args: DrainArgs) -> anyhow::Result<Exit> {
     if let Err(e) = outputs.check() {
         return Ok(usage(e));
     }
-    let conn = match crate::cluster::connect(&args.cluster_args.options()).await {
+    let conn = match infera_cluster::connect(&args.cluster_args.options()).await {
         Ok(c) => c,
         Err(e) => return Ok(usage(e)),
     };

@@ -1,10 +1,10 @@
 //! `infera rollout history TARGET`: the last rollouts infera drove on it,
-//! read from its annotation ([`crate::rollout::history`]).
+//! read from its annotation ([`infera_rollout::history`]).
 
 use crate::cli::{HistoryArgs, HistoryFormat};
-use crate::exit::Exit;
-use crate::rollout::history::{self, HISTORY_ANNOTATION};
-use crate::rollout::target::Target;
+use infera_audit::exit::Exit;
+use infera_rollout::history::{self, HISTORY_ANNOTATION};
+use infera_rollout::target::Target;
 
 /// Print the history of `args.target`, newest first; exit 0 (also when
 /// there is none), 2 on a bad target or a connection problem.
@@ -13,7 +13,7 @@ pub async fn history(args: HistoryArgs) -> anyhow::Result<Exit> {
         Ok(t) => t,
         Err(e) => return Ok(super::usage(e)),
     };
-    let conn = crate::cluster::connect(&args.cluster_args.options()).await?;
+    let conn = infera_cluster::connect(&args.cluster_args.options()).await?;
     let entries = history::read(&conn, &target).await?;
     match args.output {
         HistoryFormat::Json => {

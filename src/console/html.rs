@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::audit::minutes_seconds as mss;
-use crate::audit::{ManyReport, Report, ReportError, format_seconds};
+use infera_audit::minutes_seconds as mss;
+use infera_audit::{ManyReport, Report, ReportError, format_seconds};
 
 /// What the page says besides the [`Report`]: where it ran and what was
 /// planned.
@@ -17,7 +17,7 @@ pub struct PageContext {
     pub namespace: Option<String>,
     /// The command (`infera rollout restart idep/x`, `infera audit …`).
     pub command: String,
-    /// The plan as text ([`Plan::render`](crate::rollout::plan::Plan::render)),
+    /// The plan as text ([`Plan::render`](infera_rollout::plan::Plan::render)),
     /// when there was one.
     pub plan: Option<String>,
 }
@@ -80,7 +80,7 @@ li.verdict.bad{border-color:#d62728;background:#fff4f4}";
 
 /// The page.
 pub fn render(report: &Report, ctx: &PageContext) -> Result<String, String> {
-    let held = report.all_held() && report.outcome == crate::audit::Outcome::Complete;
+    let held = report.all_held() && report.outcome == infera_audit::Outcome::Complete;
     page(report, ctx, &Verdicts::one(report.verdict(), held))
 }
 
@@ -90,12 +90,12 @@ pub fn render(report: &Report, ctx: &PageContext) -> Result<String, String> {
 pub fn render_many(many: &ManyReport, ctx: &PageContext) -> Result<String, String> {
     let verdicts = Verdicts {
         overall: many.sentence(),
-        held: many.exit() == crate::exit::Exit::Ok,
+        held: many.exit() == infera_audit::exit::Exit::Ok,
         targets: many
             .target_sentences()
             .into_iter()
             .zip(&many.reports)
-            .map(|(line, r)| (line, r.exit() == crate::exit::Exit::Ok))
+            .map(|(line, r)| (line, r.exit() == infera_audit::exit::Exit::Ok))
             .collect(),
     };
     page(&many.combined(), ctx, &verdicts)

@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::rollout::plan::Plan;
-use crate::rollout::reporter::{Clock, Question, Reporter, Stall};
-use crate::rollout::tracker::Observation;
+use infera_rollout::plan::Plan;
+use infera_rollout::reporter::{Clock, Question, Reporter, Stall};
+use infera_rollout::tracker::Observation;
 
 /// JSON lines on `W`; `elapsed_s` is reported time since `start`.
 #[derive(Debug)]
@@ -64,8 +64,8 @@ impl<W: Write> Reporter for JsonLines<W> {
                          "gitops": gitops, "refuses": plan.refuses()}));
     }
 
-    fn drain_plan(&mut self, plan: &crate::rollout::drain::DrainPlan) {
-        use crate::rollout::drain::plan::PodAction;
+    fn drain_plan(&mut self, plan: &infera_rollout::drain::DrainPlan) {
+        use infera_rollout::drain::plan::PodAction;
         let units: Vec<Value> = plan
             .units
             .iter()
@@ -158,18 +158,18 @@ impl<W: Write> Reporter for JsonLines<W> {
 /// (the report as `--report FILE.json` writes it; `null` when nothing was
 /// driven), then the output files. Exit 2 when a file cannot be written.
 pub fn finish(
-    report: Option<&crate::audit::Report>,
-    outputs: &crate::audit::Outputs,
-    exit: crate::exit::Exit,
+    report: Option<&infera_audit::Report>,
+    outputs: &infera_audit::Outputs,
+    exit: infera_audit::exit::Exit,
     page: &super::html::PageContext,
-) -> crate::exit::Exit {
+) -> infera_audit::exit::Exit {
     let body = report
         .and_then(|r| r.try_to_json().ok())
         .and_then(|text| serde_json::from_str::<Value>(&text).ok())
         .unwrap_or(Value::Null);
     let failed = report.is_some_and(|r| super::write_all(r, outputs, page));
     let exit = if failed {
-        crate::exit::Exit::Usage
+        infera_audit::exit::Exit::Usage
     } else {
         exit
     };
@@ -182,7 +182,7 @@ pub fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rollout::tracker::StepKind;
+    use infera_rollout::tracker::StepKind;
 
     #[test]
     fn one_object_per_line() {

@@ -1,8 +1,8 @@
 //! The command line's edge of `infera rollout`, `infera audit` and
 //! `infera demo`: flags into library options ([`convert`]), the terminal
-//! [`Reporter`](crate::rollout::Reporter) ([`progress`]), the report on
+//! [`Reporter`](infera_rollout::Reporter) ([`progress`]), the report on
 //! stdout, the output files and the exit codes. The libraries
-//! (`crate::rollout`, `crate::audit`, `crate::demo`) neither print, nor
+//! (`infera_rollout`, `infera_audit`, `crate::demo`) neither print, nor
 //! read a terminal, nor know clap; this module does, and moves to the
 //! binary crate with the workspace split.
 //!
@@ -18,10 +18,9 @@ pub mod html;
 pub mod json;
 pub mod progress;
 
-use crate::audit::{self, AuditCommandError, Outputs, Report};
 use crate::cli::{AuditArgs, DemoArgs, RolloutArgs};
-use crate::exit::Exit;
-use crate::rollout;
+use infera_audit::exit::Exit;
+use infera_audit::{AuditCommandError, Outputs, Report};
 
 pub use progress::{Terminal, interactive};
 
@@ -41,7 +40,7 @@ fn stamp() -> String {
 /// This process's command line, for the report page.
 fn command_line() -> String {
     let args: Vec<String> = std::env::args().collect();
-    crate::cluster::redact::scrub(&args.join(" "))
+    infera_cluster::redact::scrub(&args.join(" "))
 }
 
 /// `error: …` on stderr; exit 2.
@@ -86,7 +85,7 @@ fn write_all(report: &Report, outputs: &Outputs, page: &html::PageContext) -> bo
 /// `what written to PATH` per file, `error: …` per failure (stderr);
 /// whether every file was written.
 fn say_written(
-    results: Vec<Result<(&'static str, std::path::PathBuf), audit::ReportError>>,
+    results: Vec<Result<(&'static str, std::path::PathBuf), infera_audit::ReportError>>,
 ) -> bool {
     let mut ok = true;
     for result in results {
@@ -105,7 +104,7 @@ fn write_outputs(
     report: &Report,
     outputs: &Outputs,
     page: &html::PageContext,
-) -> Vec<Result<(&'static str, std::path::PathBuf), audit::ReportError>> {
+) -> Vec<Result<(&'static str, std::path::PathBuf), infera_audit::ReportError>> {
     let Some(path) = outputs.report.as_ref().filter(|p| html::is_html(p)) else {
         return outputs.write(report);
     };
@@ -118,15 +117,15 @@ fn write_outputs(
 
 /// The page context of a command: its connection and plan.
 fn page_context(
-    conn: Option<&crate::cluster::Connection>,
+    conn: Option<&infera_cluster::Connection>,
     command: String,
-    plan: Option<&rollout::plan::Plan>,
+    plan: Option<&infera_rollout::plan::Plan>,
 ) -> html::PageContext {
     html::PageContext {
         context: conn.and_then(|c| c.context.clone()),
         namespace: conn.map(|c| c.namespace.clone()),
         command,
-        plan: plan.map(rollout::plan::Plan::render),
+        plan: plan.map(infera_rollout::plan::Plan::render),
     }
 }
 
@@ -140,22 +139,22 @@ pub async fn rollout(args: RolloutArgs, image: Option<String>) -> anyhow::Result
     if let Err(e) = outputs.check() {
         return Ok(usage(e));
     }
-    let options = rollout::Options::from(&args);
-    let conn = match crate::cluster::connect(&args.cluster_args.options()).await {
+    let options = infera_rollout::Options::from(&args);
+    let conn = match infera_cluster::connect(&args.cluster_args.options()).await {
         Ok(c) => c,
         Err(e) => return Ok(usage(e)),
     };
     let json = args.output == crate::cli::RolloutFormat::Json;
     let mut terminal;
     let mut lines;
-    let out: &mut dyn rollout::Reporter = if json {
+    let out: &mut dyn infera_rollout::Reporter = if json {
         lines = json::JsonLines::new(std::io::stdout());
         &mut lines
     } else {
         terminal = Terminal::new(interactive());
         &mut terminal
     };
-    let outcome = match rollout::execute_with(&conn, request, options, out, ctrl_c()).await {
+    let outcome = match infera_rollout::execute_with(&conn, request, options, out, ctrl_c()).await {
         Ok(outcome) => outcome,
         Err(e) => return Ok(usage(e)),
     };
@@ -169,20 +168,20 @@ pub async fn rollout(args: RolloutArgs, image: Option<String>) -> anyhow::Result
 
 /// `infera audit TARGET…` / `-l SELECTOR [-A]`.
 pub async fn audit(args: AuditArgs) -> anyhow::Result<Exit> {
-    let options = audit::Options::from(&args);
+    let options = infera_audit::Options::from(&args);
     if options.duration.is_none() && !options.until_complete {
         return Err(AuditCommandError::NoMode.into());
     }
-    let selection = audit::Selection::from(&args);
+    let selection = infera_audit::Selection::from(&args);
     selection.parse()?;
     if selection.is_many() {
         return audit_many(args, options, selection).await;
     }
     let outputs = Outputs::from(&args.audit);
     outputs.check()?;
-    let conn = crate::cluster::connect(&args.cluster_args.options()).await?;
+    let conn = infera_cluster::connect(&args.cluster_args.options()).await?;
     let status = |line: &str| eprintln!("{} {line}", stamp());
-    let report = audit::audit_target_with(&conn, &options, 1.0, &status, ctrl_c()).await?;
+    let report = infera_audit::audit_target_with(&conn, &options, 1.0, &status, ctrl_c()).await?;
     print_steps(&report);
     let exit = report.exit();
     let page = page_context(Some(&conn), command_line(), None);
@@ -199,7 +198,7 @@ fn print_steps(report: &Report) {
     for s in &report.steps {
         let mut line = format!(
             "  {:>8}  {:<8} {:<17}",
-            audit::format_seconds(s.elapsed_s),
+            infera_audit::format_seconds(s.elapsed_s),
             s.service,
             s.kind
         );
@@ -217,8 +216,8 @@ fn print_steps(report: &Report) {
 /// one overall, one report and chart; the worst target's exit code.
 async fn audit_many(
     args: AuditArgs,
-    options: audit::Options,
-    selection: audit::Selection,
+    options: infera_audit::Options,
+    selection: infera_audit::Selection,
 ) -> anyhow::Result<Exit> {
     if !args.role.is_empty() {
         anyhow::bail!(
@@ -233,10 +232,10 @@ async fn audit_many(
     }
     let outputs = Outputs::from(&args.audit);
     outputs.check()?;
-    let conn = crate::cluster::connect(&args.cluster_args.options()).await?;
+    let conn = infera_cluster::connect(&args.cluster_args.options()).await?;
     let selected = selection.resolve(&conn).await?;
     let status = |line: &str| eprintln!("{} {line}", stamp());
-    let many = audit::audit_many_with(
+    let many = infera_audit::audit_many_with(
         &conn,
         &options,
         &selected,
@@ -255,7 +254,11 @@ async fn audit_many(
 
 /// Print the one table, a verdict per target and the overall verdict, and
 /// write the files (as [`finish_outputs_with`]).
-pub fn finish_many(many: &audit::ManyReport, outputs: &Outputs, page: &html::PageContext) -> Exit {
+pub fn finish_many(
+    many: &infera_audit::ManyReport,
+    outputs: &Outputs,
+    page: &html::PageContext,
+) -> Exit {
     println!("{}", many.table());
     for line in many.target_sentences() {
         println!("{line}");
@@ -267,7 +270,7 @@ pub fn finish_many(many: &audit::ManyReport, outputs: &Outputs, page: &html::Pag
 /// Write the output files of a several-target report; `exit`, or 2 when
 /// one cannot be written.
 pub fn finish_files_many(
-    many: &audit::ManyReport,
+    many: &infera_audit::ManyReport,
     outputs: &Outputs,
     page: &html::PageContext,
     exit: Exit,

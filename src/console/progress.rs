@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::rollout::plan::Plan;
-use crate::rollout::reporter::{Clock, Question, Reporter, Stall, human_duration};
-use crate::rollout::tracker::{Observation, StepKind};
+use infera_rollout::plan::Plan;
+use infera_rollout::reporter::{Clock, Question, Reporter, Stall, human_duration};
+use infera_rollout::tracker::{Observation, StepKind};
 
 /// Steps a bar counts per replaced pod (created, scheduled, loading, Ready,
 /// /ready via proxy, routable, old terminating, old gone).
@@ -104,7 +104,7 @@ impl Progress {
 
     /// A timestamped line: `18:45:12Z +1m05s sim  decode  text`.
     pub fn event(&self, leg: &str, text: &str, now: Instant) {
-        tracing::debug!(target: "infera::rollout::driver", leg, "{text}");
+        tracing::debug!(target: "infera_rollout::driver", leg, "{text}");
         let at = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ");
         let elapsed = human_duration(self.scaled(self.started, now));
         self.line(&format!(

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use infera::lint::engine::lint_paths;
-use infera::lint::options::LintOptions;
+use infera_lint::engine::lint_paths;
+use infera_lint::options::LintOptions;
 
 fn corpus(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -260,7 +260,7 @@ fn hostile_input_gets_an_error_not_a_crash() {
 }
 
 /// Lint one file with 8 GPUs a node.
-fn lint_at(path: PathBuf) -> infera::lint::engine::LintOutcome {
+fn lint_at(path: PathBuf) -> infera_lint::engine::LintOutcome {
     lint_paths(
         &[path],
         &LintOptions {
@@ -270,7 +270,7 @@ fn lint_at(path: PathBuf) -> infera::lint::engine::LintOutcome {
     )
 }
 
-fn lint_text(name: &str, text: &str) -> Vec<infera::lint::finding::Finding> {
+fn lint_text(name: &str, text: &str) -> Vec<infera_lint::finding::Finding> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(name);
     std::fs::write(&path, text).unwrap();
@@ -279,7 +279,7 @@ fn lint_text(name: &str, text: &str) -> Vec<infera::lint::finding::Finding> {
     out.findings
 }
 
-fn has(found: &[infera::lint::finding::Finding], code: &str, svc: &str) -> bool {
+fn has(found: &[infera_lint::finding::Finding], code: &str, svc: &str) -> bool {
     found
         .iter()
         .any(|f| f.code == code && f.object.service.as_deref() == Some(svc))

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use infera::lint::engine::lint_paths;
-use infera::lint::options::LintOptions;
+use infera_lint::engine::lint_paths;
+use infera_lint::options::LintOptions;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

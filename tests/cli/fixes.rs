@@ -8,11 +8,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use infera::lint::engine::lint_source;
-use infera::lint::finding::{Finding, ObjectRef};
-use infera::lint::fix::{apply_edits, merge_patch};
-use infera::lint::options::LintOptions;
-use infera::manifest;
+use infera_lint::engine::lint_source;
+use infera_lint::finding::{Finding, ObjectRef};
+use infera_lint::fix::{apply_edits, merge_patch};
+use infera_lint::options::LintOptions;
+use infera_model::manifest;
 
 use crate::common::case::root;
 

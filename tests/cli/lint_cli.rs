@@ -7,8 +7,8 @@
 //! project root with paths relative to it, so the paths in the output are
 //! stable.
 
-use infera::lint::engine::{InputError, LintOutcome, LintSummary, RuleMeta};
-use infera::lint::finding::{Finding, ObjectRef, Severity};
+use infera_lint::engine::{InputError, LintOutcome, LintSummary, RuleMeta};
+use infera_lint::finding::{Finding, ObjectRef, Severity};
 
 use crate::common::case::{infera, root};
 
@@ -85,7 +85,7 @@ fn sarif_schema_rejects_an_invalid_log() {
     let bad = serde_json::json!({"version": "2.1.0", "runs": [{"tool": {"driver": {}}}]});
     assert!(!sarif_validator().is_valid(&bad));
     // Formats are checked too: a URI with a raw space is not a uri-reference.
-    let mut doc = serde_json::to_value(infera::lint::report::sarif::to_sarif(
+    let mut doc = serde_json::to_value(infera_lint::report::sarif::to_sarif(
         &hand_built_outcome(),
         RULES,
         None,
@@ -98,7 +98,7 @@ fn sarif_schema_rejects_an_invalid_log() {
 
 #[test]
 fn sarif_of_hand_built_findings_is_valid() {
-    let sarif = infera::lint::report::sarif::to_sarif(&hand_built_outcome(), RULES, None);
+    let sarif = infera_lint::report::sarif::to_sarif(&hand_built_outcome(), RULES, None);
     assert_valid_sarif(&serde_json::to_value(sarif).expect("serialize"));
 }
 

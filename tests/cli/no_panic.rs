@@ -167,7 +167,7 @@ fn run(seed: u64) {
     let (mut with_findings, mut with_errors) = (0, 0);
     for (case, input) in inputs.iter().enumerate() {
         let outcome =
-            std::panic::catch_unwind(|| infera::lint::lint_bytes_through_every_printer(input))
+            std::panic::catch_unwind(|| infera_lint::lint_bytes_through_every_printer(input))
                 .unwrap_or_else(|_| {
                     let path = std::env::temp_dir()
                         .join(format!("infera-no-panic-{seed:#x}-case-{case}.yaml"));

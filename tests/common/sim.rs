@@ -6,10 +6,10 @@ use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use infera::cluster::{Connection, connect_with};
-use infera::sim::scenario::Scenario;
-use infera::sim::store::{Kind, Store};
-use infera::sim::{RunningSim, SimOptions};
+use infera_cluster::{Connection, connect_with};
+use infera_sim::scenario::Scenario;
+use infera_sim::store::{Kind, Store};
+use infera_sim::{RunningSim, SimOptions};
 use serde_json::Value;
 
 /// How long a scenario may take to reach its steady state (real time).

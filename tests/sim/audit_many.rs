@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use assert_cmd::Command;
-use infera::audit::{Outcome, Report, Selected, Target};
-use infera::cluster::connect_with;
-use infera::exit::Exit;
-use infera::sim::scenario::Scenario;
-use infera::sim::store::Kind;
-use infera::sim::{RunningSim, SimOptions};
+use infera_audit::exit::Exit;
+use infera_audit::{Outcome, Report, Selected, Target};
+use infera_cluster::connect_with;
+use infera_sim::scenario::Scenario;
+use infera_sim::store::Kind;
+use infera_sim::{RunningSim, SimOptions};
 use serde_json::Value;
 
 /// Two InferaDeployments (one rolls old-pod-first: a gap per role) and a
@@ -89,7 +89,7 @@ fn restart_deployment(sim: &RunningSim, ns: &str, name: &str) {
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
-fn role<'a>(report: &'a Report, role: &str) -> &'a infera::audit::RoleReport {
+fn role<'a>(report: &'a Report, role: &str) -> &'a infera_audit::RoleReport {
     report
         .roles
         .iter()
@@ -107,7 +107,7 @@ async fn three_targets_one_run_a_verdict_each_worst_exit() {
     let conn = connect_with(config, Some("infera-sim".into()))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let conn = infera::cluster::Connection {
+    let conn = infera_cluster::Connection {
         namespace: "llm".into(),
         ..conn
     };
@@ -122,9 +122,9 @@ async fn three_targets_one_run_a_verdict_each_worst_exit() {
             target: Target::parse(t).unwrap_or_else(|e| panic!("{e}")),
         })
         .collect();
-    let mut opts = infera::audit::Options::for_duration("", Duration::from_secs(3600));
+    let mut opts = infera_audit::Options::for_duration("", Duration::from_secs(3600));
     opts.until_complete = true;
-    let many = infera::audit::audit_many_with(
+    let many = infera_audit::audit_many_with(
         &conn,
         &opts,
         &selected,

@@ -7,8 +7,8 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use infera::rollout::target::Target;
-use infera::rollout::{Options, Request, execute};
+use infera_rollout::target::Target;
+use infera_rollout::{Options, Request, execute};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 
@@ -65,7 +65,7 @@ async fn a_skewed_server_clock_is_measured_and_corrected() {
             .is_ok_and(|l| l.starts_with("kubeconfig:"))
     });
     assert!(ready, "the simulator did not start");
-    let conn = infera::cluster::connect(&infera::cluster::ConnectOptions {
+    let conn = infera_cluster::connect(&infera_cluster::ConnectOptions {
         kubeconfig: Some(kubeconfig.clone()),
         ..Default::default()
     })

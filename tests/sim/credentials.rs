@@ -13,8 +13,8 @@
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
-use infera::sim::RunningSim;
-use infera::sim::faults::FaultConfig;
+use infera_sim::RunningSim;
+use infera_sim::faults::FaultConfig;
 use rand::{Rng, SeedableRng};
 
 use crate::common::sim::{self, Sim};
@@ -489,15 +489,15 @@ fn malformed_kubeconfigs_never_echo_the_canary() {
     for (i, text) in inputs.iter().chain(&inputs).enumerate() {
         std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
         let result = if i < inputs.len() {
-            infera::cluster::read_kubeconfig(&path).map(|_| ())
+            infera_cluster::read_kubeconfig(&path).map(|_| ())
         } else {
-            let args = infera::cluster::ConnectOptions {
+            let args = infera_cluster::ConnectOptions {
                 kubeconfig: Some(path.clone()),
                 context: None,
                 namespace: None,
             };
             runtime
-                .block_on(infera::cluster::resolve_config(&args))
+                .block_on(infera_cluster::resolve_config(&args))
                 .map(|_| ())
         };
         let Err(err) = result else {

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use infera::sim::kind::Kind;
-use infera::sim::store::Store;
+use infera_sim::kind::Kind;
+use infera_sim::store::Store;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, PostParams};

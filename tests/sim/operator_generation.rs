@@ -106,8 +106,8 @@ async fn audit_reports_the_operator_generation() {
     for (scenario, want) in [("pd-1p1d-pre176", "pre-176"), ("pd-1p1d", "176")] {
         let sim = Sim::start(scenario, SPEED).await;
         let conn = sim.connect().await;
-        let opts = infera::audit::Options::for_duration("idep/llama", Duration::from_secs(20));
-        let report = infera::audit::audit_target(&conn, &opts, SPEED, std::future::pending())
+        let opts = infera_audit::Options::for_duration("idep/llama", Duration::from_secs(20));
+        let report = infera_audit::audit_target(&conn, &opts, SPEED, std::future::pending())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let json: Value = serde_json::from_str(&report.to_json()).unwrap();

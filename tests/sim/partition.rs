@@ -7,11 +7,11 @@
 
 use std::time::{Duration, Instant};
 
-use infera::audit::{Options as AuditOptions, Report};
-use infera::rollout::target::Target;
-use infera::rollout::{Options, Request, execute};
-use infera::sim::partition::PartitionKind;
-use infera::sim::store::Kind;
+use infera_audit::{Options as AuditOptions, Report};
+use infera_rollout::target::Target;
+use infera_rollout::{Options, Request, execute};
+use infera_sim::partition::PartitionKind;
+use infera_sim::store::Kind;
 
 use crate::common::sim::{self, Sim, now_ms};
 
@@ -96,7 +96,7 @@ fn check(sim: &Sim, report: &Report, from_ms: u64, to_ms: u64, label: &str) {
         // possibly up to the bound; to the server timestamps' precision (a
         // second of wall clock: SPEED reported seconds).
         let slack = SPEED;
-        let possible = |certain: f64, pick: fn(&infera::audit::RoleBounds) -> f64| {
+        let possible = |certain: f64, pick: fn(&infera_audit::RoleBounds) -> f64| {
             r.bounds.as_ref().map_or(certain, pick)
         };
         let rows = [
@@ -129,7 +129,7 @@ fn check(sim: &Sim, report: &Report, from_ms: u64, to_ms: u64, label: &str) {
     if truth_gap {
         assert_ne!(
             report.exit(),
-            infera::audit::exit::Exit::Ok,
+            infera_audit::exit::Exit::Ok,
             "{label}: a false all-clear: {json}"
         );
         assert!(
@@ -147,7 +147,7 @@ async fn audit_through(kind: PartitionKind, scenario: &str) {
     // 60 s of wall time: the partition, the recovery, and settling.
     let opts = AuditOptions::for_duration("idep/llama", Duration::from_secs_f64(60.0 * SPEED));
     let from_ms = now_ms();
-    let audit = infera::audit::audit_target(&conn, &opts, SPEED, std::future::pending());
+    let audit = infera_audit::audit_target(&conn, &opts, SPEED, std::future::pending());
     let world = async {
         tokio::time::sleep(Duration::from_secs(3)).await;
         fault(&sim, kind);

@@ -7,11 +7,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use infera::audit::Outputs;
 use infera::console::html::PageContext;
-use infera::exit::Exit;
-use infera::rollout::target::Target;
-use infera::rollout::{Options, Request, execute};
+use infera_audit::Outputs;
+use infera_audit::exit::Exit;
+use infera_rollout::target::Target;
+use infera_rollout::{Options, Request, execute};
 
 use crate::common::sim::Sim;
 

@@ -5,18 +5,18 @@
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use infera::audit::{Outcome, Outputs, Report};
 use infera::cli::{Cli, Command};
-use infera::exit::Exit;
-use infera::rollout::target::Target;
-use infera::rollout::{
+use infera_audit::exit::Exit;
+use infera_audit::{Outcome, Outputs, Report};
+use infera_rollout::target::Target;
+use infera_rollout::{
     Options, PauseBetween, Question, Recorder, Reported, Request, RolloutOutcome, execute,
     execute_with,
 };
-use infera::sim::SimOptions;
-use infera::sim::faults::FaultConfig;
-use infera::sim::scenario::Scenario;
-use infera::sim::store::{Kind, Store};
+use infera_sim::SimOptions;
+use infera_sim::faults::FaultConfig;
+use infera_sim::scenario::Scenario;
+use infera_sim::store::{Kind, Store};
 
 use crate::common::sim::{self, Sim, now_ms};
 use serde_json::Value;
@@ -109,7 +109,7 @@ async fn pd_1p1d_rolls_surge_first_and_never_drops_a_role() {
     assert!(
         annotations.as_object().is_none_or(|a| a
             .keys()
-            .all(|k| !k.contains("rollout") || k == infera::rollout::history::HISTORY_ANNOTATION)),
+            .all(|k| !k.contains("rollout") || k == infera_rollout::history::HISTORY_ANNOTATION)),
         "{annotations}"
     );
     sim.shutdown().await;
@@ -351,14 +351,14 @@ async fn faults_never_invent_a_gap_and_the_minimum_contains_the_truth() {
 }
 
 /// `infera audit ARGV…` as library options.
-fn audit_args(argv: &[&str]) -> infera::audit::Options {
+fn audit_args(argv: &[&str]) -> infera_audit::Options {
     let mut full = vec!["infera", "audit"];
     full.extend_from_slice(argv);
     match Cli::try_parse_from(full)
         .unwrap_or_else(|e| panic!("{e}"))
         .command
     {
-        Command::Audit(a) => infera::audit::Options::from(&a),
+        Command::Audit(a) => infera_audit::Options::from(&a),
         _ => unreachable!(),
     }
 }
@@ -379,7 +379,7 @@ async fn audit_until_complete_of_an_operator_driven_rollout() {
             }
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    let report = infera::audit::audit_target(&conn, &args, SPEED, std::future::pending())
+    let report = infera_audit::audit_target(&conn, &args, SPEED, std::future::pending())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(report.outcome, Outcome::Complete, "{}", report.to_json());
@@ -446,7 +446,7 @@ podFaults:
         "10s",
     ]);
     let started = Instant::now();
-    let report = infera::audit::audit_target(&conn, &args, speed, std::future::pending())
+    let report = infera_audit::audit_target(&conn, &args, speed, std::future::pending())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     // 50 simulated seconds at 10x: the audit ran on the scaled clock.
@@ -558,9 +558,9 @@ async fn relist_after_410_shows_no_spurious_gap() {
         .store()
         .get(Kind::InferaDeployment, Some(&ns), "llama")
         .expect("the scenario's InferaDeployment");
-    let roles = infera::audit::roles_from_inferadeployment(&idep).unwrap_or_else(|e| panic!("{e}"));
-    let auditor = infera::audit::Auditor::new(roles, 1, Duration::from_secs(10), SPEED);
-    let mut session = infera::audit::AuditSession::start(
+    let roles = infera_audit::roles_from_inferadeployment(&idep).unwrap_or_else(|e| panic!("{e}"));
+    let auditor = infera_audit::Auditor::new(roles, 1, Duration::from_secs(10), SPEED);
+    let mut session = infera_audit::AuditSession::start(
         conn.client.clone(),
         &conn.url,
         &conn.namespace,

@@ -8,8 +8,8 @@
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use infera::sim::RunningSim;
-use infera::sim::store::Kind;
+use infera_sim::RunningSim;
+use infera_sim::store::Kind;
 use serde_json::Value;
 
 use crate::common::sim::Sim;
@@ -208,7 +208,7 @@ async fn a_forced_change_reverted_by_the_manager_is_named_and_stops_safely() {
         .unwrap_or_default();
     assert!(
         annotations
-            .get(infera::rollout::record::IN_FLIGHT_ANNOTATION)
+            .get(infera_rollout::record::IN_FLIGHT_ANNOTATION)
             .is_none(),
         "{annotations}"
     );

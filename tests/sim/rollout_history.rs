@@ -6,11 +6,11 @@ use std::path::Path;
 use std::process::Output;
 
 use infera::cli::ClusterArgs;
-use infera::cluster::{Connection, connect};
-use infera::rollout::history::{HISTORY_ANNOTATION, HistoryEntry, KEEP, sha256_hex};
-use infera::rollout::target::Target;
-use infera::rollout::{Options, Request, RolloutOutcome, execute};
-use infera::sim::store::Kind;
+use infera_cluster::{Connection, connect};
+use infera_rollout::history::{HISTORY_ANNOTATION, HistoryEntry, KEEP, sha256_hex};
+use infera_rollout::target::Target;
+use infera_rollout::{Options, Request, RolloutOutcome, execute};
+use infera_sim::store::Kind;
 use serde_json::Value;
 
 use crate::common::sim::Sim;
@@ -96,8 +96,8 @@ async fn two_rollouts_leave_two_entries_newest_first() {
     for (entry, outcome) in [(oldest, &first), (newest, &second)] {
         let report = outcome.report.as_ref().expect("a report");
         assert_eq!(entry.outcome, "complete");
-        assert_eq!(entry.context.as_deref(), Some(infera::sim::CONTEXT));
-        assert_eq!(entry.user.as_deref(), Some(infera::sim::CONTEXT));
+        assert_eq!(entry.context.as_deref(), Some(infera_sim::CONTEXT));
+        assert_eq!(entry.user.as_deref(), Some(infera_sim::CONTEXT));
         let expected: Vec<_> = report
             .roles
             .iter()
@@ -162,7 +162,7 @@ async fn the_history_keeps_the_last_ten() {
         }
     }
     let outcome = roll(&s, "idep/llama", &["decode"], true).await;
-    assert_eq!(outcome.exit, infera::exit::Exit::Ok);
+    assert_eq!(outcome.exit, infera_audit::exit::Exit::Ok);
     let entries = history_json(&s, "idep/llama").await;
     assert_eq!(entries.len(), KEEP);
     assert_eq!(entries[0].change, "restart of decode");
@@ -199,17 +199,17 @@ async fn an_aborted_rollout_is_recorded_too() {
 /// Flags the first applied trigger (a rollout to interrupt mid-leg).
 struct FlagTrigger(std::sync::Arc<std::sync::atomic::AtomicBool>);
 
-impl infera::rollout::Reporter for FlagTrigger {
-    fn plan(&mut self, _: &infera::rollout::plan::Plan) {}
+impl infera_rollout::Reporter for FlagTrigger {
+    fn plan(&mut self, _: &infera_rollout::plan::Plan) {}
     fn note(&mut self, _: &str) {}
-    fn start(&mut self, _: &[(String, u64)], _: infera::rollout::Clock) {}
+    fn start(&mut self, _: &[(String, u64)], _: infera_rollout::Clock) {}
     fn event(&mut self, _: &str, text: &str, _: std::time::Instant) {
         if text.starts_with("trigger applied") {
             self.0.store(true, std::sync::atomic::Ordering::SeqCst);
         }
     }
-    fn step(&mut self, _: &str, _: &infera::rollout::tracker::Observation, _: std::time::Instant) {}
-    fn stall(&mut self, _: &str, _: &infera::rollout::Stall, _: std::time::Instant) {}
+    fn step(&mut self, _: &str, _: &infera_rollout::tracker::Observation, _: std::time::Instant) {}
+    fn stall(&mut self, _: &str, _: &infera_rollout::Stall, _: std::time::Instant) {}
     fn activity(&mut self, _: &str, _: &str, _: std::time::Instant) {}
     fn tick(&mut self, _: std::time::Instant) {}
     fn leg_done(&mut self, _: &str, _: &str) {}
@@ -217,7 +217,7 @@ impl infera::rollout::Reporter for FlagTrigger {
     fn interactive(&self) -> bool {
         false
     }
-    fn ask(&mut self, _: &infera::rollout::Question) -> Option<bool> {
+    fn ask(&mut self, _: &infera_rollout::Question) -> Option<bool> {
         None
     }
 }
@@ -239,22 +239,22 @@ async fn abort_of_an_interrupted_rollout_is_recorded() {
     let opts = Options::unattended(SPEED);
     let req = Request::restart(target.clone());
     let interrupted =
-        infera::rollout::execute_with(&conn, req.clone(), opts.clone(), &mut reporter, interrupt)
+        infera_rollout::execute_with(&conn, req.clone(), opts.clone(), &mut reporter, interrupt)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(interrupted.exit, infera::exit::Exit::Interrupted);
+    assert_eq!(interrupted.exit, infera_audit::exit::Exit::Interrupted);
     // `--abort` undoes the leg and leaves its own record.
     let mut abort = opts;
     abort.abort = true;
     let aborted = execute(&conn, req, abort, std::future::pending())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(aborted.exit, infera::exit::Exit::Stalled);
+    assert_eq!(aborted.exit, infera_audit::exit::Exit::Stalled);
     let entries = history_json(&s, "idep/llama").await;
     let outcomes: Vec<&str> = entries.iter().map(|e| e.outcome.as_str()).collect();
     assert_eq!(outcomes, ["aborted", "interrupted"], "{entries:?}");
     assert_eq!(entries[0].change, "restart of decode, prefill (--abort)");
-    assert_eq!(entries[0].context.as_deref(), Some(infera::sim::CONTEXT));
+    assert_eq!(entries[0].context.as_deref(), Some(infera_sim::CONTEXT));
     assert!(entries[0].minima.is_empty() && entries[0].report_digest.is_empty());
     // Nothing in flight any more: a second --abort has nothing to do and
     // records nothing.
@@ -268,7 +268,7 @@ async fn abort_of_an_interrupted_rollout_is_recorded() {
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(nothing.exit, infera::exit::Exit::Ok);
+    assert_eq!(nothing.exit, infera_audit::exit::Exit::Ok);
     assert_eq!(history_json(&s, "idep/llama").await.len(), 2);
     s.shutdown().await;
 }

@@ -5,7 +5,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use infera::sim::store::Store;
+use infera_sim::store::Store;
 
 use crate::common::process::{infera, lines, wait_exit};
 use crate::common::sim::{Sim, ready_pods};

@@ -10,10 +10,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use infera::sim::scenario::Scenario;
-use infera::sim::store::Kind;
-use infera::sim::world::SIMULATED_NODE_LABEL;
-use infera::sim::{RunningSim, SimOptions};
+use infera_sim::scenario::Scenario;
+use infera_sim::store::Kind;
+use infera_sim::world::SIMULATED_NODE_LABEL;
+use infera_sim::{RunningSim, SimOptions};
 use serde_json::Value;
 
 use crate::common::process::{self, lines, wait_exit};

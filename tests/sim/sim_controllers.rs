@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use infera::sim::SimOptions;
-use infera::sim::scenario::Scenario;
-use infera::sim::store::{Kind, Store};
+use infera_sim::SimOptions;
+use infera_sim::scenario::Scenario;
+use infera_sim::store::{Kind, Store};
 use serde_json::Value;
 
 use crate::common::sim::Sim;
