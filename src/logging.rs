@@ -17,9 +17,11 @@ pub fn filter_for(verbosity: u8) -> &'static str {
 
 /// What a long-running service (`infera monitor`) logs without `-v`: its
 /// own state changes (watch down or current again, serving, shutting down).
-pub const SERVICE_FILTER: &str = "infera_monitor=info";
+pub fn service_filter() -> String {
+    format!("{}=info", infera_cluster::trace::target::MONITOR)
+}
 
-/// Install the stderr subscriber (`service`: [`SERVICE_FILTER`] without
+/// Install the stderr subscriber (`service`: [`service_filter`] without
 /// `-v`). Never writes to stdout, so `--format json` and `-o json` stay
 /// clean.
 pub fn init_logging(verbosity: u8, service: bool) {
@@ -27,7 +29,7 @@ pub fn init_logging(verbosity: u8, service: bool) {
     let filter = match std::env::var("RUST_LOG") {
         Ok(value) if !value.trim().is_empty() => EnvFilter::try_new(value.trim())
             .unwrap_or_else(|_| EnvFilter::new(filter_for(verbosity))),
-        _ if service && verbosity == 0 => EnvFilter::new(SERVICE_FILTER),
+        _ if service && verbosity == 0 => EnvFilter::new(service_filter()),
         _ => EnvFilter::new(filter_for(verbosity)),
     };
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())

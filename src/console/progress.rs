@@ -104,7 +104,7 @@ impl Progress {
 
     /// A timestamped line: `18:45:12Z +1m05s sim  decode  text`.
     pub fn event(&self, leg: &str, text: &str, now: Instant) {
-        tracing::debug!(target: "infera_rollout::driver", leg, "{text}");
+        tracing::debug!(target: infera_cluster::trace::target::ROLLOUT_DRIVER, leg, "{text}");
         let at = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ");
         let elapsed = human_duration(self.scaled(self.started, now));
         self.line(&format!(

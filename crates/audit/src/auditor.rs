@@ -403,7 +403,7 @@ impl Auditor {
             Transition::None => {}
             Transition::Blind { since, reason } => {
                 let since = self.origin.map_or(since, |o| since.max(o));
-                tracing::info!(target: "infera::audit", "unobserved from {}: {reason}", self.clock.utc(since));
+                tracing::info!(target: infera_cluster::trace::target::AUDIT, "unobserved from {}: {reason}", self.clock.utc(since));
                 while self.pending_samples.back().is_some_and(|s| s.0 > since) {
                     self.pending_samples.pop_back();
                     self.samples_unobserved += 1;
@@ -423,7 +423,7 @@ impl Auditor {
         let Some(b) = self.blind.take() else { return };
         let changed = self.histories.changed_while_blind > b.changes_before
             || self.histories.pending.iter().any(|p| p.since == b.since);
-        tracing::info!(target: "infera::audit", "observed again from {} (unobserved {:.1}s)", self.clock.utc(at), at.saturating_duration_since(b.since).as_secs_f64());
+        tracing::info!(target: infera_cluster::trace::target::AUDIT, "observed again from {} (unobserved {:.1}s)", self.clock.utc(at), at.saturating_duration_since(b.since).as_secs_f64());
         self.unobserved
             .push(Unobserved::new(self, b.since, at, b.reason, changed));
     }

@@ -246,7 +246,7 @@ fn watch_error(
     if err.is_fatal() {
         return Err(err);
     }
-    tracing::info!(target: "infera::audit::command", "watch restart: {err}; re-listing with backoff");
+    tracing::info!(target: infera_cluster::trace::target::AUDIT_COMMAND, "watch restart: {err}; re-listing with backoff");
     Ok(())
 }
 

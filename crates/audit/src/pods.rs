@@ -125,7 +125,7 @@ impl Moment {
         let Some((lower, upper)) = window else {
             return self.set(track, true, None);
         };
-        tracing::debug!(target: "infera::audit", "started serving between {lower} and {upper}, arrival {:?} ago", self.arrival.elapsed());
+        tracing::debug!(target: infera_cluster::trace::target::AUDIT, "started serving between {lower} and {upper}, arrival {:?} ago", self.arrival.elapsed());
         match self
             .clock
             .when(Some(upper), self.arrival, self.blind_since.is_some())
@@ -147,7 +147,7 @@ impl Moment {
     /// server's timestamp, or unknown since infera went blind. Returns
     /// whether the server's timestamp was used.
     fn set(&self, track: &mut Track, value: bool, ts: Option<Timestamp>) -> bool {
-        tracing::debug!(target: "infera::audit", "change to {value}: server time {ts:?}, arrival {:?} ago, blind {}", self.arrival.elapsed(), self.blind_since.is_some());
+        tracing::debug!(target: infera_cluster::trace::target::AUDIT, "change to {value}: server time {ts:?}, arrival {:?} ago, blind {}", self.arrival.elapsed(), self.blind_since.is_some());
         match self
             .clock
             .when(ts, self.arrival, self.blind_since.is_some())
@@ -187,7 +187,7 @@ pub struct Histories {
 impl Histories {
     /// A version of the pod `key` was seen at `m.arrival`.
     pub fn observe(&mut self, key: &str, facts: &Facts, m: &Moment) {
-        tracing::debug!(target: "infera::audit", "observe {key}: ready {} serving {}", facts.ready, facts.serving);
+        tracing::debug!(target: infera_cluster::trace::target::AUDIT, "observe {key}: ready {} serving {}", facts.ready, facts.serving);
         let replaced = self.pods.get(key).is_some_and(|h| {
             h.facts.uid.is_some() && facts.uid.is_some() && h.facts.uid != facts.uid
         });
@@ -271,7 +271,7 @@ impl Histories {
         let Some(h) = self.pods.get_mut(key) else {
             return;
         };
-        tracing::debug!(target: "infera::audit", "gone {key}");
+        tracing::debug!(target: infera_cluster::trace::target::AUDIT, "gone {key}");
         h.gone = true;
         if h.ready.last() == Known::No && h.serving.last() == Known::No {
             return;
@@ -327,7 +327,7 @@ impl Histories {
             return false;
         };
         let p = self.pending.swap_remove(i);
-        tracing::debug!(target: "infera::audit", "deletion of {name} dated by an Event at {:?} (precision {precision:?}), unobserved since {:?}", at.elapsed(), p.since.elapsed());
+        tracing::debug!(target: infera_cluster::trace::target::AUDIT, "deletion of {name} dated by an Event at {:?} (precision {precision:?}), unobserved since {:?}", at.elapsed(), p.since.elapsed());
         let at = at.max(p.since);
         let known = (at + precision).min(p.until).max(at);
         // The pod held its value from `since` until it was deleted, within

@@ -340,7 +340,7 @@ async fn watch_loop(
                     if err.is_fatal() {
                         return Err(err);
                     }
-                    tracing::info!(target: "infera::audit::session", "watch restart: {err}; re-listing with backoff");
+                    tracing::info!(target: infera_cluster::trace::target::AUDIT_SESSION, "watch restart: {err}; re-listing with backoff");
                     let now = Instant::now();
                     let reason = err.to_string();
                     lock(&auditors).iter_mut().for_each(|a| a.watch_error(now, &reason));
@@ -361,7 +361,7 @@ async fn watch_loop(
                     resync |= a.take_resync();
                 }
                 if resync {
-                    tracing::info!(target: "infera::audit::session", "the API server answers again: watching afresh (a re-list)");
+                    tracing::info!(target: infera_cluster::trace::target::AUDIT_SESSION, "the API server answers again: watching afresh (a re-list)");
                     stream = start();
                 }
             }
@@ -443,7 +443,7 @@ pub async fn date_deletions(
                     break;
                 }
                 Err(e) if attempt == 3 => {
-                    tracing::info!(target: "infera::audit::session", "cannot read the Events to date vanished pods: {}", infera_cluster::redact::kube_error(&e));
+                    tracing::info!(target: infera_cluster::trace::target::AUDIT_SESSION, "cannot read the Events to date vanished pods: {}", infera_cluster::redact::kube_error(&e));
                 }
                 Err(_) => {
                     tokio::time::sleep(backoff.next().unwrap_or(Duration::from_secs(1))).await

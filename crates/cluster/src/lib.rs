@@ -562,7 +562,7 @@ pub async fn connect(args: &ConnectOptions) -> Result<Connection, ClusterError> 
     let source = source_of(args);
     let (config, context) = resolve_config_from(&source, args).await?;
     tracing::info!(
-        target: "infera::cluster",
+        target: crate::trace::target::CLUSTER,
         "kubeconfig {}: context {}, server {}",
         source.describe(),
         context.as_deref().unwrap_or("(in-cluster)"),

@@ -56,7 +56,7 @@ where
     }
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
-        if !tracing::enabled!(target: "infera::http", tracing::Level::INFO) {
+        if !tracing::enabled!(target: crate::trace::target::HTTP, tracing::Level::INFO) {
             let fut = self.inner.call(req);
             return Box::pin(async move { fut.await.map_err(Into::into) });
         }
@@ -69,12 +69,12 @@ where
             let ms = start.elapsed().as_millis();
             match &result {
                 Ok(res) => tracing::info!(
-                    target: "infera::http",
+                    target: crate::trace::target::HTTP,
                     "{method} {path} {} {ms}ms",
                     res.status().as_u16()
                 ),
                 Err(e) => tracing::warn!(
-                    target: "infera::http",
+                    target: crate::trace::target::HTTP,
                     "{method} {path} failed after {ms}ms: {}",
                     redact::error_chain(e.as_ref())
                 ),
@@ -89,4 +89,28 @@ where
 fn request_path(uri: &http::Uri) -> String {
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
     redact::scrub(path)
+}
+
+/// Every `tracing` target infera logs under, in one place. `-v` turns on
+/// `infera=info`, `-vv` `infera=debug`; `RUST_LOG=infera::rollout::driver=debug`
+/// picks one (docs/architecture.md, "Verbose logs and credentials").
+pub mod target {
+    /// One line per API request (this module's layer).
+    pub const HTTP: &str = "infera::http";
+    /// The kubeconfig, context and server chosen.
+    pub const CLUSTER: &str = "infera::cluster";
+    /// The audit's pod bookkeeping and unobserved intervals.
+    pub const AUDIT: &str = "infera::audit";
+    /// `--until-complete`'s completion watches.
+    pub const AUDIT_COMMAND: &str = "infera::audit::command";
+    /// The audit session's pod watch.
+    pub const AUDIT_SESSION: &str = "infera::audit::session";
+    /// The rollout's API calls (trigger, patch retries).
+    pub const ROLLOUT_API: &str = "infera::rollout::api";
+    /// Every decision of the rollout driver and its watch restarts.
+    pub const ROLLOUT_DRIVER: &str = "infera::rollout::driver";
+    /// `infera drain`'s progress lines.
+    pub const DRAIN: &str = "infera::drain";
+    /// `infera monitor`'s own state changes.
+    pub const MONITOR: &str = "infera::monitor";
 }

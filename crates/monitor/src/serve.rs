@@ -112,12 +112,12 @@ pub async fn run(
             })
             .await
     });
-    tracing::info!(target: "infera::monitor", "serving /metrics, /healthz and /readyz on http://{addr}");
+    tracing::info!(target: infera_cluster::trace::target::MONITOR, "serving /metrics, /healthz and /readyz on http://{addr}");
     on_listening(addr);
     tokio::select! {
         () = watch_loop(conn, opts, state) => {}
         () = shutdown => {
-            tracing::info!(target: "infera::monitor", "shutting down");
+            tracing::info!(target: infera_cluster::trace::target::MONITOR, "shutting down");
         }
     }
     let _ = stop_tx.send(true);
@@ -207,7 +207,7 @@ where
             // The API server does not serve the resource (no CRD, a
             // simulator): nothing to watch, which is current; ask again later.
             if lock(state).not_served(self.resource, Instant::now()) {
-                tracing::info!(target: "infera::monitor", "the API server does not serve {}: none watched; asking again every {}s", self.resource.plural(), FATAL_RETRY.as_secs());
+                tracing::info!(target: infera_cluster::trace::target::MONITOR, "the API server does not serve {}: none watched; asking again every {}s", self.resource.plural(), FATAL_RETRY.as_secs());
             }
             self.restart(FATAL_RETRY);
             return;
@@ -216,11 +216,11 @@ where
         let went_down = lock(state).watch_error(self.resource, &reason, Instant::now());
         if err.is_fatal() {
             if went_down {
-                tracing::warn!(target: "infera::monitor", "watch {} down: {reason}; infera_watch_up is 0, trying again every {}s", self.resource.plural(), FATAL_RETRY.as_secs());
+                tracing::warn!(target: infera_cluster::trace::target::MONITOR, "watch {} down: {reason}; infera_watch_up is 0, trying again every {}s", self.resource.plural(), FATAL_RETRY.as_secs());
             }
             self.restart(FATAL_RETRY);
         } else if went_down {
-            tracing::warn!(target: "infera::monitor", "watch {} down: {reason}; re-listing with backoff, infera_watch_up is 0 until it is current", self.resource.plural());
+            tracing::warn!(target: infera_cluster::trace::target::MONITOR, "watch {} down: {reason}; re-listing with backoff, infera_watch_up is 0 until it is current", self.resource.plural());
         }
     }
 }
@@ -277,7 +277,7 @@ async fn watch_loop(conn: &Connection, opts: &Options, state: Shared) {
             Some(beat) = beats.recv() => {
                 let resync = lock(&state).beat(&beat, Instant::now());
                 for r in resync {
-                    tracing::info!(target: "infera::monitor", "the API server answers again: watching {} afresh (a re-list)", r.plural());
+                    tracing::info!(target: infera_cluster::trace::target::MONITOR, "the API server answers again: watching {} afresh (a re-list)", r.plural());
                     match r {
                         Resource::Pods => pods.restart(Duration::ZERO),
                         Resource::InferaDeployments => ideps.restart(Duration::ZERO),

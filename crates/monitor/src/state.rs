@@ -324,7 +324,7 @@ impl State {
                 resync.push(*r);
             }
             if was_up && !w.up() {
-                tracing::warn!(target: "infera::monitor", "watch {} not current: {}; infera_watch_up is 0 until it is", r.plural(), w.reason.as_deref().unwrap_or("blind"));
+                tracing::warn!(target: infera_cluster::trace::target::MONITOR, "watch {} not current: {}; infera_watch_up is 0 until it is", r.plural(), w.reason.as_deref().unwrap_or("blind"));
             }
         }
         let mut pods = false;

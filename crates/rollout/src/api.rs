@@ -47,7 +47,7 @@ where
 
 fn tracing_note(what: &str, e: &kube::Error, attempt: u32, delay: Duration) {
     tracing::info!(
-        target: "infera::rollout::api",
+        target: infera_cluster::trace::target::ROLLOUT_API,
         attempt,
         backoff_ms = delay.as_millis() as u64,
         "retrying {what} after a transient error: {}",

@@ -1185,7 +1185,7 @@ impl<'a> Driver<'a> {
                 if self.auditor.take_resync() {
                     // The old streams may stay silent after a partition
                     // while new requests succeed: watch afresh.
-                    tracing::info!(target: "infera::rollout::drive", "the API server answers again: watching afresh (a re-list)");
+                    tracing::info!(target: infera_cluster::trace::target::ROLLOUT_DRIVER, "the API server answers again: watching afresh (a re-list)");
                     self.events = watch_streams(self.api.conn, self.req, &self.legs);
                 }
                 Ok(0)
@@ -1208,7 +1208,7 @@ impl<'a> Driver<'a> {
         if err.is_fatal() {
             return Err(err.into());
         }
-        tracing::info!(target: "infera::rollout::drive", "watch restart: {err}; re-listing with backoff");
+        tracing::info!(target: infera_cluster::trace::target::ROLLOUT_DRIVER, "watch restart: {err}; re-listing with backoff");
         // Only the pod watch is the audit's evidence.
         if resource == "pods" {
             self.auditor.watch_error(Instant::now(), &err.to_string());

@@ -117,7 +117,8 @@ pub async fn drain(
     } else {
         let all = fleets.iter().any(|f| f.namespace != conn.namespace);
         let audit = audit_options(&opts.rollout);
-        let status = |line: &str| tracing::info!(target: "infera::drain", "{line}");
+        let status =
+            |line: &str| tracing::info!(target: infera_cluster::trace::target::DRAIN, "{line}");
         let scale = opts.rollout.time_scale;
         let during = async {
             match run.steps(out).await {
