@@ -1,10 +1,9 @@
-//! The command line's edge of `infera rollout`, `infera audit` and
-//! `infera demo`: flags into library options ([`convert`]), the terminal
+//! The command line's edge of `infera rollout`, `infera audit`,
+//! `infera drain` and `infera demo`: flags into library options ([`convert`]), the terminal
 //! [`Reporter`](infera_rollout::Reporter) ([`progress`]), the report on
 //! stdout, the output files and the exit codes. The libraries
-//! (`infera_rollout`, `infera_audit`, `crate::demo`) neither print, nor
-//! read a terminal, nor know clap; this module does, and moves to the
-//! binary crate with the workspace split.
+//! (`infera_rollout`, `infera_audit`) and `crate::demo` neither print, nor
+//! read a terminal, nor know clap; this module does.
 //!
 //! Every output-file failure (`--report`, `--timeline`, `--samples`) exits
 //! 2 from every command, with one line naming the file: before any work
