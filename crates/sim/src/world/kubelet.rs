@@ -166,14 +166,48 @@ fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(if s.is_finite() { s.max(0.0) } else { 0.0 })
 }
 
+/// Where the main container is in its life, in scenario seconds since the
+/// clock started.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    /// Not running: pulling its image (first start) or backing off after an
+    /// exit; it starts at `at`.
+    Waiting { at: f64 },
+    /// Running since `since`; an engine's weights are loaded at `loaded_at`.
+    Loading { since: f64, loaded_at: f64 },
+    /// Running since `since` with the weights loaded (the engine port open).
+    Loaded { since: f64 },
+}
+
+impl Default for Phase {
+    fn default() -> Self {
+        Phase::Waiting { at: 0.0 }
+    }
+}
+
+impl Phase {
+    fn running(self) -> bool {
+        !matches!(self, Phase::Waiting { .. })
+    }
+
+    fn loaded(self) -> bool {
+        matches!(self, Phase::Loaded { .. })
+    }
+
+    /// When the running container started (`None` while waiting).
+    fn since(self) -> Option<f64> {
+        match self {
+            Phase::Waiting { .. } => None,
+            Phase::Loading { since, .. } | Phase::Loaded { since } => Some(since),
+        }
+    }
+}
+
 /// Container lifecycle state, in scenario seconds since the clock started.
 #[derive(Default)]
 struct State {
-    running_at: f64,
-    loaded_at: f64,
+    phase: Phase,
     restarts: i64,
-    running: bool,
-    loaded: bool,
     registration: Option<Registration>,
     /// The engine's port, open while weights are loaded.
     engine_port: Option<Listener>,
@@ -285,16 +319,17 @@ impl PodTask {
             format!("Pulling image {image:?}")
         });
         let t = self.now();
-        self.st.running_at = t + self.shared.scenario.timings.image_pull;
-        self.st.loaded_at = self.st.running_at + self.load_time;
+        self.st.phase = Phase::Waiting {
+            at: t + self.shared.scenario.timings.image_pull,
+        };
         self.st.started = self.spec.startup.is_none();
     }
 
     fn seen(&self) -> Seen {
         Seen {
             registered: self.st.registration.is_some(),
-            loaded: self.st.loaded,
-            running: self.st.running,
+            loaded: self.st.phase.loaded(),
+            running: self.st.phase.running(),
         }
     }
 
@@ -312,7 +347,7 @@ impl PodTask {
             if sig.deleting {
                 return true;
             }
-            if sig.crashes != last.crashes && self.st.running {
+            if sig.crashes != last.crashes && self.st.phase.running() {
                 self.crash().await;
             }
             last = sig.clone();
@@ -338,30 +373,39 @@ impl PodTask {
 
     /// The container exits and restarts after a backoff.
     async fn crash(&mut self) {
-        let now = self.now();
-        self.st.running = false;
-        self.st.loaded = false;
-        self.st.engine_port = None;
+        self.exited(self.now());
         self.st.barrier_done_at = None;
         if self.st.registration.take().is_some() {
             self.annotate(None).await;
         }
-        self.st.restarts += 1;
-        self.st.running_at = now + self.shared.scenario.timings.restart_backoff;
-        self.st.loaded_at = self.st.running_at + self.load_time;
         self.st.started = self.spec.startup.is_none();
         self.st.next_probe = None;
         self.st.next_startup = None;
         self.st.ok_run = 0;
         self.st.fail_run = 0;
-        self.st.s_fail = 0;
         self.st.ready = false;
+    }
+
+    /// The container exited at `now` (a crash or a failed startup probe):
+    /// it restarts after the backoff, its engine port closed.
+    fn exited(&mut self, now: f64) {
+        self.st.phase = Phase::Waiting {
+            at: now + self.shared.scenario.timings.restart_backoff,
+        };
+        self.st.engine_port = None;
+        self.st.restarts += 1;
+        self.st.s_fail = 0;
     }
 
     fn milestones(&mut self) {
         let now = self.now();
-        if !self.st.running && now >= self.st.running_at {
-            self.st.running = true;
+        if let Phase::Waiting { at } = self.st.phase
+            && now >= at
+        {
+            self.st.phase = Phase::Loading {
+                since: at,
+                loaded_at: at + self.load_time,
+            };
             if self.st.restarts == 0 {
                 let pull = self.shared.scenario.timings.image_pull;
                 self.container_events("Normal", "Pulled", |_, image| {
@@ -370,25 +414,16 @@ impl PodTask {
             }
             self.container_events("Normal", "Created", |_, _| "Container created".into());
             self.container_events("Normal", "Started", |_, _| "Container started".into());
-            self.st.next_startup = self
-                .spec
-                .startup
-                .as_ref()
-                .map(|p| self.st.running_at + p.initial);
+            self.st.next_startup = self.spec.startup.as_ref().map(|p| at + p.initial);
             if self.st.started {
-                self.st.next_probe = self
-                    .spec
-                    .readiness
-                    .as_ref()
-                    .map(|p| self.st.running_at + p.initial);
+                self.st.next_probe = self.spec.readiness.as_ref().map(|p| at + p.initial);
             }
         }
-        if self.st.running
+        if let Phase::Loading { since, loaded_at } = self.st.phase
             && self.spec.engine.is_some()
-            && !self.st.loaded
-            && now >= self.st.loaded_at
+            && now >= loaded_at
         {
-            self.st.loaded = true;
+            self.st.phase = Phase::Loaded { since };
             self.open_engine_port();
         }
     }
@@ -400,7 +435,7 @@ impl PodTask {
     /// Register a loaded worker once through the PD barrier; false when the
     /// pod is gone.
     async fn register(&mut self) -> bool {
-        if !self.st.loaded || self.st.registration.is_some() {
+        if !self.st.phase.loaded() || self.st.registration.is_some() {
             return true;
         }
         let now = self.now();
@@ -465,7 +500,7 @@ impl PodTask {
         }
         if self.probe(&p).await {
             self.st.started = true;
-            let from = self.st.running_at;
+            let from = self.st.phase.since().unwrap_or(now);
             self.st.next_probe = self
                 .spec
                 .readiness
@@ -474,13 +509,7 @@ impl PodTask {
         } else {
             self.st.s_fail += 1;
             if self.st.s_fail >= p.failure {
-                self.st.restarts += 1;
-                self.st.running = false;
-                self.st.loaded = false;
-                self.st.engine_port = None;
-                self.st.running_at = now + self.shared.scenario.timings.restart_backoff;
-                self.st.loaded_at = self.st.running_at + self.load_time;
-                self.st.s_fail = 0;
+                self.exited(now);
             }
         }
         self.st.next_startup = if self.st.started {
@@ -492,16 +521,16 @@ impl PodTask {
 
     async fn readiness_probe(&mut self) {
         let Some(p) = self.spec.readiness.clone() else {
-            self.st.ready = self.st.running && self.st.started;
+            self.st.ready = self.st.phase.running() && self.st.started;
             return;
         };
-        if !self.st.running {
+        if !self.st.phase.running() {
             self.st.ready = false;
         }
         let Some(at) = self.st.next_probe else {
             return;
         };
-        if !(self.st.running && self.st.started && self.now() >= at) {
+        if !(self.st.phase.running() && self.st.started && self.now() >= at) {
             return;
         }
         if self.probe(&p).await {
@@ -529,7 +558,7 @@ impl PodTask {
 
     fn waiting_barrier(&self) -> bool {
         self.is_role("prefill")
-            && self.st.loaded
+            && self.st.phase.loaded()
             && self.st.registration.is_none()
             && self.st.barrier_done_at.is_none()
     }
@@ -543,11 +572,12 @@ impl PodTask {
                 wake = Some(wake.map_or(x, |w: f64| w.min(x)));
             }
         };
-        if !st.running {
-            consider(Some(st.running_at));
-        }
-        if st.running && self.spec.engine.is_some() && !st.loaded {
-            consider(Some(st.loaded_at));
+        match st.phase {
+            Phase::Waiting { at } => consider(Some(at)),
+            Phase::Loading { loaded_at, .. } if self.spec.engine.is_some() => {
+                consider(Some(loaded_at));
+            }
+            Phase::Loading { .. } | Phase::Loaded { .. } => {}
         }
         if st.registration.is_none() {
             consider(st.barrier_done_at);
@@ -615,7 +645,7 @@ impl PodTask {
 
     fn container_statuses(&self, ready: bool, now: &str) -> Value {
         let st = &self.st;
-        let state = if st.running {
+        let state = if st.phase.running() {
             json!({"running": {"startedAt": st.container_started.as_deref().unwrap_or(now)}})
         } else if st.restarts > 0 {
             json!({"waiting": {"reason": "CrashLoopBackOff", "message": "back-off restarting failed container"}})
@@ -630,8 +660,8 @@ impl PodTask {
             .map(|(i, (name, image))| {
                 let restarts = if i == 0 { st.restarts } else { 0 };
                 json!({"name": name, "image": image, "imageID": format!("docker-pullable://{image}"),
-                    "containerID": format!("containerd://{:x}", st.restarts + 1), "ready": ready && st.running,
-                    "started": st.running, "restartCount": restarts, "state": state})
+                    "containerID": format!("containerd://{:x}", st.restarts + 1), "ready": ready && st.phase.running(),
+                    "started": st.phase.running(), "restartCount": restarts, "state": state})
             })
             .collect();
         Value::from(list)
@@ -640,9 +670,10 @@ impl PodTask {
     /// Post phase, IPs, container statuses and conditions when they
     /// changed; false when the pod is gone.
     async fn write_status(&mut self, node_not_ready: bool) -> bool {
-        let ready = self.st.ready && !node_not_ready && self.st.running;
+        let running = self.st.phase.running();
+        let ready = self.st.ready && !node_not_ready && running;
         let state = (
-            self.st.running,
+            running,
             ready,
             self.st.restarts,
             self.st.registration.is_some(),
@@ -656,13 +687,13 @@ impl PodTask {
             .start_time
             .get_or_insert_with(|| now.clone())
             .clone();
-        if self.st.running {
+        if running {
             self.st.container_started.get_or_insert_with(|| now.clone());
         } else {
             self.st.container_started = None;
         }
         let ip = self.ip.addr().to_string();
-        let phase = if self.st.running || self.st.restarts > 0 {
+        let phase = if running || self.st.restarts > 0 {
             "Running"
         } else {
             "Pending"
@@ -690,7 +721,7 @@ impl PodTask {
     async fn terminate(&mut self) {
         let clock = self.shared.clock.clone();
         let deadline = self.now() + self.spec.grace;
-        if self.st.running {
+        if self.st.phase.running() {
             self.container_events("Normal", "Killing", |name, _| {
                 format!("Stopping container {name}")
             });
