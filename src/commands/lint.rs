@@ -187,7 +187,7 @@ fn lint_cluster(args: &LintArgs, options: &LintOptions) -> anyhow::Result<LintOu
     runtime.block_on(async {
         let connection = infera_cluster::connect(&args.cluster_args.options()).await?;
         let namespace = (!args.all_namespaces).then_some(connection.namespace.as_str());
-        let listed = list_live_objects(&connection, namespace).await?;
+        let listed = super::live::list_live_objects(&connection, namespace).await?;
         let (objects, errors) = (listed.objects, listed.errors);
         // Only a complete list of budgets can say a worker has none (IR014).
         options.every_budget = !listed.unlisted.iter().any(|p| p == "poddisruptionbudgets");
@@ -286,128 +286,6 @@ async fn live_inventory(
             })
             .collect(),
     )
-}
-
-/// The kinds `infera lint --cluster` reads: the workloads, and the
-/// PodDisruptionBudgets and PersistentVolumeClaims the disruption rules
-/// judge them with (IR013–IR015).
-fn live_kinds() -> [kube::api::ApiResource; 5] {
-    use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
-    use kube::api::ApiResource;
-    [
-        infera_cluster::api_resource(&INFERA_DEPLOYMENT),
-        ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&()),
-        infera_cluster::api_resource(&LEADER_WORKER_SET),
-        ApiResource::erase::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(&()),
-        ApiResource::erase::<k8s_openapi::api::core::v1::PersistentVolumeClaim>(&()),
-    ]
-}
-
-/// Objects of one list page at most; the rest is fetched with continue tokens.
-const LIST_PAGE: u32 = 500;
-
-/// List the analysed kinds from a cluster (`namespace` `None` = every
-/// namespace), as wire-form JSON objects with `apiVersion`/`kind` set.
-///
-/// Kinds the cluster does not serve (CRD not installed: 404) are skipped. A
-/// kind the caller may not list becomes an input error, and the other kinds
-/// are still linted. An unreachable server or rejected credentials end the
-/// command. Workloads owned by an InferaDeployment are not linted (the
-/// InferaDeployment is, rendered as the generation they show, so they would
-/// only repeat its findings); its Deployments are kept in
-/// [`LiveObjects::rendered`] to read that generation off.
-pub async fn list_live_objects(
-    connection: &infera_cluster::Connection,
-    namespace: Option<&str>,
-) -> Result<LiveObjects, infera_cluster::ClusterError> {
-    use infera_cluster::ClusterError;
-    use kube::api::{Api, DynamicObject, ListParams};
-
-    let mut objects = Vec::new();
-    let mut errors = Vec::new();
-    let mut rendered = Vec::new();
-    let mut unlisted = Vec::new();
-    for resource in live_kinds() {
-        let plural = resource.plural.as_str();
-        let api: Api<DynamicObject> = match namespace {
-            Some(ns) => Api::namespaced_with(connection.client.clone(), ns, &resource),
-            None => Api::all_with(connection.client.clone(), &resource),
-        };
-        let mut params = ListParams::default().limit(LIST_PAGE);
-        loop {
-            let page = match api.list(&params).await {
-                Ok(page) => page,
-                Err(kube::Error::Api(status)) if status.code == 404 => break,
-                Err(e) => {
-                    let err =
-                        ClusterError::from_kube(&e, &connection.url, "list", plural, namespace);
-                    match err {
-                        ClusterError::Unreachable { .. } | ClusterError::Unauthorized { .. } => {
-                            return Err(err);
-                        }
-                        other => errors.push(InputError {
-                            file: "cluster".to_string(),
-                            line: None,
-                            column: None,
-                            message: format!("{other}; {plural} were not linted"),
-                        }),
-                    }
-                    unlisted.push(plural.to_string());
-                    break;
-                }
-            };
-            for item in page.items {
-                let owned_by_infera = item
-                    .metadata
-                    .owner_references
-                    .as_deref()
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|o| o.kind == infera_model::api::INFERA_DEPLOYMENT.kind);
-                if owned_by_infera {
-                    if resource.kind == "Deployment"
-                        && let Ok(d) = serde_json::to_value(&item).and_then(serde_json::from_value)
-                    {
-                        rendered.push(d);
-                    }
-                    continue;
-                }
-                let Ok(mut value) = serde_json::to_value(&item) else {
-                    continue;
-                };
-                if let Some(map) = value.as_object_mut() {
-                    map.insert("apiVersion".into(), resource.api_version.clone().into());
-                    map.insert("kind".into(), resource.kind.clone().into());
-                    if let Some(meta) = map.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-                        meta.remove("managedFields");
-                    }
-                }
-                objects.push(value);
-            }
-            match page.metadata.continue_.as_deref() {
-                Some(token) if !token.is_empty() => params = params.continue_token(token),
-                _ => break,
-            }
-        }
-    }
-    Ok(LiveObjects {
-        objects,
-        errors,
-        rendered,
-        unlisted,
-    })
-}
-
-/// What `infera lint --cluster` lists.
-pub struct LiveObjects {
-    /// The objects to lint (wire form, `apiVersion`/`kind` set).
-    pub objects: Vec<serde_json::Value>,
-    /// Kinds that could not be listed.
-    pub errors: Vec<InputError>,
-    /// The Deployments the operator rendered for the InferaDeployments.
-    pub rendered: Vec<k8s_openapi::api::apps::v1::Deployment>,
-    /// The kinds (plural) that could not be listed, or not wholly.
-    pub unlisted: Vec<String>,
 }
 
 // ---------------------------------------------------------------------------

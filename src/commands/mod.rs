@@ -2,6 +2,7 @@
 //! stdout, outcome → exit code.
 
 pub mod lint;
+pub mod live;
 pub mod monitor;
 pub mod policy;
 pub mod rbac;

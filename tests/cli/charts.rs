@@ -117,6 +117,56 @@ fn chart_findings_name_the_template_file_and_line_in_every_format() {
     assert_eq!(location["region"]["startLine"], line);
 }
 
+/// `helm template CHART | infera lint -`, the command a skipped chart's
+/// note suggests: the chart is found under the working directory by the
+/// name Helm's `# Source:` gives, and the findings point at the template
+/// file and line, as `infera lint CHART` does. From a directory that does
+/// not hold the chart, they stay on stdin's own lines.
+#[test]
+fn helm_template_on_stdin_points_at_the_template() {
+    let Some(helm) = helm() else { return };
+    let rendered = std::process::Command::new(&helm)
+        .args(["template", CHART])
+        .current_dir(root())
+        .output()
+        .expect("run helm template");
+    assert!(rendered.status.success(), "{rendered:?}");
+    let stream = String::from_utf8_lossy(&rendered.stdout).into_owned();
+    let as_dir = json(
+        &infera(&["lint", CHART, "--helm", &helm, "-o", "json"])
+            .status(1)
+            .run(),
+    );
+    let piped = json(
+        &infera(&["lint", "-", "-o", "json"])
+            .stdin(&stream)
+            .cwd(root())
+            .status(1)
+            .run(),
+    );
+    let place = |v: &serde_json::Value| {
+        v["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .map(|f| (f["code"].clone(), f["file"].clone(), f["line"].clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(place(&piped), place(&as_dir), "{piped}");
+    assert_eq!(piped["findings"][0]["file"], TEMPLATE);
+
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let unplaced = json(
+        &infera(&["lint", "-", "-o", "json"])
+            .stdin(&stream)
+            .cwd(elsewhere.path())
+            .status(1)
+            .run(),
+    );
+    assert_eq!(unplaced["findings"][0]["code"], "IR007");
+    assert_eq!(unplaced["findings"][0]["file"], "-");
+}
+
 #[test]
 fn values_and_set_pass_through_to_helm() {
     let Some(helm) = helm() else { return };

@@ -134,6 +134,17 @@ impl Lab {
             .expect("run the lab's kubectl")
     }
 
+    /// `kubectl ARGS`, which must succeed; its stdout.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// `lab/ctl DIR ACTION COMPONENT` (a fault on one component); its stdout.
     pub fn ctl(&self, action: &str, component: &str) -> String {
         let out = Command::new(root().join("lab/ctl"))

@@ -32,15 +32,6 @@ fn wait_settled(lab: &Lab) {
     panic!("the scenario never settled on the lab: {last}");
 }
 
-fn kubectl_ok(lab: &Lab, args: &[&str]) {
-    let out = lab.kubectl(args);
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[test]
 fn selector_across_namespaces_on_the_real_control_plane() {
     let Some(lab) = lab_or_skip("selector_across_namespaces_on_the_real_control_plane") else {
@@ -82,23 +73,20 @@ fn selector_across_namespaces_on_the_real_control_plane() {
     }
     let patch = r#"{"spec":{"services":{"prefill":{"podLabels":{"infera.amd.com/restarted-at":"lab"}},"decode":{"podLabels":{"infera.amd.com/restarted-at":"lab"}}}}}"#;
     for idep in ["good", "gap"] {
-        kubectl_ok(
-            &lab,
-            &[
-                "-n",
-                "llm",
-                "patch",
-                "inferadeployments.infera.amd.com",
-                idep,
-                "--type",
-                "merge",
-                "-p",
-                patch,
-            ],
-        );
+        lab.kubectl_ok(&[
+            "-n",
+            "llm",
+            "patch",
+            "inferadeployments.infera.amd.com",
+            idep,
+            "--type",
+            "merge",
+            "-p",
+            patch,
+        ]);
     }
-    kubectl_ok(&lab, &["-n", "llm", "rollout", "restart", "deploy/web"]);
-    kubectl_ok(&lab, &["-n", "side", "rollout", "restart", "deploy/side"]);
+    lab.kubectl_ok(&["-n", "llm", "rollout", "restart", "deploy/web"]);
+    lab.kubectl_ok(&["-n", "side", "rollout", "restart", "deploy/side"]);
     let out = audit.wait_with_output().expect("infera audit ends");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = std::fs::read_to_string(&err_log).unwrap_or_default();

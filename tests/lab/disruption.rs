@@ -21,21 +21,11 @@ use crate::common::lab::{
 
 const NS: &str = SCENARIO_NAMESPACE;
 
-fn kubectl_ok(lab: &Lab, args: &[&str]) -> String {
-    let out = lab.kubectl(args);
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn apply(lab: &Lab, object: &impl serde::Serialize) {
     let file = lab.dir.path().join("object.json");
     let text = serde_json::to_string(object).expect("object JSON");
     std::fs::write(&file, text).expect("write object");
-    kubectl_ok(lab, &["apply", "-f", file.to_str().unwrap_or_default()]);
+    lab.kubectl_ok(&["apply", "-f", file.to_str().unwrap_or_default()]);
 }
 
 fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
@@ -128,7 +118,7 @@ fn case_statuses(lab: &Lab) -> Vec<(String, (i32, i32, i32, i32))> {
         .map(|(name, min, max, app, _)| {
             apply(lab, &budget(NS, name, *min, *max, app));
             let status = observed(lab, name);
-            kubectl_ok(lab, &["delete", "pdb", name, "-n", NS]);
+            lab.kubectl_ok(&["delete", "pdb", name, "-n", NS]);
             ((*name).to_string(), status)
         })
         .collect()

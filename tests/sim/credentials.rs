@@ -388,10 +388,11 @@ async fn refused_case(case: &str, status: u16, expect: &str) {
                 .filter(|l| l.starts_with("error:"))
                 .collect();
             // `lint --cluster` reports each kind it could not list (and
-            // lints the rest: InferaDeployments, Deployments,
-            // LeaderWorkerSets, and the budgets and claims the disruption
-            // rules judge them with); the others stop at the first refusal.
-            let kinds = if name.starts_with("lint") { 5 } else { 1 };
+            // lints the rest: InferaDeployments, Deployments, StatefulSets,
+            // LeaderWorkerSets, the budgets and claims the disruption rules
+            // judge them with) and the refused discovery of the serving
+            // custom resources; the others stop at the first refusal.
+            let kinds = if name.starts_with("lint") { 7 } else { 1 };
             assert_eq!(errors.len(), kinds, "{what}: {}", run.stderr);
             assert!(
                 errors.iter().all(|e| e.contains(expect)),

@@ -2,6 +2,7 @@
 //! `infera lint --cluster` need.
 
 use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
+use infera_model::manifest::serving::ServingKind;
 use serde_json::{Value, json};
 
 /// The name of the ServiceAccount, Role and bindings.
@@ -51,9 +52,17 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
 /// * deployments get/list/watch/patch — rollout status (watched), `lint
 ///   --cluster`, and the trigger on plain Deployments (`--surge`, restart
 ///   annotation, image);
-/// * leaderworkersets list — `lint --cluster` reads multi-node workers.
+/// * statefulsets list, leaderworkersets list — `lint --cluster` reads
+///   them as workers.
 /// * poddisruptionbudgets list, persistentvolumeclaims list — `lint
 ///   --cluster` judges the workers' budgets and volume claims (IR013–IR015).
+/// * resourceclaimtemplates list, resourceclaims list — `lint --cluster`
+///   counts GPUs claimed through DRA (IR009).
+/// * the serving custom resources list (one rule per operator's group:
+///   KServe, KAITO, production-stack, KubeRay, AIBrix, NIM) — `lint
+///   --cluster` lints what their operators render. Needed only where the
+///   CRD is installed; where it is not, discovery skips it and the rule
+///   grants nothing.
 ///
 /// Cluster-wide (ClusterRole), because nodes are not namespaced and a node's
 /// free capacity depends on pods of every namespace:
@@ -68,7 +77,7 @@ pub fn rbac_objects(namespace: &str, scope: Scope) -> Vec<Value> {
     }
     let subject = json!([{ "kind": "ServiceAccount", "name": NAME, "namespace": namespace }]);
     let (idep, lws) = (INFERA_DEPLOYMENT, LEADER_WORKER_SET);
-    let rules = vec![
+    let mut rules = vec![
         rule("", &["pods"], &["watch"]),
         rule("", &["pods/proxy"], &["get"]),
         rule("", &["events"], &["list"]),
@@ -78,10 +87,14 @@ pub fn rbac_objects(namespace: &str, scope: Scope) -> Vec<Value> {
             &["get", "list", "watch", "patch"],
         ),
         rule("apps", &["deployments"], &["get", "list", "watch", "patch"]),
+        rule("apps", &["statefulsets"], &["list"]),
         rule(lws.group, &[lws.plural], &["list"]),
         rule("policy", &["poddisruptionbudgets"], &["list"]),
         rule("", &["persistentvolumeclaims"], &["list"]),
+        rule("resource.k8s.io", &["resourceclaimtemplates"], &["list"]),
+        rule("resource.k8s.io", &["resourceclaims"], &["list"]),
     ];
+    rules.extend(serving_rules());
     let mut objects = role_and_binding(NAME, namespace, scope, rules);
     objects.extend([
         json!({
@@ -102,6 +115,27 @@ pub fn rbac_objects(namespace: &str, scope: Scope) -> Vec<Value> {
         }),
     ]);
     objects
+}
+
+/// `list` on every serving custom resource, one rule per API group.
+pub fn serving_rules() -> Vec<Value> {
+    let mut groups: Vec<&str> = Vec::new();
+    for kind in ServingKind::ALL {
+        if !groups.contains(&kind.group()) {
+            groups.push(kind.group());
+        }
+    }
+    groups
+        .into_iter()
+        .map(|group| {
+            let plurals: Vec<&str> = ServingKind::ALL
+                .iter()
+                .filter(|k| k.group() == group)
+                .map(|k| k.plural())
+                .collect();
+            rule(group, &plurals, &["list"])
+        })
+        .collect()
 }
 
 /// A Role (or, with [`Scope::AllNamespaces`], a ClusterRole) `name` with
@@ -244,6 +278,13 @@ mod tests {
         }
         assert!(has(&objects, "ClusterRole", "nodes", "list"));
         assert!(has(&objects, "ClusterRole", "pods", "list"));
+        // `lint --cluster` lists every kind it lints or judges with.
+        for kind in ServingKind::ALL {
+            assert!(has(&objects, "Role", kind.plural(), "list"), "{kind:?}");
+        }
+        for res in ["statefulsets", "resourceclaimtemplates", "resourceclaims"] {
+            assert!(has(&objects, "Role", res, "list"), "{res}");
+        }
         // Found unused on the upstream lab (tests/lab/rbac.rs).
         assert!(!has(&objects, "Role", "events", "watch"));
         assert!(!has(&objects, "Role", "pods", "delete"));

@@ -419,21 +419,64 @@ fn lint_unit(u: &Unit, opts: &LintOptions, stage: Stage<'_>) -> Vec<FileOutcome>
                 continue;
             }
         };
-        out.files += 1;
-        let r = lint_file(path, opts, stage);
-        out.documents += r.documents;
-        out.objects += r.objects;
-        out.skipped += r.skipped;
-        merge_skipped_kinds(&mut out.skipped_kinds, &r.skipped_kinds);
-        out.findings.extend(r.findings);
-        out.input_errors.extend(r.errors);
-        if let Some((_, lines)) = r.source {
-            out.sources.extend(lines);
+        if path.as_os_str() == "-" {
+            for f in lint_stdin(opts, stage) {
+                match f.file == out.file {
+                    true => absorb(&mut out, f),
+                    false => rendered.push(f),
+                }
+            }
+            continue;
         }
+        let mut r = lint_file(path, opts, stage);
+        let sources = r.source.take().map(|(_, lines)| lines).unwrap_or_default();
+        absorb(&mut out, outcome(String::new(), r, sources));
     }
     let mut all = vec![out];
     all.extend(rendered);
     all
+}
+
+/// Lint stdin. A `helm template` stream whose charts are found under the
+/// working directory ([`manifest::render::StdinCharts`]) is placed in its
+/// template files as a chart directory is; what cannot be placed stays
+/// under `-`, on stdin's own lines.
+fn lint_stdin(opts: &LintOptions, stage: Stage<'_>) -> Vec<FileOutcome> {
+    let stdin = FsPath::new("-");
+    let bytes = match manifest::read_source(stdin) {
+        Ok(b) => b,
+        Err(e) => {
+            return vec![FileOutcome {
+                file: "-".into(),
+                input_errors: vec![InputError::from(e)],
+                ..FileOutcome::default()
+            }];
+        }
+    };
+    // Relative to `.`, so reports name the template as the user would.
+    let charts = manifest::render::StdinCharts::find(&bytes, FsPath::new("."));
+    let outcomes = lint_by_origin("-", &bytes, opts, stage, &|text| charts.origin(text));
+    if outcomes.is_empty() {
+        // Nothing to lint is still one input read.
+        return vec![FileOutcome {
+            file: "-".into(),
+            files: 1,
+            ..FileOutcome::default()
+        }];
+    }
+    outcomes
+}
+
+/// Add one outcome of a file to another of the same name.
+fn absorb(into: &mut FileOutcome, f: FileOutcome) {
+    into.files += f.files;
+    into.documents += f.documents;
+    into.objects += f.objects;
+    into.skipped += f.skipped;
+    merge_skipped_kinds(&mut into.skipped_kinds, &f.skipped_kinds);
+    into.findings.extend(f.findings);
+    into.input_errors.extend(f.input_errors);
+    into.sources.extend(f.sources);
 }
 
 // ---------------------------------------------------------------------------
@@ -488,30 +531,47 @@ fn lint_rendered(
             return (head, Vec::new());
         }
     };
-    let origin_of = |raw: &manifest::RawDocument<'_>| {
-        let text = String::from_utf8_lossy(raw.bytes);
-        Some(manifest::render::origin(renderer, dir, &text))
-    };
-    let (claims, peers) = context(&name, &bytes, opts, stage, &origin_of);
+    let origin_of = |text: &str| Some(manifest::render::origin(renderer, dir, text));
+    (head, lint_by_origin(&name, &bytes, opts, stage, &origin_of))
+}
+
+/// Lint a rendered stream, one outcome per file its documents came from
+/// (in name order): `origin_of` places a document in its template, and a
+/// document it cannot place stays under `name` on the stream's own lines.
+fn lint_by_origin(
+    name: &str,
+    bytes: &[u8],
+    opts: &LintOptions,
+    stage: Stage<'_>,
+    origin_of: &dyn Fn(&str) -> Option<manifest::render::Origin>,
+) -> Vec<FileOutcome> {
+    let placed = |raw: &manifest::RawDocument<'_>| origin_of(&String::from_utf8_lossy(raw.bytes));
+    let (claims, peers) = context(name, bytes, opts, stage, &placed);
     let mut by_file: std::collections::BTreeMap<String, (FileResult, Option<String>)> =
         Default::default();
-    for raw in manifest::split_documents(&bytes) {
-        let text = String::from_utf8_lossy(raw.bytes);
-        let origin = manifest::render::origin(renderer, dir, &text);
-        let (r, source) = by_file.entry(origin.file.clone()).or_default();
+    for raw in manifest::split_documents(bytes) {
+        let origin = placed(&raw);
+        let file = origin
+            .as_ref()
+            .map_or(name, |o| o.file.as_str())
+            .to_string();
+        let (r, source) = by_file.entry(file.clone()).or_default();
         lint_document(
-            &origin.file,
+            &file,
             &raw,
             opts,
             stage,
-            (&claims, &peers, Some(&origin)),
+            (&claims, &peers, origin.as_ref()),
             r,
         );
         if source.is_none() {
-            *source = origin.text;
+            *source = match origin {
+                Some(o) => o.text,
+                None => Some(String::from_utf8_lossy(bytes).into_owned()),
+            };
         }
     }
-    let files = by_file
+    by_file
         .into_iter()
         .map(|(file, (r, text))| {
             let sources = match text {
@@ -520,21 +580,25 @@ fn lint_rendered(
                 }
                 _ => Default::default(),
             };
-            FileOutcome {
-                file,
-                files: 1,
-                findings: r.findings,
-                input_errors: r.errors,
-                documents: r.documents,
-                objects: r.objects,
-                skipped: r.skipped,
-                skipped_kinds: r.skipped_kinds,
-                skipped_inputs: Vec::new(),
-                sources,
-            }
+            outcome(file, r, sources)
         })
-        .collect();
-    (head, files)
+        .collect()
+}
+
+/// One file's result as its outcome (one file read).
+fn outcome(file: String, r: FileResult, sources: SourceLines) -> FileOutcome {
+    FileOutcome {
+        file,
+        files: 1,
+        findings: r.findings,
+        input_errors: r.errors,
+        documents: r.documents,
+        objects: r.objects,
+        skipped: r.skipped,
+        skipped_kinds: r.skipped_kinds,
+        skipped_inputs: Vec::new(),
+        sources,
+    }
 }
 
 fn collect_paths(

@@ -245,6 +245,97 @@ pub fn origin(renderer: Renderer, dir: &FsPath, document: &str) -> Origin {
     }
 }
 
+/// Where the charts of a `helm template` stream read from stdin live, so
+/// that its findings point at the templates as a chart directory's do.
+/// Helm's `# Source: CHART/PATH` names a chart by its `Chart.yaml` `name`,
+/// not by its directory; the directory is found under the working
+/// directory: itself (`helm template .`), or a directory at most
+/// [`CHART_SEARCH_DEPTH`] levels down whose `Chart.yaml` has that name
+/// (`helm template charts/w`). A chart not found leaves its documents on
+/// stdin's own lines.
+#[derive(Debug, Default)]
+pub struct StdinCharts {
+    dirs: std::collections::BTreeMap<String, PathBuf>,
+}
+
+/// How deep under the working directory a chart named on stdin is looked for.
+pub const CHART_SEARCH_DEPTH: usize = 4;
+
+impl StdinCharts {
+    /// The charts `stream` names, found from `cwd` (no walk when it names none).
+    pub fn find(stream: &[u8], cwd: &FsPath) -> StdinCharts {
+        let text = String::from_utf8_lossy(stream);
+        let named: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# Source: ")?.trim().split_once('/'))
+            .map(|(chart, _)| chart)
+            .collect();
+        let mut dirs = std::collections::BTreeMap::new();
+        if named.is_empty() {
+            return StdinCharts { dirs };
+        }
+        let mut found = Vec::new();
+        charts_under(cwd, CHART_SEARCH_DEPTH, &mut found);
+        for (name, dir) in found {
+            if named.contains(name.as_str()) {
+                dirs.entry(name).or_insert(dir);
+            }
+        }
+        StdinCharts { dirs }
+    }
+
+    /// The template of one document, when its chart was found.
+    pub fn origin(&self, document: &str) -> Option<Origin> {
+        let source = document
+            .lines()
+            .take_while(|l| l.starts_with('#') || l.starts_with("---") || l.trim().is_empty())
+            .find_map(|l| l.strip_prefix("# Source: "))?;
+        let (chart, rel) = source.trim().split_once('/')?;
+        let dir = self.dirs.get(chart)?;
+        lexical_join(dir, rel)
+            .is_file()
+            .then(|| origin(Renderer::Helm, dir, document))
+    }
+}
+
+/// Every chart at most `depth` levels under `dir` (itself included), as
+/// (its `Chart.yaml` name, its directory), shallowest first. Hidden
+/// directories and build output are not entered.
+fn charts_under(dir: &FsPath, depth: usize, out: &mut Vec<(String, PathBuf)>) {
+    if let Some(name) = chart_name(&dir.join("Chart.yaml")) {
+        out.push((name, dir.to_path_buf()));
+    }
+    let Some(depth) = depth.checked_sub(1) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut subdirs: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            !(n.starts_with('.') || n == "target" || n == "node_modules")
+        })
+        .map(|e| e.path())
+        .collect();
+    subdirs.sort();
+    for sub in subdirs {
+        charts_under(&sub, depth, out);
+    }
+}
+
+/// The `name:` of a `Chart.yaml` (its top-level line), if the file is one.
+fn chart_name(path: &FsPath) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("name:"))
+        .map(|n| n.trim().trim_matches(['"', '\'']).to_string())
+        .filter(|n| !n.is_empty())
+}
+
 /// `dir/rel` with `.` and `..` folded away where `dir` allows
 /// (`overlay/../base/d.yaml` is `base/d.yaml`), as reports should name it.
 fn lexical_join(dir: &FsPath, rel: &str) -> PathBuf {
@@ -479,5 +570,42 @@ spec:
             Some(Renderer::Kustomize)
         );
         assert_eq!(Renderer::of_dir(["a.yaml"]), None);
+    }
+
+    #[test]
+    fn stdin_documents_find_their_chart_by_its_name() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let chart = root.path().join("charts/worker");
+        std::fs::create_dir_all(chart.join("templates")).expect("mkdir");
+        std::fs::write(chart.join("Chart.yaml"), "apiVersion: v2\nname: w\n").expect("write");
+        std::fs::write(chart.join("templates/deployment.yaml"), TEMPLATE).expect("write");
+        let charts = StdinCharts::find(RENDERED.as_bytes(), root.path());
+        let origin = charts
+            .origin(RENDERED)
+            .expect("the chart is found by its name");
+        assert!(
+            origin
+                .file
+                .ends_with("charts/worker/templates/deployment.yaml"),
+            "{}",
+            origin.file
+        );
+        assert_eq!(origin.line(10), 8, "replicas: {{ .Values.replicas }}");
+        // Inside the chart (`helm template .`), the chart is the directory.
+        assert!(
+            StdinCharts::find(RENDERED.as_bytes(), &chart)
+                .origin(RENDERED)
+                .is_some()
+        );
+        // Another chart's name, or a template the chart does not have: stdin's lines.
+        let other = RENDERED.replace("# Source: w/", "# Source: x/");
+        assert!(
+            StdinCharts::find(other.as_bytes(), root.path())
+                .origin(&other)
+                .is_none()
+        );
+        let missing = RENDERED.replace("deployment.yaml", "gone.yaml");
+        assert!(charts.origin(&missing).is_none());
+        assert!(StdinCharts::find(b"kind: X\n", root.path()).dirs.is_empty());
     }
 }

@@ -41,19 +41,49 @@ impl ServingKind {
         }
     }
 
+    /// Every serving kind infera reads.
+    pub const ALL: [ServingKind; 8] = [
+        ServingKind::VllmRuntime,
+        ServingKind::InferenceService,
+        ServingKind::LlmInferenceService,
+        ServingKind::KaitoWorkspace,
+        ServingKind::RayService,
+        ServingKind::RayClusterFleet,
+        ServingKind::StormService,
+        ServingKind::NimService,
+    ];
+
+    /// The API group its operator's CRD serves it in.
+    pub fn group(self) -> &'static str {
+        match self {
+            ServingKind::VllmRuntime => "production-stack.vllm.ai",
+            ServingKind::InferenceService | ServingKind::LlmInferenceService => "serving.kserve.io",
+            ServingKind::KaitoWorkspace => "kaito.sh",
+            ServingKind::RayService => "ray.io",
+            ServingKind::RayClusterFleet | ServingKind::StormService => "orchestration.aibrix.ai",
+            ServingKind::NimService => "apps.nvidia.com",
+        }
+    }
+
+    /// The resource name its CRD serves it under (RBAC rules name it).
+    pub fn plural(self) -> &'static str {
+        match self {
+            ServingKind::VllmRuntime => "vllmruntimes",
+            ServingKind::InferenceService => "inferenceservices",
+            ServingKind::LlmInferenceService => "llminferenceservices",
+            ServingKind::KaitoWorkspace => "workspaces",
+            ServingKind::RayService => "rayservices",
+            ServingKind::RayClusterFleet => "rayclusterfleets",
+            ServingKind::StormService => "stormservices",
+            ServingKind::NimService => "nimservices",
+        }
+    }
+
     /// The kind of `kind` in API group `group`, when infera reads it.
     pub fn of(kind: &str, group: &str) -> Option<ServingKind> {
-        Some(match (kind, group) {
-            ("VLLMRuntime", "production-stack.vllm.ai") => ServingKind::VllmRuntime,
-            ("InferenceService", "serving.kserve.io") => ServingKind::InferenceService,
-            ("LLMInferenceService", "serving.kserve.io") => ServingKind::LlmInferenceService,
-            ("Workspace", "kaito.sh") => ServingKind::KaitoWorkspace,
-            ("RayService", "ray.io") => ServingKind::RayService,
-            ("RayClusterFleet", "orchestration.aibrix.ai") => ServingKind::RayClusterFleet,
-            ("StormService", "orchestration.aibrix.ai") => ServingKind::StormService,
-            ("NIMService", "apps.nvidia.com") => ServingKind::NimService,
-            _ => return None,
-        })
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == kind && k.group() == group)
     }
 }
 
@@ -97,25 +127,12 @@ mod tests {
         );
         assert_eq!(ServingKind::of("Workspace", "tekton.dev"), None);
         assert_eq!(ServingKind::of("RayCluster", "ray.io"), None);
-        for kind in [
-            ServingKind::VllmRuntime,
-            ServingKind::InferenceService,
-            ServingKind::LlmInferenceService,
-            ServingKind::RayService,
-            ServingKind::RayClusterFleet,
-            ServingKind::StormService,
-            ServingKind::NimService,
-        ] {
-            let group = match kind {
-                ServingKind::VllmRuntime => "production-stack.vllm.ai",
-                ServingKind::InferenceService | ServingKind::LlmInferenceService => {
-                    "serving.kserve.io"
-                }
-                ServingKind::RayService => "ray.io",
-                ServingKind::NimService => "apps.nvidia.com",
-                _ => "orchestration.aibrix.ai",
-            };
-            assert_eq!(ServingKind::of(kind.name(), group), Some(kind));
+        let groups: std::collections::BTreeSet<_> =
+            ServingKind::ALL.iter().map(|k| k.group()).collect();
+        assert_eq!(groups.len(), 6, "{groups:?}");
+        for kind in ServingKind::ALL {
+            assert_eq!(ServingKind::of(kind.name(), kind.group()), Some(kind));
+            assert_eq!(ServingKind::of(kind.name(), "example.com"), None);
         }
     }
 
