@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use infera::cli::Cli;
-use infera_rollout::tracker::StepKind;
+use infera_rollout::tracker::{Observation, StepKind};
 use infera_rollout::{Options, Request, execute};
 use infera_sim::scenario::Scenario;
 use infera_sim::store::{EventType, Kind};
@@ -107,24 +107,7 @@ async fn latency_run(replicas: u64, speed: f64) {
     let kubeconfig = dir.path().join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
 
-    // The instant each pod first turned Ready in the store.
-    let ready_at: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
-    let mut events = sim.store().subscribe();
-    let recorder = {
-        let ready_at = Arc::clone(&ready_at);
-        tokio::spawn(async move {
-            while let Ok(ev) = events.recv().await {
-                let now = Instant::now();
-                if ev.kind == Kind::Pod && ev.event == EventType::Modified && is_ready(&ev.object) {
-                    let name = ev.object["metadata"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string();
-                    ready_at.lock().unwrap().entry(name).or_insert(now);
-                }
-            }
-        })
-    };
+    let (ready_at, recorder) = record_ready(&sim);
 
     // kubectl rollout status on each worker Deployment, started once its
     // template changed (as an operator would after the trigger).
@@ -177,27 +160,7 @@ async fn latency_run(replicas: u64, speed: f64) {
     // it watches changes; after a surge pod turns Ready the next change is
     // its reaction (the next replacement counted, or old replicas pending
     // termination). Latency = first line after the Ready write.
-    let mut kubectl_ms = Vec::new();
-    {
-        let lines = kubectl_lines.lock().unwrap();
-        for service in ["decode", "prefill"] {
-            let ready = outcome
-                .steps
-                .iter()
-                .filter(|(leg, o, _)| leg == service && o.kind == StepKind::Ready)
-                .filter_map(|(_, o, _)| ready_at.get(&o.pod).copied());
-            for r in ready {
-                let next = lines
-                    .iter()
-                    .filter(|(s, _, at)| s == service && *at >= r)
-                    .map(|(_, _, at)| *at)
-                    .min();
-                if let Some(at) = next.filter(|at| at.duration_since(r) < Duration::from_secs(60)) {
-                    kubectl_ms.push(at.duration_since(r).as_secs_f64() * 1e3);
-                }
-            }
-        }
-    }
+    let kubectl_ms = kubectl_latencies(&outcome.steps, &ready_at, &kubectl_lines.lock().unwrap());
 
     println!(
         "rollout of {} pods ({} per service, speed {speed}x): {:.1}s wall, outcome {:?}",
@@ -214,6 +177,58 @@ async fn latency_run(replicas: u64, speed: f64) {
     }
     print_requests(&before, &after, replaced);
     sim.shutdown().await;
+}
+
+/// The instant each pod first turned Ready in the store, recorded from the
+/// store's own events until the task is aborted.
+fn record_ready(sim: &RunningSim) -> (ReadyAt, tokio::task::JoinHandle<()>) {
+    let ready_at: ReadyAt = Arc::default();
+    let mut events = sim.store().subscribe();
+    let recorder = {
+        let ready_at = Arc::clone(&ready_at);
+        tokio::spawn(async move {
+            while let Ok(ev) = events.recv().await {
+                let now = Instant::now();
+                if ev.kind == Kind::Pod && ev.event == EventType::Modified && is_ready(&ev.object) {
+                    let name = ev.object["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
+                    ready_at.lock().unwrap().entry(name).or_insert(now);
+                }
+            }
+        })
+    };
+    (ready_at, recorder)
+}
+
+type ReadyAt = Arc<Mutex<HashMap<String, Instant>>>;
+
+/// Per Ready step: the time from the store's Ready write to the first line
+/// `kubectl rollout status` printed after it (within a minute).
+fn kubectl_latencies(
+    steps: &[(String, Observation, Instant)],
+    ready_at: &HashMap<String, Instant>,
+    lines: &[(String, String, Instant)],
+) -> Vec<f64> {
+    let mut kubectl_ms = Vec::new();
+    for service in ["decode", "prefill"] {
+        let ready = steps
+            .iter()
+            .filter(|(leg, o, _)| leg == service && o.kind == StepKind::Ready)
+            .filter_map(|(_, o, _)| ready_at.get(&o.pod).copied());
+        for r in ready {
+            let next = lines
+                .iter()
+                .filter(|(s, _, at)| s == service && *at >= r)
+                .map(|(_, _, at)| *at)
+                .min();
+            if let Some(at) = next.filter(|at| at.duration_since(r) < Duration::from_secs(60)) {
+                kubectl_ms.push(at.duration_since(r).as_secs_f64() * 1e3);
+            }
+        }
+    }
+    kubectl_ms
 }
 
 /// Lines `kubectl rollout status` prints, per service, with their time.

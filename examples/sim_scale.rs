@@ -398,16 +398,8 @@ async fn main() -> anyhow::Result<()> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let stop = Arc::new(AtomicBool::new(false));
     let watcher = spawn_watcher(client.clone(), store.clone(), tx, Arc::clone(&stop));
-    // The watch is open once a probe write comes through.
-    let mut seq = 0u64;
-    loop {
-        seq += 1;
-        set_seq(&store, seq)?;
-        if arrival(&mut rx, seq).await.is_some() {
-            break;
-        }
-    }
-    seq = measure_steady_watch(&client, &store, &mut rx, seq, &args, &mut rows).await?;
+    let seq = watch_open(&store, &mut rx).await?;
+    let seq = measure_steady_watch(&client, &store, &mut rx, seq, &args, &mut rows).await?;
 
     phase_peaks.push(("watch", rss.take_peak()));
 
@@ -461,6 +453,33 @@ async fn main() -> anyhow::Result<()> {
         "simulator CPU when settled (no client):  {:>8.0} % of one core",
         idle_cpu * 100.0
     );
+    print_restart(&args, patched, complete, settled);
+    println!(
+        "watch probes lost during the restart: {lost}; watch re-opened {watch_restarts} time(s)"
+    );
+    print_rss(hwm, rss_steady, rss, &phase_peaks);
+    print_request_counts(&store);
+    sim.shutdown().await;
+    Ok(())
+}
+
+/// Write probe sequence numbers until one comes through the watch (it is
+/// open then); the last number written.
+async fn watch_open(
+    store: &Store,
+    rx: &mut mpsc::UnboundedReceiver<(u64, Instant)>,
+) -> anyhow::Result<u64> {
+    let mut seq = 0u64;
+    loop {
+        seq += 1;
+        set_seq(store, seq)?;
+        if arrival(rx, seq).await.is_some() {
+            return Ok(seq);
+        }
+    }
+}
+
+fn print_restart(args: &Args, patched: Duration, complete: Duration, settled: Duration) {
     println!(
         "rolling restart of {} Deployments, speed {}: {:>8.2} s wall to rolled out (target < 60 s; {} PATCHes took {:.0} ms)",
         args.deployments,
@@ -473,23 +492,21 @@ async fn main() -> anyhow::Result<()> {
         "                                          {:>8.2} s wall until every old pod is gone",
         settled.as_secs_f64()
     );
-    println!(
-        "watch probes lost during the restart: {lost}; watch re-opened {watch_restarts} time(s)"
-    );
+}
+
+/// Peak, steady and current RSS (kB), and the peak of each phase.
+fn print_rss(hwm: u64, steady: u64, now: u64, phase_peaks: &[(&str, u64)]) {
     println!(
         "RSS: peak (VmHWM) {:.0} MB (target < 512 MB); at steady state {:.0} MB; now {:.0} MB",
         hwm as f64 / 1024.0,
-        rss_steady as f64 / 1024.0,
-        rss as f64 / 1024.0
+        steady as f64 / 1024.0,
+        now as f64 / 1024.0
     );
     let peaks: Vec<String> = phase_peaks
         .iter()
         .map(|(phase, kb)| format!("{phase} {:.0} MB", *kb as f64 / 1024.0))
         .collect();
     println!("RSS peak by phase: {}", peaks.join(", "));
-    print_request_counts(&store);
-    sim.shutdown().await;
-    Ok(())
 }
 
 /// The watch probe: a bare pod in its own namespace, bound to a node.

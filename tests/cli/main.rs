@@ -14,6 +14,7 @@ mod corpus;
 mod ecosystem;
 mod ecosystem_ci;
 mod fixes;
+mod fn_length;
 mod generated;
 mod import_cycles;
 mod layout;

@@ -56,33 +56,8 @@ fn smoke_rollout_on_the_real_control_plane() {
 
     // The lab's kubectl watches the pods while infera drives the rollout.
     let before = pod_names(&lab);
-    let kubectl = lab.dir.path().join("bin/kubectl");
     let watch_log = lab.dir.path().join("kubectl-watch.log");
-    let mut watcher = lab
-        .command(&kubectl)
-        .args(["get", "pods", "-n", SCENARIO_NAMESPACE, "--watch"])
-        // The table with an EVENT column (`-o name` drops the event type).
-        .args(["--output-watch-events", "--no-headers"])
-        .stdout(std::fs::File::create(&watch_log).expect("watch log"))
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("kubectl get pods --watch");
-    // kubectl lists first (an ADDED line per pod), then watches from the
-    // list's resourceVersion: once every pod is listed, no event is missed.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !before.iter().all(|p| {
-        saw(
-            &std::fs::read_to_string(&watch_log).unwrap_or_default(),
-            "ADDED",
-            p,
-        )
-    }) {
-        assert!(
-            Instant::now() < deadline,
-            "kubectl get pods --watch listed nothing"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut watcher = watch_pods(&lab, &watch_log, &before);
 
     let report = lab.dir.path().join("report.json");
     let out = lab
@@ -107,32 +82,7 @@ fn smoke_rollout_on_the_real_control_plane() {
         "rollout on the lab failed\nstdout:\n{stdout}\nstderr:\n{stderr}\nattach log:\n{attach_log}"
     );
 
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(&report).expect("report written")).expect("JSON");
-    for role in ["prefill", "decode"] {
-        let r = report["roles"]
-            .as_array()
-            .and_then(|rs| rs.iter().find(|r| r["role"] == role))
-            .unwrap_or_else(|| panic!("no role {role} in {report}"));
-        assert!(r["min_ready_exact"].as_u64() >= Some(1), "{role}: {r}");
-        assert!(r["min_routable_exact"].as_u64() >= Some(1), "{role}: {r}");
-    }
-    // The /ready answer came through the real API server's pod proxy, for
-    // each surge pod.
-    let proxied: Vec<&Value> = report["steps"]
-        .as_array()
-        .map(|s| {
-            s.iter()
-                .filter(|s| s["kind"] == "ready-via-proxy")
-                .collect()
-        })
-        .unwrap_or_default();
-    assert!(
-        proxied.iter().any(|s| s["service"] == "prefill")
-            && proxied.iter().any(|s| s["service"] == "decode"),
-        "no ready-via-proxy step per worker service: {}",
-        report["steps"]
-    );
+    assert_report_kept_every_role_serving(&report);
 
     // kubectl saw every old worker pod deleted and every replacement added
     // (the kubelet's final delete comes after the grace period).
@@ -161,4 +111,67 @@ fn smoke_rollout_on_the_real_control_plane() {
         );
     }
     drop(attached);
+}
+
+/// `kubectl get pods --watch` into `log`, returned once it has listed
+/// every pod of `before`: kubectl lists first (an ADDED line per pod),
+/// then watches from the list's resourceVersion, so no event is missed.
+fn watch_pods(lab: &Lab, log: &std::path::Path, before: &[String]) -> std::process::Child {
+    let kubectl = lab.dir.path().join("bin/kubectl");
+    let watcher = lab
+        .command(&kubectl)
+        .args(["get", "pods", "-n", SCENARIO_NAMESPACE, "--watch"])
+        // The table with an EVENT column (`-o name` drops the event type).
+        .args(["--output-watch-events", "--no-headers"])
+        .stdout(std::fs::File::create(log).expect("watch log"))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl get pods --watch");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !before.iter().all(|p| {
+        saw(
+            &std::fs::read_to_string(log).unwrap_or_default(),
+            "ADDED",
+            p,
+        )
+    }) {
+        assert!(
+            Instant::now() < deadline,
+            "kubectl get pods --watch listed nothing"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    watcher
+}
+
+/// The rollout report: at least one Ready and routable pod per role, and
+/// the `/ready` answer came through the real API server's pod proxy for
+/// each surge pod.
+fn assert_report_kept_every_role_serving(report: &std::path::Path) {
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(report).expect("report written")).expect("JSON");
+    for role in ["prefill", "decode"] {
+        let r = report["roles"]
+            .as_array()
+            .and_then(|rs| rs.iter().find(|r| r["role"] == role))
+            .unwrap_or_else(|| panic!("no role {role} in {report}"));
+        assert!(r["min_ready_exact"].as_u64() >= Some(1), "{role}: {r}");
+        assert!(r["min_routable_exact"].as_u64() >= Some(1), "{role}: {r}");
+    }
+    // The /ready answer came through the real API server's pod proxy, for
+    // each surge pod.
+    let proxied: Vec<&Value> = report["steps"]
+        .as_array()
+        .map(|s| {
+            s.iter()
+                .filter(|s| s["kind"] == "ready-via-proxy")
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        proxied.iter().any(|s| s["service"] == "prefill")
+            && proxied.iter().any(|s| s["service"] == "decode"),
+        "no ready-via-proxy step per worker service: {}",
+        report["steps"]
+    );
 }

@@ -432,6 +432,31 @@ async fn watch_added_modified_deleted_and_the_watcher() {
     sim.shutdown().await;
 }
 
+/// A watch from `rv` gets one ERROR event: 410 Expired, "too old
+/// resource version".
+async fn expect_expired(api: &Api<Deployment>, wp: &WatchParams, rv: &str) {
+    let mut stream = api
+        .watch(wp, rv)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .boxed();
+    let ev = tokio::time::timeout(Duration::from_secs(10), stream.try_next())
+        .await
+        .unwrap_or_else(|_| panic!("no event after compaction"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    match ev {
+        Some(WatchEvent::Error(status)) => {
+            assert_eq!(status.code, 410, "{status:?}");
+            assert_eq!(status.reason, "Expired", "{status:?}");
+            assert!(
+                status.message.contains("too old resource version"),
+                "{status:?}"
+            );
+        }
+        other => panic!("expected a 410 ERROR event, got {other:?}"),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_resume_and_gone_after_compaction() {
     let (sim, client) = start("pd-1p1d", 200.0).await;
@@ -477,27 +502,7 @@ async fn watch_resume_and_gone_after_compaction() {
 
     // After a compaction the old version is gone: an ERROR event with 410.
     sim.store().compact();
-    let mut stream = api
-        .watch(&wp, &rv_a)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .boxed();
-    let ev = tokio::time::timeout(Duration::from_secs(10), stream.try_next())
-        .await
-        .unwrap_or_else(|_| panic!("no event after compaction"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    match ev {
-        Some(WatchEvent::Error(status)) => {
-            assert_eq!(status.code, 410, "{status:?}");
-            assert_eq!(status.reason, "Expired", "{status:?}");
-            assert!(
-                status.message.contains("too old resource version"),
-                "{status:?}"
-            );
-        }
-        other => panic!("expected a 410 ERROR event, got {other:?}"),
-    }
-    drop(stream);
+    expect_expired(&api, &wp, &rv_a).await;
 
     // The runtime watcher recovers from that by relisting. (No bookmarks:
     // its version must stay the last event it saw.)
@@ -1013,6 +1018,33 @@ async fn conflicts_apply_and_media_types(client: &Client, api: &Api<Deployment>,
     assert_eq!(err.code, 415);
 }
 
+/// Deleting a Deployment with `orphan` propagation: its ReplicaSet stays,
+/// without its owner reference.
+async fn orphan_keeps_its_replicaset(deployments: &Api<Deployment>, replicasets: &Api<ReplicaSet>) {
+    deployments
+        .create(&PostParams::default(), &deployment("orphan", 0, &[]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    eventually("the orphan's ReplicaSet", || async {
+        let l = replicasets
+            .list(&ListParams::default().labels("app=orphan"))
+            .await
+            .ok()?;
+        (l.items.len() == 1).then_some(())
+    })
+    .await;
+    deployments
+        .delete("orphan", &DeleteParams::orphan())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let l = replicasets
+        .list(&ListParams::default().labels("app=orphan"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(l.items.len(), 1);
+    assert!(l.items[0].owner_references().is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_with_grace_and_garbage_collection() {
     let (sim, client) = start("pd-1p1d", 100.0).await;
@@ -1118,29 +1150,7 @@ async fn delete_with_grace_and_garbage_collection() {
     })
     .await;
 
-    // Orphan: the ReplicaSet stays, without its owner reference.
-    deployments
-        .create(&PostParams::default(), &deployment("orphan", 0, &[]))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    eventually("the orphan's ReplicaSet", || async {
-        let l = replicasets
-            .list(&ListParams::default().labels("app=orphan"))
-            .await
-            .ok()?;
-        (l.items.len() == 1).then_some(())
-    })
-    .await;
-    deployments
-        .delete("orphan", &DeleteParams::orphan())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let l = replicasets
-        .list(&ListParams::default().labels("app=orphan"))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(l.items.len(), 1);
-    assert!(l.items[0].owner_references().is_empty());
+    orphan_keeps_its_replicaset(&deployments, &replicasets).await;
     sim.shutdown().await;
 }
 

@@ -1065,14 +1065,8 @@ fn render_service(
         .unwrap_or_else(|| "default".to_string());
     let component = Component::parse(svc.component_type.as_deref());
     let role = Role::parse(svc.role.as_deref());
-    let replicas = match &svc.replicas {
-        None => Some(1),
-        Some(r) => r.as_i64().and_then(|n| i32::try_from(n).ok()),
-    };
-    let number_of_nodes = match &svc.number_of_nodes {
-        None => Some(1),
-        Some(n) => n.as_i64().and_then(|n| i32::try_from(n).ok()),
-    };
+    let replicas = count_or_one(svc.replicas.as_ref());
+    let number_of_nodes = count_or_one(svc.number_of_nodes.as_ref());
     let multinode = number_of_nodes.is_some_and(|n| n > 1);
     let kind = if multinode {
         WorkloadKind::LeaderWorkerSet
@@ -1092,30 +1086,16 @@ fn render_service(
     let main_idx = main_container_index(&pod).min(pod.containers.len().saturating_sub(1));
     let port = service_port(svc, component);
 
-    // Spec-level envs apply to every service; with extraPodSpec they are
-    // added to the main container when it does not set them itself.
-    let mut probe_injected = false;
-    let mut readiness = ReadinessPort::Default {
-        port: DEFAULT_READINESS_PORT,
+    let main = MainSettings {
+        idep,
+        svc,
+        flat,
+        component,
+        multinode,
+        port,
+        generation,
     };
-    let mut main_name = String::new();
-    if let Some(main) = pod.containers.get_mut(main_idx) {
-        main_name = main.name.clone();
-        if !flat {
-            add_discovery_env(main, idep, component);
-        }
-        add_service_port(main, port);
-        if component == Component::Worker {
-            let (port, injected, required) =
-                inject_worker_settings(main, svc, multinode, port, generation);
-            readiness = port;
-            probe_injected = injected;
-            let current = pod.termination_grace_period_seconds;
-            if current.is_none_or(|g| g < required) {
-                pod.termination_grace_period_seconds = Some(required);
-            }
-        }
-    }
+    let (main_name, readiness, probe_injected) = main.apply(&mut pod, main_idx);
 
     if k8s_discovery(idep)
         && pod
@@ -1170,6 +1150,58 @@ fn render_service(
         flat,
         pod,
         pod_labels: labels,
+    }
+}
+
+/// A count field of a service (`replicas`, `numberOfNodes`): 1 when
+/// absent, `None` when it is not a whole number the API would take.
+fn count_or_one(v: Option<&IntOrText>) -> Option<i32> {
+    match v {
+        None => Some(1),
+        Some(n) => n.as_i64().and_then(|n| i32::try_from(n).ok()),
+    }
+}
+
+/// What the operator writes into a service's main container.
+struct MainSettings<'a> {
+    idep: &'a InferaDeployment,
+    svc: &'a ServiceSpec,
+    flat: bool,
+    component: Component,
+    multinode: bool,
+    port: i32,
+    generation: Generation,
+}
+
+impl MainSettings<'_> {
+    /// Write them into container `main_idx` of `pod`: (its name, the
+    /// readiness port, whether the operator injected the probe). Spec-level
+    /// envs apply to every service; with extraPodSpec they are added to the
+    /// main container when it does not set them itself.
+    fn apply(&self, pod: &mut PodSpec, main_idx: usize) -> (String, ReadinessPort, bool) {
+        let mut readiness = ReadinessPort::Default {
+            port: DEFAULT_READINESS_PORT,
+        };
+        let Some(main) = pod.containers.get_mut(main_idx) else {
+            return (String::new(), readiness, false);
+        };
+        let name = main.name.clone();
+        if !self.flat {
+            add_discovery_env(main, self.idep, self.component);
+        }
+        add_service_port(main, self.port);
+        let mut probe_injected = false;
+        if self.component == Component::Worker {
+            let (port, injected, required) =
+                inject_worker_settings(main, self.svc, self.multinode, self.port, self.generation);
+            readiness = port;
+            probe_injected = injected;
+            let current = pod.termination_grace_period_seconds;
+            if current.is_none_or(|g| g < required) {
+                pod.termination_grace_period_seconds = Some(required);
+            }
+        }
+        (name, readiness, probe_injected)
     }
 }
 

@@ -73,7 +73,7 @@ const READY: &str = "readinessProbe: {httpGet: {path: /ready, port: 30090}, time
 #[rustfmt::skip]
 fn cases() -> Vec<(&'static str, &'static str, String, bool)> {
     let gpus = |n: u32| format!("resources: {{limits: {{amd.com/gpu: {n}}}}}");
-    vec![
+    let mut rows = vec![
         // IR001 skip-probe-serving
         ("IR001", "serving worker skips the probe", idep("{componentType: worker, skipReadinessProbe: true}"), true),
         ("IR001", "probe kept", idep("{componentType: worker}"), false),
@@ -166,6 +166,15 @@ fn cases() -> Vec<(&'static str, &'static str, String, bool)> {
         ("IR012", "Dynamo multinode service, one replica", dynamo_vllm("--tensor-parallel-size, \"2\"", 1, "replicas: 1, multinode: {nodeCount: 2}, "), true),
         ("IR012", "Dynamo multinode service, two replicas", dynamo_vllm("--tensor-parallel-size, \"2\"", 1, "replicas: 2, multinode: {nodeCount: 2}, "), false),
         ("IR012", "Dynamo single-node service, one replica", dynamo_vllm("", 1, "replicas: 1, "), false),
+    ];
+    rows.extend(disruption_cases());
+    rows
+}
+
+/// The rows of the disruption rules (IR013–IR017).
+#[rustfmt::skip]
+fn disruption_cases() -> Vec<(&'static str, &'static str, String, bool)> {
+    vec![
         // IR013 budget-blocks-drain
         ("IR013", "minAvailable 1 of 1 replica", deployment(1, "{}", VLLM) + &budget("minAvailable: 1", "app: d"), true),
         ("IR013", "minAvailable 2 of 2 replicas", deployment(2, "{}", VLLM) + &budget("minAvailable: 2", "app: d"), true),

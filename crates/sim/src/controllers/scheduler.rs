@@ -108,56 +108,67 @@ impl Manager {
                 }
             }
         }
+        match best {
+            Some((_, node)) => self.bind(key, &node),
+            None => self.unschedulable(key, pod, &per_node),
+        }
+    }
+
+    /// Bind the pod to `node`: `spec.nodeName`, PodScheduled True and the
+    /// `Scheduled` Event.
+    fn bind(&mut self, key: &Key, node: &str) {
         let (ns, name) = key.clone();
         let now = self.clock.timestamp();
-        match best {
-            Some((_, node)) => {
-                let result = self.store.mutate_shared(Kind::Pod, Some(&ns), &name, |v| {
-                    v["spec"]["nodeName"] = Value::from(node.clone());
-                    set_pod_condition(v, json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
-                });
-                self.pending.remove(key);
-                if let Ok(updated) = result {
-                    // k8s.io/kubernetes@v1.37.2 pkg/scheduler/schedule_one.go:1138
-                    crate::events::record(
-                        &self.store,
-                        &crate::events::Event {
-                            component: "default-scheduler",
-                            involved: &updated,
-                            type_: "Normal",
-                            reason: "Scheduled",
-                            message: format!("Successfully assigned {ns}/{name} to {node}"),
-                            action: Some("Binding"),
-                        },
-                    );
-                    self.absorb(Kind::Pod, updated);
-                }
-            }
-            None => {
-                let counted = scheduling::count_reasons(per_node.iter().map(Vec::as_slice));
-                let total = self.cache.node_count();
-                let message = scheduling::failed_scheduling_message(total, &counted)
-                    + &scheduling::preemption_suffix(total, &per_node);
-                let current = pod
-                    .pointer("/status/conditions")
-                    .and_then(Value::as_array)
-                    .and_then(|cs| cs.iter().find(|c| str_at(c, "/type") == "PodScheduled"))
-                    .map(|c| str_at(c, "/message").to_string());
-                if current.as_deref() != Some(message.as_str()) {
-                    let msg = message.clone();
-                    if let Ok(updated) = self.store.mutate_shared(Kind::Pod, Some(&ns), &name, |v| {
-                        set_pod_condition(
-                            v,
-                            json!({"type": "PodScheduled", "status": "False", "lastProbeTime": null,
-                            "lastTransitionTime": now, "reason": "Unschedulable", "message": msg}),
-                        );
-                    }) {
-                        self.absorb(Kind::Pod, updated);
-                    }
-                }
-                self.record_failed_scheduling(pod, &message);
+        let result = self.store.mutate_shared(Kind::Pod, Some(&ns), &name, |v| {
+            v["spec"]["nodeName"] = Value::from(node);
+            set_pod_condition(v, json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
+        });
+        self.pending.remove(key);
+        if let Ok(updated) = result {
+            // k8s.io/kubernetes@v1.37.2 pkg/scheduler/schedule_one.go:1138
+            crate::events::record(
+                &self.store,
+                &crate::events::Event {
+                    component: "default-scheduler",
+                    involved: &updated,
+                    type_: "Normal",
+                    reason: "Scheduled",
+                    message: format!("Successfully assigned {ns}/{name} to {node}"),
+                    action: Some("Binding"),
+                },
+            );
+            self.absorb(Kind::Pod, updated);
+        }
+    }
+
+    /// No node fits: PodScheduled False with the scheduler's message (every
+    /// node's reasons, counted), written only when it changed, and the
+    /// `FailedScheduling` Event.
+    fn unschedulable(&mut self, key: &Key, pod: &Value, per_node: &[Vec<UnfitReason>]) {
+        let (ns, name) = key.clone();
+        let now = self.clock.timestamp();
+        let counted = scheduling::count_reasons(per_node.iter().map(Vec::as_slice));
+        let total = self.cache.node_count();
+        let message = scheduling::failed_scheduling_message(total, &counted)
+            + &scheduling::preemption_suffix(total, per_node);
+        let current = pod
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| str_at(c, "/type") == "PodScheduled"))
+            .map(|c| str_at(c, "/message").to_string());
+        if current.as_deref() != Some(message.as_str()) {
+            let msg = message.clone();
+            if let Ok(updated) = self.store.mutate_shared(Kind::Pod, Some(&ns), &name, |v| {
+                set_pod_condition(
+                    v,
+                    json!({"type": "PodScheduled", "status": "False", "lastProbeTime": null,
+                    "lastTransitionTime": now, "reason": "Unschedulable", "message": msg}),
+                );
+            }) {
+                self.absorb(Kind::Pod, updated);
             }
         }
+        self.record_failed_scheduling(pod, &message);
     }
 
     /// A `FailedScheduling` Warning Event, aggregated as the event correlator
