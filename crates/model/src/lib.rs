@@ -14,5 +14,6 @@ pub mod pdb;
 pub mod pod;
 pub mod rolling;
 pub mod scheduling;
+pub mod selector;
 pub mod volume;
 pub mod worker;
