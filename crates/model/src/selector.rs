@@ -255,6 +255,13 @@ impl Selector {
     }
 }
 
+/// A selector of these requirements (taken as given, not validated).
+impl FromIterator<Requirement> for Selector {
+    fn from_iter<I: IntoIterator<Item = Requirement>>(requirements: I) -> Selector {
+        Selector::sorted(requirements.into_iter().collect())
+    }
+}
+
 impl FromStr for Selector {
     type Err = SelectorError;
 
