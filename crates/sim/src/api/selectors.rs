@@ -1,6 +1,7 @@
 //! Label and field selectors, parsed as upstream's `labels.Parse` (the
-//! model's [`Selector`]) and `fields.ParseSelector` accept them. Field selectors are limited to the
-//! field labels upstream registers for each kind ([`supported_field`]).
+//! model's [`Selector`]) and `fields.ParseSelector` accept them. Field
+//! selectors are limited to the field labels upstream registers for each
+//! kind ([`supported_field`]).
 
 use infera_model::selector::{Selector, SelectorError};
 use serde_json::Value;
