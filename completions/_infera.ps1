@@ -366,8 +366,8 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             break
         }
         'infera;monitor' {
-            [CompletionResult]::new('-l', '-l', [CompletionResultType]::ParameterName, 'Only the InferaDeployments, Deployments and StatefulSets whose labels hold every pair (`key=value[,key=value]`)')
-            [CompletionResult]::new('--selector', '--selector', [CompletionResultType]::ParameterName, 'Only the InferaDeployments, Deployments and StatefulSets whose labels hold every pair (`key=value[,key=value]`)')
+            [CompletionResult]::new('-l', '-l', [CompletionResultType]::ParameterName, 'Only the InferaDeployments, Deployments and StatefulSets whose labels match this selector (`team=a`, `tier in (a,b)`, `!canary`)')
+            [CompletionResult]::new('--selector', '--selector', [CompletionResultType]::ParameterName, 'Only the InferaDeployments, Deployments and StatefulSets whose labels match this selector (`team=a`, `tier in (a,b)`, `!canary`)')
             [CompletionResult]::new('--min-ready', '--min-ready', [CompletionResultType]::ParameterName, 'A role with fewer Ready or routable pods than this is below the floor (the below-floor counters and alert)')
             [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Serve `/metrics`, `/healthz` and `/readyz` on this address (`0.0.0.0:8491` in a pod; port 0 picks a free one)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'With `--print-rules`: a PrometheusRule, or a plain rules file')

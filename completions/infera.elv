@@ -338,8 +338,8 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --version 'Print version'
         }
         &'infera;monitor'= {
-            cand -l 'Only the InferaDeployments, Deployments and StatefulSets whose labels hold every pair (`key=value[,key=value]`)'
-            cand --selector 'Only the InferaDeployments, Deployments and StatefulSets whose labels hold every pair (`key=value[,key=value]`)'
+            cand -l 'Only the InferaDeployments, Deployments and StatefulSets whose labels match this selector (`team=a`, `tier in (a,b)`, `!canary`)'
+            cand --selector 'Only the InferaDeployments, Deployments and StatefulSets whose labels match this selector (`team=a`, `tier in (a,b)`, `!canary`)'
             cand --min-ready 'A role with fewer Ready or routable pods than this is below the floor (the below-floor counters and alert)'
             cand --listen 'Serve `/metrics`, `/healthz` and `/readyz` on this address (`0.0.0.0:8491` in a pod; port 0 picks a free one)'
             cand --format 'With `--print-rules`: a PrometheusRule, or a plain rules file'

@@ -254,7 +254,7 @@ complete -c infera -n "__fish_infera_using_subcommand demo" -l timeline -d 'Writ
 complete -c infera -n "__fish_infera_using_subcommand demo" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand demo" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand demo" -s V -l version -d 'Print version'
-complete -c infera -n "__fish_infera_using_subcommand monitor" -s l -l selector -d 'Only the InferaDeployments, Deployments and StatefulSets whose labels hold every pair (`key=value[,key=value]`)' -r
+complete -c infera -n "__fish_infera_using_subcommand monitor" -s l -l selector -d 'Only the InferaDeployments, Deployments and StatefulSets whose labels match this selector (`team=a`, `tier in (a,b)`, `!canary`)' -r
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l min-ready -d 'A role with fewer Ready or routable pods than this is below the floor (the below-floor counters and alert)' -r
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l listen -d 'Serve `/metrics`, `/healthz` and `/readyz` on this address (`0.0.0.0:8491` in a pod; port 0 picks a free one)' -r
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l format -d 'With `--print-rules`: a PrometheusRule, or a plain rules file' -r -f -a "prometheus-rule\t'A prometheus-operator `PrometheusRule` object'

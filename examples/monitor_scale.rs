@@ -24,7 +24,6 @@
 //! benchmark's (`examples/sim_scale.rs`). Numbers go in docs/benchmarks.md,
 //! never in a test.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use infera_monitor::metrics::encode_state;
@@ -123,7 +122,7 @@ fn main() -> anyhow::Result<()> {
     let args = parse_args()?;
     let t0 = Instant::now();
     let base = rss_mib();
-    let mut state = State::new(1, BTreeMap::new(), t0);
+    let mut state = State::new(1, infera_model::selector::Selector::default(), t0);
     let started = Instant::now();
     state.apply_idep(&Event::Init, t0);
     for i in 0..args.ideps {

@@ -526,7 +526,7 @@ pub struct MonitorArgs {
     #[arg(short = 'A', long)]
     pub all_namespaces: bool,
     /// Only the InferaDeployments, Deployments and StatefulSets whose
-    /// labels hold every pair (`key=value[,key=value]`).
+    /// labels match this selector (`team=a`, `tier in (a,b)`, `!canary`).
     #[arg(short = 'l', long, value_name = "SELECTOR")]
     pub selector: Option<String>,
     /// A role with fewer Ready or routable pods than this is below the

@@ -1,10 +1,9 @@
 //! `infera monitor`: flags → options; the rules or manifests printed, or
 //! the service run until SIGTERM / Ctrl-C.
 
-use anyhow::Context;
-
 use crate::cli::{MonitorArgs, RulesFormat};
 use infera_audit::exit::Exit;
+use infera_model::selector::Selector;
 
 /// The namespace the printed objects go in: `-n`, else `default`.
 fn print_namespace(args: &MonitorArgs) -> &str {
@@ -13,6 +12,10 @@ fn print_namespace(args: &MonitorArgs) -> &str {
 
 /// `infera monitor`.
 pub async fn run(args: MonitorArgs) -> anyhow::Result<Exit> {
+    let selector = match args.selector.as_deref() {
+        None => Selector::default(),
+        Some(s) => Selector::parse(s).map_err(|e| anyhow::anyhow!("cannot read -l `{s}`: {e}"))?,
+    };
     if args.print_rules {
         let rules = args.rule_options();
         let doc = match args.format {
@@ -29,12 +32,6 @@ pub async fn run(args: MonitorArgs) -> anyhow::Result<Exit> {
         print!("{}", super::yaml_documents(&objects, "the manifests")?);
         return Ok(Exit::Ok);
     }
-    let selector = match args.selector.as_deref() {
-        None => Default::default(),
-        Some(s) => infera_audit::parse_selector(s).with_context(|| {
-            format!("cannot read -l `{s}`: infera monitor takes key=value[,key=value]")
-        })?,
-    };
     let conn = infera_cluster::connect(&args.cluster_args.options()).await?;
     let opts = infera_monitor::Options {
         namespace: (!args.all_namespaces).then(|| conn.namespace.clone()),

@@ -7,6 +7,7 @@ use std::io::Write;
 use crate::cli::{DrainArgs, RolloutFormat};
 use infera_audit::Outputs;
 use infera_audit::exit::Exit;
+use infera_model::selector::Selector;
 use infera_rollout::Reporter;
 use infera_rollout::drain::{self, DrainOptions, Selection};
 
@@ -21,6 +22,9 @@ pub fn options(args: &DrainArgs) -> Result<DrainOptions, String> {
         ),
         None => None,
     };
+    if let Some(s) = &args.selector {
+        Selector::parse(s).map_err(|e| format!("cannot read -l `{s}`: {e}"))?;
+    }
     if args.nodes.is_empty() == args.selector.is_none() {
         return Err(
             "give NODE names or -l SELECTOR, not both and not neither (as kubectl drain)".into(),

@@ -166,3 +166,36 @@ fn unwritable_report_is_one_line_and_exit_2() {
         .stderr("does not exist")
         .run();
 }
+
+/// A `-l` that does not parse (kubectl's grammar, the model's parser) is
+/// one line naming what was found and what was expected, and exit 2, before
+/// any request: the kubeconfig points at nothing, so reaching for the
+/// cluster would say so instead.
+#[test]
+fn malformed_label_selectors_are_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = kubeconfig(dir.path(), "https://127.0.0.1:9");
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["audit", "-l", "tier in (a,b", "--for", "1m"],
+            "error: cannot read -l `tier in (a,b`: found end of string, expected: ',' or ')'",
+        ),
+        (
+            &["drain", "-l", "pool=mi355x,", "--ignore-daemonsets"],
+            "error: cannot read -l `pool=mi355x,`: found end of string, expected: identifier after ','",
+        ),
+        (
+            &["monitor", "-l", "a b"],
+            "error: cannot read -l `a b`: found 'b', expected: '=', '==', '!=', 'in' or 'notin'",
+        ),
+    ];
+    for (args, says) in cases {
+        case::infera(args)
+            .arg("--kubeconfig")
+            .arg(&config)
+            .status(2)
+            .stderr_starts(says)
+            .stderr_one_line()
+            .run();
+    }
+}

@@ -16,6 +16,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
+use kube::Api;
+use kube::api::{DynamicObject, Patch, PatchParams};
 use serde_json::Value;
 
 use crate::common::process::{Killed, infera, lines, wait_exit};
@@ -556,8 +558,48 @@ async fn api_restarts_and_410s_blind_the_counts_and_a_relist_brings_them_back() 
     sim.shutdown().await;
 }
 
-/// Usage errors are one line and exit 2: a set-based `-l` (the monitor
-/// matches equality pairs), and a `--listen` address already taken.
+/// `-l` takes set-based selectors, as kubectl does: with the
+/// InferaDeployment labelled `team=a`, `team in (a,b),!canary` keeps it and
+/// `team notin (a)` leaves it out of every series.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_set_based_selector_scopes_the_monitor() {
+    let sim = Sim::start("pd-1p1d", 20.0).await;
+    let ideps: Api<DynamicObject> = Api::namespaced_with(
+        sim.client().await,
+        &sim.namespace(),
+        &infera_cluster::inferadeployment_resource(),
+    );
+    let label = serde_json::json!({"metadata": {"labels": {"team": "a"}}});
+    ideps
+        .patch("llama", &PatchParams::default(), &Patch::Merge(label))
+        .await
+        .expect("label the InferaDeployment");
+    let (mut kept, _rx, addr) = spawn_monitor(&sim, &["-l", "team in (a,b),!canary"]);
+    tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| {
+            b.contains("infera_role_routable_pods{namespace=\"llm\",workload=\"idep/llama\",role=\"decode\"} 1")
+        })
+    })
+    .await
+    .unwrap();
+    assert_eq!(terminate(&mut kept.0), 0);
+    let (mut left_out, _rx, addr) = spawn_monitor(&sim, &["-l", "team notin (a)"]);
+    let listed = |b: &str| {
+        ["pods", "inferadeployments", "deployments", "statefulsets"]
+            .iter()
+            .all(|r| b.contains(&format!("infera_watch_up{{resource=\"{r}\"}} 1")))
+    };
+    let body = tokio::task::spawn_blocking(move || scrape_until(addr, "text/plain", listed))
+        .await
+        .unwrap();
+    assert!(!body.contains("workload=\"idep/llama\""), "{body}");
+    assert_eq!(terminate(&mut left_out.0), 0);
+    sim.shutdown().await;
+}
+
+/// Usage errors are one line and exit 2: a `-l` that does not parse (the
+/// error says what was found and what was expected), and a `--listen`
+/// address already taken.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn usage_errors_exit_2_with_one_line() {
     let sim = Sim::start("pd-1p1d", 20.0).await;
@@ -565,8 +607,8 @@ async fn usage_errors_exit_2_with_one_line() {
     let addr = taken.local_addr().unwrap().to_string();
     for (args, says) in [
         (
-            vec!["monitor", "-l", "tier in (a,b)"],
-            "cannot read -l `tier in (a,b)`",
+            vec!["monitor", "-l", "tier in (a,b"],
+            "cannot read -l `tier in (a,b`: found end of string, expected: ',' or ')'",
         ),
         (
             vec!["monitor", "--listen", addr.as_str()],

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::auditor::RoleSpec;
 use infera_model::api::INFERA_DEPLOYMENT;
+use infera_model::selector::Selector;
 use infera_model::worker::LABEL_DEPLOYMENT;
 
 /// What `infera audit` / `infera rollout` act on.
@@ -63,18 +64,14 @@ impl std::fmt::Display for Target {
     }
 }
 
-/// Parse `key=value[,key=value…]` (also `key==value`).
+/// Parse an equality selector, `key=value[,key=value…]` (also
+/// `key==value`), with the model's selector grammar; `None` when it does
+/// not parse, is empty, or holds anything but equalities.
 pub fn parse_selector(s: &str) -> Option<BTreeMap<String, String>> {
-    let mut out = BTreeMap::new();
-    for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once("==").or_else(|| pair.split_once('='))?;
-        let (k, v) = (k.trim(), v.trim());
-        if k.is_empty() || k.contains(['!', ' ']) || v.contains(['=', ' ', '!']) {
-            return None;
-        }
-        out.insert(k.to_string(), v.to_string());
-    }
-    (!out.is_empty()).then_some(out)
+    Selector::parse(s)
+        .ok()?
+        .equality_pairs()
+        .filter(|pairs| !pairs.is_empty())
 }
 
 /// `--role NAME=SELECTOR`, e.g. `decode=app=dec,tier=gpu`.
@@ -94,11 +91,7 @@ pub fn parse_role_flag(s: &str) -> Result<RoleSpec, TargetError> {
 
 /// The label selector string (`k=v,k2=v2`) of a map.
 pub fn selector_string(selector: &BTreeMap<String, String>) -> String {
-    selector
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(",")
+    Selector::from_labels(selector).to_string()
 }
 
 /// The pairs every role's selector shares: the narrowest single watch that
@@ -177,22 +170,11 @@ pub fn deployment_selector(
 ) -> (String, BTreeMap<String, String>) {
     let sel = deploy.spec.as_ref().map(|s| &s.selector);
     let labels = sel.and_then(|s| s.match_labels.clone()).unwrap_or_default();
-    let mut parts: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    for e in sel
-        .and_then(|s| s.match_expressions.as_ref())
-        .into_iter()
-        .flatten()
-    {
-        let values = e.values.clone().unwrap_or_default().join(",");
-        match e.operator.as_str() {
-            "In" => parts.push(format!("{} in ({values})", e.key)),
-            "NotIn" => parts.push(format!("{} notin ({values})", e.key)),
-            "Exists" => parts.push(e.key.clone()),
-            "DoesNotExist" => parts.push(format!("!{}", e.key)),
-            _ => {}
-        }
-    }
-    (parts.join(","), labels)
+    let string = sel
+        .and_then(|s| Selector::from_label_selector(s).ok())
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    (string, labels)
 }
 
 #[cfg(test)]
@@ -232,6 +214,56 @@ mod tests {
             parse_role_flag("b=app=y,team=t").unwrap(),
         ];
         assert_eq!(common_selector(&roles).as_deref(), Some("team=t"));
+    }
+
+    /// `--role`/`--pod-selector` take equalities only; anything else is refused.
+    #[test]
+    fn equality_selectors() {
+        let pairs = |p: &[(&str, &str)]| {
+            p.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>()
+        };
+        let cases = [
+            ("app=x", Some(pairs(&[("app", "x")]))),
+            (
+                " app == x , team=t ",
+                Some(pairs(&[("app", "x"), ("team", "t")])),
+            ),
+            ("", None),
+            ("app!=x", None),
+            ("app in (x)", None),
+            ("app", None),
+            ("app=x,", None),
+            ("a b", None),
+        ];
+        for (input, want) in cases {
+            assert_eq!(parse_selector(input), want, "{input:?}");
+        }
+    }
+
+    /// A Deployment's selector → the watch's selector string and its matchLabels.
+    #[test]
+    fn deployment_selectors() {
+        let cases = [
+            (serde_json::json!({"matchLabels": {"app": "w"}}), "app=w"),
+            (
+                serde_json::json!({"matchLabels": {"app": "w"}, "matchExpressions": [
+                    {"key": "tier", "operator": "In", "values": ["b", "a"]},
+                    {"key": "canary", "operator": "DoesNotExist"}]}),
+                "app=w,!canary,tier in (a,b)",
+            ),
+            (serde_json::json!({}), ""),
+        ];
+        for (selector, want) in cases {
+            let deploy: k8s_openapi::api::apps::v1::Deployment = serde_json::from_value(
+                serde_json::json!({"spec": {"selector": selector, "template": {}}}),
+            )
+            .unwrap();
+            let (string, labels) = deployment_selector(&deploy);
+            assert_eq!(string, want);
+            assert_eq!(labels.contains_key("app"), want.starts_with("app=w"));
+        }
     }
 
     #[test]

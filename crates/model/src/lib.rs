@@ -1,6 +1,6 @@
 //! The infera model: manifests with spans, the `InferaDeployment` types, the
-//! operator's render, rolling arithmetic, scheduling predicates and the
-//! worker facts. No `kube`, `tokio` or `clap`: everything above builds on it.
+//! operator's render, rolling arithmetic, scheduling predicates, label
+//! selectors and the worker facts. No `kube`, `tokio` or `clap`: everything above builds on it.
 
 pub mod accelerator;
 pub mod api;
@@ -14,5 +14,6 @@ pub mod pdb;
 pub mod pod;
 pub mod rolling;
 pub mod scheduling;
+pub mod selector;
 pub mod volume;
 pub mod worker;

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec;
 
 use crate::rolling::scaled_int_or_percent;
-use crate::scheduling::label_selector_matches;
+use crate::selector::label_selector_matches;
 
 /// Whether the budget selects a pod with these labels. policy/v1: a missing
 /// selector selects nothing, an empty one every pod of the namespace

@@ -18,13 +18,13 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::selector::{expression_matches, label_selector_is_empty, label_selector_matches};
 use crate::worker::parse_quantity_milli;
 use k8s_openapi::api::core::v1::{
     Container, Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodAffinityTerm, PodSpec,
     Taint, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 /// The topology key the anti-affinity predicate understands.
 pub const HOSTNAME_TOPOLOGY_KEY: &str = "kubernetes.io/hostname";
@@ -719,10 +719,6 @@ fn node_requirement_matches(
     let values = req.values.as_deref().unwrap_or(&[]);
     let value = labels.get(&req.key);
     match req.operator.as_str() {
-        "In" => value.is_some_and(|v| values.contains(v)),
-        "NotIn" => value.is_none_or(|v| !values.contains(v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
         "Gt" | "Lt" => {
             let (Some(label), [bound]) = (value, values) else {
                 return false;
@@ -733,34 +729,8 @@ fn node_requirement_matches(
                 _ => false,
             }
         }
-        _ => false,
+        op => expression_matches(op, Some(values), value.map(String::as_str)),
     }
-}
-
-/// Does a LabelSelector match these labels? An empty selector matches
-/// everything (as for a Deployment's or an affinity term's selector).
-pub fn label_selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-    let labels_ok = selector
-        .match_labels
-        .as_ref()
-        .is_none_or(|ml| ml.iter().all(|(k, v)| labels.get(k) == Some(v)));
-    labels_ok
-        && selector
-            .match_expressions
-            .as_deref()
-            .unwrap_or(&[])
-            .iter()
-            .all(|req| {
-                let values = req.values.as_deref().unwrap_or(&[]);
-                let value = labels.get(&req.key);
-                match req.operator.as_str() {
-                    "In" => value.is_some_and(|v| values.contains(v)),
-                    "NotIn" => value.is_none_or(|v| !values.contains(v)),
-                    "Exists" => value.is_some(),
-                    "DoesNotExist" => value.is_none(),
-                    _ => false,
-                }
-            })
 }
 
 /// (protocol, hostIP, port) a pod binds on its node. With hostNetwork every
@@ -883,10 +853,11 @@ fn term_matches_pod(
     let namespaces = term.namespaces.as_deref().unwrap_or(&[]);
     let ns_ok = if namespaces.is_empty() && term.namespace_selector.is_none() {
         pod_namespace == term_namespace
-    } else if term.namespace_selector.as_ref().is_some_and(|s| {
-        s.match_labels.as_ref().is_none_or(|m| m.is_empty())
-            && s.match_expressions.as_ref().is_none_or(|m| m.is_empty())
-    }) {
+    } else if term
+        .namespace_selector
+        .as_ref()
+        .is_some_and(label_selector_is_empty)
+    {
         // An empty namespaceSelector means all namespaces.
         true
     } else {

@@ -61,8 +61,8 @@ pub enum MonitorError {
 pub struct Options {
     /// `Some(ns)`: one namespace; `None`: every namespace (`-A`).
     pub namespace: Option<String>,
-    /// `-l`: equality pairs a workload's labels must hold.
-    pub selector: std::collections::BTreeMap<String, String>,
+    /// `-l`: the label selector a workload's labels must match.
+    pub selector: infera_model::selector::Selector,
     pub min_ready: u32,
     pub listen: SocketAddr,
 }

@@ -18,6 +18,7 @@ use serde_json::Value;
 use infera_audit::Auditor;
 use infera_cluster::reflect::{Reflector, namespaced_key};
 use infera_cluster::sight::{Beat, Sight, Transition};
+use infera_model::selector::Selector;
 
 use crate::workloads::{self, Workload, WorkloadKey};
 
@@ -184,8 +185,8 @@ pub struct Watched {
 /// Everything the monitor knows.
 pub struct State {
     pub min_ready: u32,
-    /// `-l`: only workloads whose labels hold every pair.
-    selector: BTreeMap<String, String>,
+    /// `-l`: only workloads whose labels the selector matches.
+    selector: Selector,
     pub pods: Reflector<Pod>,
     ideps: Reflector<Value>,
     pub deployments: Reflector<Deployment>,
@@ -194,17 +195,12 @@ pub struct State {
     pub watches: BTreeMap<Resource, WatchState>,
 }
 
-fn labels_hold(
-    selector: &BTreeMap<String, String>,
-    labels: Option<&BTreeMap<String, String>>,
-) -> bool {
-    selector
-        .iter()
-        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+fn labels_hold(selector: &Selector, labels: Option<&BTreeMap<String, String>>) -> bool {
+    selector.matches_with(|k| labels.and_then(|l| l.get(k)).map(String::as_str))
 }
 
 impl State {
-    pub fn new(min_ready: u32, selector: BTreeMap<String, String>, start: Instant) -> State {
+    pub fn new(min_ready: u32, selector: Selector, start: Instant) -> State {
         State {
             min_ready,
             selector,
@@ -481,7 +477,7 @@ mod tests {
     fn counts_while_current_absent_while_blind() {
         let t0 = Instant::now();
         let at = |ms: u64| t0 + Duration::from_millis(ms);
-        let mut state = State::new(1, BTreeMap::new(), t0);
+        let mut state = State::new(1, Selector::default(), t0);
         listed(&mut state, at(10), &[pod("a", true)]);
         let text = crate::metrics::encode_state(&mut state, at(20));
         assert!(
@@ -542,11 +538,17 @@ mod tests {
     #[test]
     fn a_selector_keeps_only_matching_workloads() {
         let t0 = Instant::now();
-        let mut other = State::new(1, BTreeMap::from([("team".into(), "b".into())]), t0);
-        listed(&mut other, t0, &[pod("a", true)]);
-        assert!(other.workloads.is_empty());
-        let mut same = State::new(1, BTreeMap::from([("team".into(), "a".into())]), t0);
-        listed(&mut same, t0, &[pod("a", true)]);
-        assert_eq!(same.workloads.len(), 1);
+        for (selector, kept) in [
+            ("team=b", false),
+            ("team=a", true),
+            ("team in (a,b)", true),
+            ("team notin (a)", false),
+            ("team,!canary", true),
+            ("!team", false),
+        ] {
+            let mut state = State::new(1, Selector::parse(selector).unwrap(), t0);
+            listed(&mut state, t0, &[pod("a", true)]);
+            assert_eq!(state.workloads.len(), usize::from(kept), "{selector}");
+        }
     }
 }

@@ -10,7 +10,6 @@
 mod report;
 pub use report::ManyReport;
 
-use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::{Mutex, PoisonError};
 
@@ -27,6 +26,7 @@ use super::roles::{Target, TargetError};
 use super::session::AuditSession;
 use infera_cluster::{ClusterError, Connection, inferadeployment_resource};
 use infera_model::api::INFERA_DEPLOYMENT;
+use infera_model::selector::{Operator, Requirement, Selector};
 use infera_model::worker::LABEL_DEPLOYMENT;
 
 /// What `infera audit` was asked to audit: TARGETs, or every
@@ -56,8 +56,8 @@ impl Selection {
         self.targets.len() > 1 || self.selector.is_some() || self.all_namespaces
     }
 
-    /// Check the arguments without the cluster: every TARGET parses, and
-    /// TARGETs are not mixed with `-l`/`-A`. Returns the targets, duplicates
+    /// Check the arguments without the cluster: every TARGET and the `-l`
+    /// selector parse, and TARGETs are not mixed with `-l`/`-A`. Returns the targets, duplicates
     /// dropped.
     pub fn parse(&self) -> Result<Vec<Target>, TargetError> {
         if !self.targets.is_empty() && (self.selector.is_some() || self.all_namespaces) {
@@ -71,6 +71,10 @@ impl Selection {
             return Err(TargetError::Spec(
                 "give a TARGET (idep/NAME, deploy/NAME), or -l SELECTOR".into(),
             ));
+        }
+        if let Some(sel) = &self.selector {
+            Selector::parse(sel)
+                .map_err(|e| TargetError::Spec(format!("cannot read -l `{sel}`: {e}")))?;
         }
         let mut out: Vec<Target> = Vec::new();
         for t in &self.targets {
@@ -220,12 +224,13 @@ fn pod_selector(selected: &[Selected], selectors: &[Option<String>]) -> Option<S
         })
     };
     let all_ideps = !selected.is_empty() && names().count() == selected.len();
-    let ideps: BTreeSet<&str> = names().collect();
     all_ideps.then(|| {
-        format!(
-            "{LABEL_DEPLOYMENT} in ({})",
-            ideps.into_iter().collect::<Vec<_>>().join(",")
-        )
+        let requirement = Requirement {
+            key: LABEL_DEPLOYMENT.to_string(),
+            operator: Operator::In,
+            values: names().map(str::to_string).collect(),
+        };
+        Selector::from_iter([requirement]).to_string()
     })
 }
 

@@ -69,6 +69,13 @@ const LEADER_BARE: &str = "{name: leader, image: x, command: [python3, -m, sglan
 const PIN: &str = "nodeSelector: {kubernetes.io/hostname: gpu-1}";
 const READY: &str = "readinessProbe: {httpGet: {path: /ready, port: 30090}, timeoutSeconds: 10}";
 
+/// A required pod anti-affinity on the hostname, of this label selector (flow style).
+fn anti(selector: &str) -> String {
+    format!(
+        "affinity: {{podAntiAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: [{{topologyKey: kubernetes.io/hostname, labelSelector: {{{selector}}}}}]}}}}"
+    )
+}
+
 /// (rule, what the row shows, manifest, fires).
 #[rustfmt::skip]
 fn cases() -> Vec<(&'static str, &'static str, String, bool)> {
@@ -93,6 +100,8 @@ fn cases() -> Vec<(&'static str, &'static str, String, bool)> {
         ("IR004", "8 of 8 GPUs, not pinned", idep_pod(&format!("{{containers: [{}]}}", engine(&gpus(8)))), true),
         ("IR004", "4 of 8 GPUs, not pinned", idep_pod(&format!("{{containers: [{}]}}", engine(&gpus(4)))), false),
         ("IR004", "8 of 8 GPUs, pinned (IR002's)", idep_pod(&format!("{{{PIN}, containers: [{}]}}", engine(&gpus(8)))), false),
+        ("IR004", "anti-affine to its own pods by expression", idep_pod(&format!("{{{}, containers: [{}]}}", anti("matchExpressions: [{key: infera.amd.com/deployment, operator: In, values: [t, u]}]"), engine(""))), true),
+        ("IR004", "anti-affine to other pods by expression", idep_pod(&format!("{{{}, containers: [{}]}}", anti("matchExpressions: [{key: infera.amd.com/deployment, operator: NotIn, values: [t]}]"), engine(""))), false),
         // IR005 probe-not-registration
         ("IR005", "probes /health", idep_pod(&format!("{{containers: [{}]}}", engine("readinessProbe: {httpGet: {path: /health, port: 30000}}"))), true),
         ("IR005", "probes /health, two replicas", idep_pod(&format!("{{containers: [{}]}}", engine("readinessProbe: {httpGet: {path: /health, port: 30000}}"))).replace("worker,", "worker, replicas: 2,"), true),

@@ -13,6 +13,7 @@ use super::finding::RuleMeta;
 use super::finding::Severity;
 use infera_model::manifest::node::{Path, Seg};
 use infera_model::operator::{Generation, ReadinessPort, Role, Strategy};
+use infera_model::selector::label_selector_matches;
 
 mod budget_blocks_drain;
 mod gpu_request_below_parallelism;
@@ -641,7 +642,8 @@ impl Workload<'_> {
         ports
     }
 
-    /// True when the pod's required anti-affinity on hostname matches its own labels.
+    /// True when the pod's required anti-affinity on hostname matches its own
+    /// labels (a null selector matches no pod, an empty one every pod).
     pub fn anti_affine_to_itself(&self, own_labels: &BTreeMap<String, String>) -> bool {
         let Some(terms) = self
             .pod
@@ -657,12 +659,9 @@ impl Workload<'_> {
         };
         terms.iter().any(|t| {
             t.topology_key == "kubernetes.io/hostname"
-                && t.label_selector.as_ref().is_some_and(|sel| {
-                    sel.match_labels
-                        .as_ref()
-                        .is_some_and(|m| m.iter().all(|(k, v)| own_labels.get(k) == Some(v)))
-                        && sel.match_expressions.as_ref().is_none_or(|e| e.is_empty())
-                })
+                && t.label_selector
+                    .as_ref()
+                    .is_some_and(|sel| label_selector_matches(sel, own_labels))
         })
     }
 }

@@ -7,6 +7,8 @@
 
 use axum::body::Body;
 use axum::http::Response;
+use infera_model::selector::Selector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{Value, json};
 
 use super::Shared;
@@ -81,17 +83,13 @@ pub(crate) fn patch(
 
 fn scale_of(kind: Kind, obj: &Value) -> Value {
     let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
-    let selector = match obj
-        .pointer("/spec/selector/matchLabels")
-        .and_then(Value::as_object)
-    {
-        Some(labels) => labels
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-            .collect::<Vec<_>>()
-            .join(","),
-        None => String::new(),
-    };
+    // `status.selector` is the selector's string form (`LabelSelectorAsSelector`).
+    let selector = obj
+        .pointer("/spec/selector")
+        .and_then(|s| serde_json::from_value::<LabelSelector>(s.clone()).ok())
+        .and_then(|s| Selector::from_label_selector(&s).ok())
+        .map(|s| s.to_string())
+        .unwrap_or_default();
     let _ = kind;
     json!({
         "kind": "Scale",

@@ -1,9 +1,9 @@
-//! Label and field selectors, parsed as upstream's `labels.Parse` and
-//! `fields.ParseSelector` accept them. Field selectors are limited to the
-//! field labels upstream registers for each kind ([`supported_field`]).
+//! Label and field selectors, parsed as upstream's `labels.Parse` (the
+//! model's [`Selector`]) and `fields.ParseSelector` accept them. Field
+//! selectors are limited to the field labels upstream registers for each
+//! kind ([`supported_field`]).
 
-use std::collections::BTreeSet;
-
+use infera_model::selector::{Selector, SelectorError};
 use serde_json::Value;
 
 use crate::store::Kind;
@@ -55,22 +55,6 @@ pub fn supported_field(kind: Kind, label: &str) -> bool {
         }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum LabelTerm {
-    Equals(String, String),
-    NotEquals(String, String),
-    In(String, BTreeSet<String>),
-    NotIn(String, BTreeSet<String>),
-    Exists(String),
-    DoesNotExist(String),
-}
-
-/// A parsed `labelSelector`; the empty selector matches everything.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LabelSelector {
-    terms: Vec<LabelTerm>,
-}
-
 /// Split on commas that are not inside parentheses.
 fn split_terms(s: &str) -> Vec<&str> {
     let mut out = Vec::new();
@@ -94,94 +78,25 @@ fn split_terms(s: &str) -> Vec<&str> {
         .collect()
 }
 
-fn valid_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.len() <= 317
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
-}
-
-fn valid_value(v: &str) -> bool {
-    v.len() <= 63
-        && v.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
-fn parse_set(rest: &str) -> Result<BTreeSet<String>, String> {
-    let rest = rest.trim();
-    let inner = rest
-        .strip_prefix('(')
-        .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| format!("expected a parenthesised set of values, found {rest:?}"))?;
-    let values: BTreeSet<String> = inner
-        .split(',')
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .map(str::to_string)
-        .collect();
-    if let Some(bad) = values.iter().find(|v| !valid_value(v)) {
-        return Err(format!("invalid label value: {bad:?}"));
-    }
-    Ok(values)
-}
+/// A request's `labelSelector`, read as upstream's `labels.Parse`
+/// ([`Selector`]); the empty selector matches everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LabelSelector(Selector);
 
 impl LabelSelector {
-    pub fn parse(s: &str) -> Result<LabelSelector, String> {
-        let mut terms = Vec::new();
-        for term in split_terms(s) {
-            let parsed = if let Some(key) = term.strip_prefix('!') {
-                LabelTerm::DoesNotExist(key.trim().to_string())
-            } else if let Some((k, v)) = term.split_once("!=") {
-                LabelTerm::NotEquals(k.trim().to_string(), v.trim().to_string())
-            } else if let Some((k, v)) = term.split_once("==") {
-                LabelTerm::Equals(k.trim().to_string(), v.trim().to_string())
-            } else if let Some((k, v)) = term.split_once('=') {
-                LabelTerm::Equals(k.trim().to_string(), v.trim().to_string())
-            } else if let Some((k, rest)) = term.split_once(" notin ") {
-                LabelTerm::NotIn(k.trim().to_string(), parse_set(rest)?)
-            } else if let Some((k, rest)) = term.split_once(" in ") {
-                LabelTerm::In(k.trim().to_string(), parse_set(rest)?)
-            } else if term.contains(['(', ')', ' ', '<', '>']) {
-                return Err(format!("unable to parse requirement: {term:?}"));
-            } else {
-                LabelTerm::Exists(term.to_string())
-            };
-            let (key, value) = match &parsed {
-                LabelTerm::Equals(k, v) | LabelTerm::NotEquals(k, v) => (k, Some(v)),
-                LabelTerm::In(k, _)
-                | LabelTerm::NotIn(k, _)
-                | LabelTerm::Exists(k)
-                | LabelTerm::DoesNotExist(k) => (k, None),
-            };
-            if !valid_key(key) {
-                return Err(format!("invalid label key {key:?}"));
-            }
-            if let Some(v) = value
-                && !valid_value(v)
-            {
-                return Err(format!("invalid label value: {v:?}"));
-            }
-            terms.push(parsed);
-        }
-        Ok(LabelSelector { terms })
+    pub fn parse(s: &str) -> Result<LabelSelector, SelectorError> {
+        Selector::parse(s).map(LabelSelector)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.terms.is_empty()
+        self.0.is_empty()
     }
 
-    /// Whether an object's `metadata.labels` satisfy every term.
+    /// Whether an object's `metadata.labels` satisfy every requirement.
     pub fn matches(&self, obj: &Value) -> bool {
         let labels = obj.pointer("/metadata/labels").and_then(Value::as_object);
-        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-        self.terms.iter().all(|t| match t {
-            LabelTerm::Equals(k, v) => get(k) == Some(v.as_str()),
-            LabelTerm::NotEquals(k, v) => get(k) != Some(v.as_str()),
-            LabelTerm::In(k, set) => get(k).is_some_and(|x| set.contains(x)),
-            LabelTerm::NotIn(k, set) => get(k).is_none_or(|x| !set.contains(x)),
-            LabelTerm::Exists(k) => get(k).is_some(),
-            LabelTerm::DoesNotExist(k) => get(k).is_none(),
-        })
+        self.0
+            .matches_with(|k| labels.and_then(|l| l.get(k)).and_then(Value::as_str))
     }
 }
 

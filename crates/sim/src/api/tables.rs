@@ -1,6 +1,8 @@
 //! Server-side printing (`Accept: application/json;as=Table;g=meta.k8s.io`):
 //! the columns kubectl shows, computed as upstream's printers compute them.
 
+use infera_model::selector::format_label_selector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{Value, json};
 
 use crate::store::Kind;
@@ -256,41 +258,12 @@ fn template_containers(obj: &Value) -> (String, String) {
     (names.join(","), images.join(","))
 }
 
+/// `spec.selector` as `kubectl get -o wide` prints it.
 fn selector_string(obj: &Value) -> String {
-    let mut parts = Vec::new();
-    if let Some(labels) = obj
-        .pointer("/spec/selector/matchLabels")
-        .and_then(Value::as_object)
-    {
-        for (k, v) in labels {
-            parts.push(format!("{k}={}", v.as_str().unwrap_or_default()));
-        }
-    }
-    if let Some(exprs) = obj
-        .pointer("/spec/selector/matchExpressions")
-        .and_then(Value::as_array)
-    {
-        for e in exprs {
-            let key = s(e, "/key").unwrap_or_default();
-            let values: Vec<&str> = e
-                .get("values")
-                .and_then(Value::as_array)
-                .map(|v| v.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            match s(e, "/operator") {
-                Some("In") => parts.push(format!("{key} in ({})", values.join(","))),
-                Some("NotIn") => parts.push(format!("{key} notin ({})", values.join(","))),
-                Some("Exists") => parts.push(key.to_string()),
-                Some("DoesNotExist") => parts.push(format!("!{key}")),
-                _ => {}
-            }
-        }
-    }
-    if parts.is_empty() {
-        "<none>".into()
-    } else {
-        parts.join(",")
-    }
+    let selector: Option<LabelSelector> = obj
+        .pointer("/spec/selector")
+        .and_then(|s| serde_json::from_value(s.clone()).ok());
+    format_label_selector(selector.as_ref())
 }
 
 fn cells(kind: Kind, o: &Value) -> Vec<Value> {

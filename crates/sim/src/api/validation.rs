@@ -16,6 +16,8 @@
 //! decodes into the k8s-openapi types and looks for what did not survive.
 //! Custom resources are not checked (their schemas are not modelled).
 
+use infera_model::selector::{label_selector_is_empty, label_selector_matches_with};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -175,48 +177,33 @@ fn go_map(v: Option<&Value>) -> String {
     format!("map[string]string{{{}}}", entries.join(", "))
 }
 
-fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool {
+/// A workload's selector: not empty, matching the template's labels
+/// (the model's [`label_selector_matches_with`]), unchanged.
+fn check_selector(sel: &Value, obj: &Value, old: Option<&Value>, what: &str) -> Vec<String> {
+    // Decoding has already refused any other shape; a failure reads as empty.
+    let selector: LabelSelector = serde_json::from_value(sel.clone()).unwrap_or_default();
+    if label_selector_is_empty(&selector) {
+        return vec![format!(
+            "spec.selector: Invalid value: {sel}: empty selector is invalid for {what}"
+        )];
+    }
+    let mut errors = Vec::new();
+    let labels = obj.pointer("/spec/template/metadata/labels");
     let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-    let match_labels = selector
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .all(|(k, v)| get(k) == v.as_str());
-    let expressions = selector
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .all(|e| {
-            let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
-            let values: Vec<&str> = e
-                .get("values")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            match e.get("operator").and_then(Value::as_str) {
-                Some("In") => get(key).is_some_and(|v| values.contains(&v)),
-                Some("NotIn") => get(key).is_none_or(|v| !values.contains(&v)),
-                Some("Exists") => get(key).is_some(),
-                Some("DoesNotExist") => get(key).is_none(),
-                _ => false,
-            }
-        });
-    match_labels && expressions
-}
-
-fn selector_empty(selector: &Value) -> bool {
-    let empty = |k: &str| {
-        selector.get(k).is_none_or(|v| {
-            v.as_object().is_some_and(|m| m.is_empty())
-                || v.as_array().is_some_and(|a| a.is_empty())
-                || v.is_null()
-        })
-    };
-    empty("matchLabels") && empty("matchExpressions")
+    if !label_selector_matches_with(&selector, get) {
+        errors.push(format!(
+            "spec.template.metadata.labels: Invalid value: {}: `selector` does not match template `labels`",
+            go_map(labels)
+        ));
+    }
+    if let Some(old_sel) = old.and_then(|o| o.pointer("/spec/selector"))
+        && old_sel != sel
+    {
+        errors.push(format!(
+            "spec.selector: Invalid value: {sel}: field is immutable"
+        ));
+    }
+    errors
 }
 
 fn containers(spec: Option<&Value>, path: &str, errors: &mut Vec<String>) {
@@ -269,25 +256,7 @@ pub fn errors(kind: Kind, obj: &Value, old: Option<&Value>) -> Vec<String> {
                 .filter(|s| !s.is_null())
             {
                 None => errors.push("spec.selector: Required value".into()),
-                Some(sel) if selector_empty(sel) => errors.push(format!(
-                    "spec.selector: Invalid value: {sel}: empty selector is invalid for {what}"
-                )),
-                Some(sel) => {
-                    let labels = obj.pointer("/spec/template/metadata/labels");
-                    if !selector_matches(sel, labels) {
-                        errors.push(format!(
-                            "spec.template.metadata.labels: Invalid value: {}: `selector` does not match template `labels`",
-                            go_map(labels)
-                        ));
-                    }
-                    if let Some(old_sel) = old.and_then(|o| o.pointer("/spec/selector"))
-                        && old_sel != sel
-                    {
-                        errors.push(format!(
-                            "spec.selector: Invalid value: {sel}: field is immutable"
-                        ));
-                    }
-                }
+                Some(sel) => errors.extend(check_selector(sel, obj, old, what)),
             }
             containers(
                 obj.pointer("/spec/template/spec"),
