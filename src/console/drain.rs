@@ -8,7 +8,7 @@ use crate::cli::{DrainArgs, RolloutFormat};
 use infera_audit::Outputs;
 use infera_audit::exit::Exit;
 use infera_rollout::Reporter;
-use infera_rollout::drain::{self, DrainOptions, Selection};
+use infera_rollout::drain::{self, DrainOptions, DryRun, Selection};
 
 use super::{Terminal, command_line, ctrl_c, finish_many, interactive, page_context, usage};
 
@@ -45,10 +45,38 @@ pub fn options(args: &DrainArgs) -> Result<DrainOptions, String> {
         },
         grace_period: (args.grace_period >= 0).then_some(args.grace_period),
         timeout: (!args.timeout.is_zero()).then_some(args.timeout),
-        dry_run: args.dry_run,
+        dry_run: dry_run(&args.dry_run)?,
         force: args.force,
         rollout,
     })
+}
+
+/// `--dry-run[=STRATEGY]` as kubectl reads it (`GetDryRunStrategy`): bare
+/// (clap's missing value `unchanged`, kubectl's NoOptDefVal) and the old
+/// booleans still work, with kubectl's deprecation warning on stderr.
+fn dry_run(flag: &str) -> Result<DryRun, String> {
+    let (strategy, instead) = match flag {
+        "none" => return Ok(DryRun::None),
+        "client" => return Ok(DryRun::Client),
+        "server" => return Ok(DryRun::Server),
+        "unchanged" => {
+            eprintln!(
+                "warning: --dry-run is deprecated and can be replaced with --dry-run=client."
+            );
+            return Ok(DryRun::Client);
+        }
+        "true" | "1" | "t" | "T" | "TRUE" | "True" => (DryRun::Client, "client"),
+        "false" | "0" | "f" | "F" | "FALSE" | "False" => (DryRun::None, "none"),
+        _ => {
+            return Err(format!(
+                "Invalid dry-run value ({flag}). Must be \"none\", \"server\", or \"client\"."
+            ));
+        }
+    };
+    eprintln!(
+        "warning: --dry-run={flag} is deprecated (boolean value) and can be replaced with --dry-run={instead}."
+    );
+    Ok(strategy)
 }
 
 /// `infera drain NODE… | -l SELECTOR`.
