@@ -27,7 +27,7 @@ use crate::common::sim::{Sim, is_ready, now_ms, pods_of};
 const NS: &str = "llm";
 const DRAIN_ANNOTATION: &str = "infera.amd.com/drain-in-flight";
 
-fn node_of(pod: &Value) -> String {
+pub(crate) fn node_of(pod: &Value) -> String {
     pod.pointer("/spec/nodeName")
         .and_then(Value::as_str)
         .unwrap_or_default()
@@ -47,7 +47,7 @@ fn node(store: &Store, name: &str) -> Value {
         .unwrap_or_else(|| panic!("node {name}"))
 }
 
-fn cordoned(store: &Store, name: &str) -> bool {
+pub(crate) fn cordoned(store: &Store, name: &str) -> bool {
     node(store, name).pointer("/spec/unschedulable") == Some(&json!(true))
 }
 
@@ -79,7 +79,7 @@ fn drain_cmd(kubeconfig: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-async fn run(kubeconfig: &Path, args: &[&str]) -> (i32, String) {
+pub(crate) async fn run(kubeconfig: &Path, args: &[&str]) -> (i32, String) {
     let mut cmd = drain_cmd(kubeconfig, args);
     let out: Output = tokio::task::spawn_blocking(move || cmd.output().expect("run infera"))
         .await

@@ -145,6 +145,13 @@ fn column_specs(kind: Kind) -> &'static [(&'static str, &'static str, u8)] {
             ("Images", "string", 1),
             ("Selector", "string", 1),
         ],
+        Kind::StatefulSet => &[
+            ("Name", "string", 0),
+            ("Ready", "string", 0),
+            ("Age", "string", 0),
+            ("Containers", "string", 1),
+            ("Images", "string", 1),
+        ],
         Kind::Node => &[
             ("Name", "string", 0),
             ("Status", "string", 0),
@@ -326,6 +333,20 @@ fn cells(kind: Kind, o: &Value) -> Vec<Value> {
                 json!(containers),
                 json!(images),
                 json!(selector_string(o)),
+            ]
+        }
+        Kind::StatefulSet => {
+            let (containers, images) = template_containers(o);
+            vec![
+                json!(name),
+                json!(format!(
+                    "{}/{}",
+                    i(o, "/status/readyReplicas"),
+                    i(o, "/spec/replicas")
+                )),
+                json!(age),
+                json!(containers),
+                json!(images),
             ]
         }
         Kind::Node => node_cells(name, age, o),
