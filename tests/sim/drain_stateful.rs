@@ -2,7 +2,8 @@
 //! LeaderWorkerSet group, on the simulator's StatefulSet and
 //! LeaderWorkerSet controllers: each gets a verdict, their pods on the node
 //! are evicted (never a restart of the whole workload), and the
-//! controllers bring the replacements back elsewhere under the same names.
+//! controllers bring the replacements back elsewhere under the same names;
+//! a LeaderWorkerSet worker evicted alone recreates its whole group.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -11,8 +12,8 @@ use infera_model::api::LEADER_WORKER_SET;
 use infera_sim::kind::Kind;
 use infera_sim::store::Store;
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, DynamicObject, EvictParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::common::sim::{Sim, is_ready};
@@ -155,6 +156,23 @@ async fn statefulset_and_lws_pods_are_evicted_and_come_back_elsewhere() {
     }
     for name in ["db-1", "grp-1", "grp-1-1"] {
         assert_eq!(after[name].1, before[name].1, "{name} untouched: {after:?}");
+    }
+    // RecreateGroupOnPodRestart: a worker evicted alone takes its leader
+    // with it, and the group comes back whole.
+    let pods: Api<Pod> = Api::namespaced(sim.client().await, NS);
+    pods.evict("grp-1-1", &EvictParams::default())
+        .await
+        .expect("evict grp-1-1");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let now = state_pods(sim.store());
+        let renewed = |n: &str| now.get(n).is_some_and(|p| p.2 && p.1 != after[n].1);
+        if renewed("grp-1") && renewed("grp-1-1") {
+            assert_eq!(now["db-1"].1, after["db-1"].1);
+            break;
+        }
+        assert!(Instant::now() < deadline, "group 1 not recreated: {now:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     sim.shutdown().await;
 }
