@@ -9,7 +9,7 @@
 //! and names the phase; `--dry-run=server` sends everything with
 //! `dryRun=All` and changes nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,7 +21,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use crate::common::process::{infera, lines, wait_exit};
+use crate::common::process::{infera, lines, read_until, wait_exit};
 use crate::common::sim::{Sim, is_ready, now_ms, pods_of};
 
 const NS: &str = "llm";
@@ -206,18 +206,9 @@ async fn kill_mid_move(kubeconfig: &Path, target: &str) -> String {
             .spawn()
             .expect("spawn infera");
         let rx = lines(&mut child);
-        let mut seen = Vec::new();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let line = rx
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .unwrap_or_else(|_| panic!("no weights-loading line:\n{}", seen.join("\n")));
-            let hit = line.contains("weights-loading");
-            seen.push(line);
-            if hit {
-                break;
-            }
-        }
+        let seen = read_until(&rx, "weights-loading", |line| {
+            line.contains("weights-loading")
+        });
         let pid = child.id().to_string();
         let killed = Command::new("kill").args(["-KILL", &pid]).status();
         assert!(killed.is_ok_and(|s| s.success()), "kill -KILL {pid}");
@@ -228,28 +219,41 @@ async fn kill_mid_move(kubeconfig: &Path, target: &str) -> String {
     .expect("join")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigkill_mid_move_then_rerun_resumes_without_a_second_restart() {
+/// pd-1p1d with a drain of the decode pod's node SIGKILLed mid-move:
+/// the simulator, the node, and the restart label the move applied.
+async fn killed_mid_move() -> (Sim, String, String) {
     let sim = Sim::start("pd-1p1d", 30.0).await;
     let target = node_holding(sim.store(), "decode");
-    let kubeconfig: PathBuf = sim.kubeconfig().to_path_buf();
-    let seen = kill_mid_move(&kubeconfig, &target).await;
+    let seen = kill_mid_move(sim.kubeconfig(), &target).await;
     let store = sim.store();
     let first = restart_label(store).unwrap_or_else(|| panic!("no restart applied:\n{seen}"));
-    assert!(cordoned(store, &target), "{seen}");
     let record = drain_record(store, &target).unwrap_or_else(|| panic!("no record:\n{seen}"));
     assert!(record.contains("llm/idep/llama/decode"), "{record}");
-    let from = now_ms();
-    let (code, text) = run(&kubeconfig, &[&target]).await;
-    let to = now_ms();
+    (sim, target, first)
+}
+
+/// A rerun's output: it resumed the move in flight and restarted nothing
+/// again.
+fn assert_resumed(code: i32, text: &str, store: &Store, first: &str) {
     assert_eq!(code, 0, "rerun:\n{text}");
     assert!(text.contains("Resuming the drain"), "{text}");
     assert!(text.contains("resuming: trigger already applied"), "{text}");
     assert_eq!(
-        restart_label(store).as_ref(),
-        Some(&first),
+        restart_label(store).as_deref(),
+        Some(first),
         "restarted a second time:\n{text}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_move_then_rerun_resumes_without_a_second_restart() {
+    let (sim, target, first) = killed_mid_move().await;
+    let store = sim.store();
+    assert!(cordoned(store, &target));
+    let from = now_ms();
+    let (code, text) = run(sim.kubeconfig(), &[&target]).await;
+    let to = now_ms();
+    assert_resumed(code, &text, store, &first);
     for (role, ready, routable) in truth_minima(&sim, from, to) {
         assert!(
             ready >= 1 && routable >= 1,
@@ -259,7 +263,7 @@ async fn sigkill_mid_move_then_rerun_resumes_without_a_second_restart() {
     assert_eq!(live_pods_on(store, &target), Vec::<String>::new());
     assert_eq!(drain_record(store, &target), None);
     // A third run finds nothing to do and restarts nothing.
-    let (code, text) = run(&kubeconfig, &[&target]).await;
+    let (code, text) = run(sim.kubeconfig(), &[&target]).await;
     assert_eq!(code, 0, "{text}");
     assert_eq!(restart_label(store), Some(first), "{text}");
     sim.shutdown().await;
@@ -267,12 +271,8 @@ async fn sigkill_mid_move_then_rerun_resumes_without_a_second_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rerun_after_a_manual_uncordon_resumes_without_a_second_restart() {
-    let sim = Sim::start("pd-1p1d", 30.0).await;
-    let target = node_holding(sim.store(), "decode");
-    let kubeconfig: PathBuf = sim.kubeconfig().to_path_buf();
-    let seen = kill_mid_move(&kubeconfig, &target).await;
+    let (sim, target, first) = killed_mid_move().await;
     let store = sim.store();
-    let first = restart_label(store).unwrap_or_else(|| panic!("no restart applied:\n{seen}"));
     // What `kubectl uncordon` sends (its two-way merge patch).
     let uncordon = json!({"spec": {"unschedulable": null}});
     Api::<Node>::all(sim.client().await)
@@ -280,17 +280,13 @@ async fn a_rerun_after_a_manual_uncordon_resumes_without_a_second_restart() {
         .await
         .expect("uncordon");
     assert!(!cordoned(store, &target));
-    let record = drain_record(store, &target).unwrap_or_else(|| panic!("record lost:\n{seen}"));
-    assert!(record.contains("llm/idep/llama/decode"), "{record}");
-    let (code, text) = run(&kubeconfig, &[&target]).await;
-    assert_eq!(code, 0, "rerun:\n{text}");
-    assert!(text.contains("Resuming the drain"), "{text}");
-    assert!(text.contains("resuming: trigger already applied"), "{text}");
-    assert_eq!(
-        restart_label(store),
-        Some(first),
-        "restarted a second time:\n{text}"
+    let record = drain_record(store, &target).unwrap_or_default();
+    assert!(
+        record.contains("llm/idep/llama/decode"),
+        "record lost: {record}"
     );
+    let (code, text) = run(sim.kubeconfig(), &[&target]).await;
+    assert_resumed(code, &text, store, &first);
     assert!(cordoned(store, &target), "the rerun cordons again\n{text}");
     assert_eq!(live_pods_on(store, &target), Vec::<String>::new());
     assert_eq!(drain_record(store, &target), None);

@@ -300,6 +300,15 @@ fn selector_string(obj: &Value) -> String {
     }
 }
 
+/// `READY` of a Deployment or a StatefulSet: ready of desired.
+fn ready_of(o: &Value) -> Value {
+    json!(format!(
+        "{}/{}",
+        i(o, "/status/readyReplicas"),
+        i(o, "/spec/replicas")
+    ))
+}
+
 fn cells(kind: Kind, o: &Value) -> Vec<Value> {
     let name = s(o, "/metadata/name").unwrap_or_default().to_string();
     let age = since(o.pointer("/metadata/creationTimestamp"));
@@ -309,11 +318,7 @@ fn cells(kind: Kind, o: &Value) -> Vec<Value> {
             let (containers, images) = template_containers(o);
             vec![
                 json!(name),
-                json!(format!(
-                    "{}/{}",
-                    i(o, "/status/readyReplicas"),
-                    i(o, "/spec/replicas")
-                )),
+                ready_of(o),
                 json!(i(o, "/status/updatedReplicas")),
                 json!(i(o, "/status/availableReplicas")),
                 json!(age),
@@ -339,11 +344,7 @@ fn cells(kind: Kind, o: &Value) -> Vec<Value> {
             let (containers, images) = template_containers(o);
             vec![
                 json!(name),
-                json!(format!(
-                    "{}/{}",
-                    i(o, "/status/readyReplicas"),
-                    i(o, "/spec/replicas")
-                )),
+                ready_of(o),
                 json!(age),
                 json!(containers),
                 json!(images),
