@@ -388,7 +388,8 @@ pub struct DrainArgs {
     /// terminationGracePeriodSeconds).
     #[arg(long, value_name = "SECONDS", default_value_t = -1, allow_hyphen_values = true)]
     pub grace_period: i64,
-    /// Give up after this long (0: wait for ever); the node stays cordoned.
+    /// Give up after this long, one deadline from the cordon over the moves,
+    /// the evictions and the wait (0: wait for ever); the node stays cordoned.
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
     pub timeout: Duration,
     /// kubectl's: `none` (drain), `client` (print the plan, send nothing that
