@@ -130,3 +130,46 @@ pub async fn drain(args: DrainArgs) -> anyhow::Result<Exit> {
     }
     Ok(finish_many(&report, &outputs, &page))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn dry_run_reads_as_kubectl_does() {
+        let cases = [
+            ("none", Some(DryRun::None)),
+            ("client", Some(DryRun::Client)),
+            ("server", Some(DryRun::Server)),
+            ("unchanged", Some(DryRun::Client)),
+            ("true", Some(DryRun::Client)),
+            ("false", Some(DryRun::None)),
+            ("maybe", None),
+        ];
+        for (flag, want) in cases {
+            assert_eq!(dry_run(flag).ok(), want, "{flag}");
+        }
+        let e = dry_run("maybe").unwrap_err();
+        assert_eq!(
+            e,
+            "Invalid dry-run value (maybe). Must be \"none\", \"server\", or \"client\"."
+        );
+        // Bare `--dry-run` takes no value from the next word (kubectl's
+        // NoOptDefVal): the node stays a node.
+        let args = drain_args(&["--dry-run", "gpu-node-0"]);
+        assert_eq!(args.nodes, ["gpu-node-0"]);
+        assert_eq!(dry_run(&args.dry_run), Ok(DryRun::Client));
+        let args = drain_args(&["gpu-node-0"]);
+        assert_eq!(dry_run(&args.dry_run), Ok(DryRun::None));
+    }
+
+    fn drain_args(extra: &[&str]) -> DrainArgs {
+        let mut argv = vec!["infera", "drain"];
+        argv.extend_from_slice(extra);
+        match crate::cli::Cli::try_parse_from(argv).map(|c| c.command) {
+            Ok(crate::cli::Command::Drain(args)) => args,
+            other => panic!("not a drain command: {other:?}"),
+        }
+    }
+}
