@@ -141,6 +141,12 @@ async fn draining_the_only_decode_pods_node_keeps_every_role_serving() {
         .find(|w| w["workload"] == "idep/llama decode")
         .unwrap_or_else(|| panic!("{plan}"));
     assert_eq!(decode["verdict"], "move", "{decode}");
+    // One replica, no budget: lint's live-only IR014, the verdict unchanged.
+    let finding = decode["findings"][0].as_str().unwrap_or_default();
+    assert!(
+        finding.starts_with("IR014 single-replica-no-budget"),
+        "{decode}"
+    );
     assert_eq!(
         (
             decode["ready_now"].as_u64(),
