@@ -13,6 +13,7 @@ use infera_sim::kind::Kind;
 use infera_sim::store::Store;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DynamicObject, EvictParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
@@ -131,10 +132,34 @@ async fn statefulset_and_lws_pods_are_evicted_and_come_back_elsewhere() {
     ] {
         assert_eq!(before[name].0 == target, on, "{name}: {before:?}");
     }
+    // A budget on db: the disruption controller's StatefulSet finder
+    // counts its 2 replicas, so it allows 1.
+    let budget: PodDisruptionBudget = serde_json::from_value(json!({
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "db", "namespace": NS},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "db"}}}
+    }))
+    .expect("budget");
+    Api::<PodDisruptionBudget>::namespaced(sim.client().await, NS)
+        .create(&PostParams::default(), &budget)
+        .await
+        .expect("create budget");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let allowed = "/status/disruptionsAllowed";
+    while sim
+        .store()
+        .get(Kind::PodDisruptionBudget, Some(NS), "db")
+        .and_then(|b| b.pointer(allowed).cloned())
+        != Some(json!(1))
+    {
+        assert!(Instant::now() < deadline, "the budget never allowed 1");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let args = [target.as_str(), "--pod-selector", "tier=state"];
     let (code, text) = run(sim.kubeconfig(), &args).await;
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("sts/db → evict"), "{text}");
+    assert!(text.contains("db (1)"), "the budget in the plan: {text}");
     assert!(text.contains("lws/grp → evict"), "{text}");
     for pod in ["db-0", "grp-0", "grp-0-1"] {
         assert!(

@@ -228,7 +228,10 @@ impl Manager {
     fn mark_for(&mut self, kind: Kind, v: &Value, deleted: bool) {
         let key = key_of(v);
         let owner = cache::controller_uid(v).map(str::to_string);
-        if matches!(kind, Kind::Pod | Kind::ReplicaSet | Kind::Deployment) {
+        if matches!(
+            kind,
+            Kind::Pod | Kind::ReplicaSet | Kind::Deployment | Kind::StatefulSet
+        ) {
             self.mark_pdbs(&key.0);
         }
         match kind {
