@@ -335,6 +335,10 @@ _infera() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --dry-run)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --stall-after)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -173,7 +173,8 @@ complete -c infera -n "__fish_infera_using_subcommand audit" -s V -l version -d 
 complete -c infera -n "__fish_infera_using_subcommand drain" -s l -l selector -d 'Drain the nodes matching this label selector instead' -r
 complete -c infera -n "__fish_infera_using_subcommand drain" -l pod-selector -d 'Only evict pods matching this label selector (`key=value[,…]`)' -r
 complete -c infera -n "__fish_infera_using_subcommand drain" -l grace-period -d 'Seconds each evicted pod gets to terminate (negative: its own terminationGracePeriodSeconds)' -r
-complete -c infera -n "__fish_infera_using_subcommand drain" -l timeout -d 'Give up after this long (0: wait for ever); the node stays cordoned' -r
+complete -c infera -n "__fish_infera_using_subcommand drain" -l timeout -d 'Give up after this long, one deadline from the cordon over the moves, the evictions and the wait (0: wait for ever); the node stays cordoned' -r
+complete -c infera -n "__fish_infera_using_subcommand drain" -l dry-run -d 'kubectl\'s: `none` (drain), `client` (print the plan, send nothing that changes anything) or `server` (send the cordon and the evictions with dryRun=All: the API server checks them and persists nothing). Bare `--dry-run` is `client`, with kubectl\'s deprecation warning' -r
 complete -c infera -n "__fish_infera_using_subcommand drain" -l stall-after -d 'A moved worker\'s surge pod Unschedulable for this long is a stall' -r
 complete -c infera -n "__fish_infera_using_subcommand drain" -l step-timeout -d 'Give up on a single step of a move after this long' -r
 complete -c infera -n "__fish_infera_using_subcommand drain" -s o -l output -d 'Output format on stdout (`json`: JSON lines, as `rollout -o json`)' -r -f -a "text\t'The plan, progress (bars on a terminal) and the report table'
@@ -188,7 +189,6 @@ complete -c infera -n "__fish_infera_using_subcommand drain" -s n -l namespace -
 complete -c infera -n "__fish_infera_using_subcommand drain" -l ignore-daemonsets -d 'Leave DaemonSet-managed pods (otherwise the drain is refused)'
 complete -c infera -n "__fish_infera_using_subcommand drain" -l delete-emptydir-data -d 'Evict pods with emptyDir volumes (their data is lost)'
 complete -c infera -n "__fish_infera_using_subcommand drain" -l force -d 'Drain despite a predicted GAP or STALL, and evict pods that declare no controller'
-complete -c infera -n "__fish_infera_using_subcommand drain" -l dry-run -d 'Print the plan and stop'
 complete -c infera -n "__fish_infera_using_subcommand drain" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand drain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c infera -n "__fish_infera_using_subcommand drain" -s V -l version -d 'Print version'

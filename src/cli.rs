@@ -361,7 +361,7 @@ pub struct RolloutArgs {
 2 usage, connection or permission (nothing changed); 3 refused by the plan (GAP or STALL without --force), \
 a move stalled, or --timeout passed (the node stays cordoned); 130 interrupted (the node stays cordoned; \
 rerun the same command to resume).\n\n\
-Examples:\n  infera drain gpu-node-0 --ignore-daemonsets --dry-run\n  \
+Examples:\n  infera drain gpu-node-0 --ignore-daemonsets --dry-run=client\n  \
 infera drain -l pool=mi355x --ignore-daemonsets --timeout 30m --report drain.html"
 )]
 pub struct DrainArgs {
@@ -388,12 +388,23 @@ pub struct DrainArgs {
     /// terminationGracePeriodSeconds).
     #[arg(long, value_name = "SECONDS", default_value_t = -1, allow_hyphen_values = true)]
     pub grace_period: i64,
-    /// Give up after this long (0: wait for ever); the node stays cordoned.
+    /// Give up after this long, one deadline from the cordon over the moves,
+    /// the evictions and the wait (0: wait for ever); the node stays cordoned.
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
     pub timeout: Duration,
-    /// Print the plan and stop.
-    #[arg(long)]
-    pub dry_run: bool,
+    /// kubectl's: `none` (drain), `client` (print the plan, send nothing that
+    /// changes anything) or `server` (send the cordon and the evictions with
+    /// dryRun=All: the API server checks them and persists nothing). Bare
+    /// `--dry-run` is `client`, with kubectl's deprecation warning.
+    #[arg(
+        long,
+        value_name = "STRATEGY",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value = "none",
+        default_missing_value = "unchanged"
+    )]
+    pub dry_run: String,
     /// A moved worker's surge pod Unschedulable for this long is a stall.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     pub stall_after: Duration,

@@ -267,7 +267,7 @@ async fn drain_demo(
         },
         grace_period: None,
         timeout: None,
-        dry_run: false,
+        dry_run: infera_rollout::drain::DryRun::None,
         force: false,
         rollout: infera_rollout::Options {
             stall_after: opts.stall_after,

@@ -9,7 +9,7 @@ use infera_audit::Outputs;
 use infera_audit::exit::Exit;
 use infera_model::selector::Selector;
 use infera_rollout::Reporter;
-use infera_rollout::drain::{self, DrainOptions, Selection};
+use infera_rollout::drain::{self, DrainOptions, DryRun, Selection};
 
 use super::{Terminal, command_line, ctrl_c, finish_many, interactive, page_context, usage};
 
@@ -49,10 +49,38 @@ pub fn options(args: &DrainArgs) -> Result<DrainOptions, String> {
         },
         grace_period: (args.grace_period >= 0).then_some(args.grace_period),
         timeout: (!args.timeout.is_zero()).then_some(args.timeout),
-        dry_run: args.dry_run,
+        dry_run: dry_run(&args.dry_run)?,
         force: args.force,
         rollout,
     })
+}
+
+/// `--dry-run[=STRATEGY]` as kubectl reads it (`GetDryRunStrategy`): bare
+/// (clap's missing value `unchanged`, kubectl's NoOptDefVal) and the old
+/// booleans still work, with kubectl's deprecation warning on stderr.
+fn dry_run(flag: &str) -> Result<DryRun, String> {
+    let (strategy, instead) = match flag {
+        "none" => return Ok(DryRun::None),
+        "client" => return Ok(DryRun::Client),
+        "server" => return Ok(DryRun::Server),
+        "unchanged" => {
+            eprintln!(
+                "warning: --dry-run is deprecated and can be replaced with --dry-run=client."
+            );
+            return Ok(DryRun::Client);
+        }
+        "true" | "1" | "t" | "T" | "TRUE" | "True" => (DryRun::Client, "client"),
+        "false" | "0" | "f" | "F" | "FALSE" | "False" => (DryRun::None, "none"),
+        _ => {
+            return Err(format!(
+                "Invalid dry-run value ({flag}). Must be \"none\", \"server\", or \"client\"."
+            ));
+        }
+    };
+    eprintln!(
+        "warning: --dry-run={flag} is deprecated (boolean value) and can be replaced with --dry-run={instead}."
+    );
+    Ok(strategy)
 }
 
 /// `infera drain NODE… | -l SELECTOR`.
@@ -105,4 +133,47 @@ pub async fn drain(args: DrainArgs) -> anyhow::Result<Exit> {
         return Ok(exit);
     }
     Ok(finish_many(&report, &outputs, &page))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn dry_run_reads_as_kubectl_does() {
+        let cases = [
+            ("none", Some(DryRun::None)),
+            ("client", Some(DryRun::Client)),
+            ("server", Some(DryRun::Server)),
+            ("unchanged", Some(DryRun::Client)),
+            ("true", Some(DryRun::Client)),
+            ("false", Some(DryRun::None)),
+            ("maybe", None),
+        ];
+        for (flag, want) in cases {
+            assert_eq!(dry_run(flag).ok(), want, "{flag}");
+        }
+        let e = dry_run("maybe").unwrap_err();
+        assert_eq!(
+            e,
+            "Invalid dry-run value (maybe). Must be \"none\", \"server\", or \"client\"."
+        );
+        // Bare `--dry-run` takes no value from the next word (kubectl's
+        // NoOptDefVal): the node stays a node.
+        let args = drain_args(&["--dry-run", "gpu-node-0"]);
+        assert_eq!(args.nodes, ["gpu-node-0"]);
+        assert_eq!(dry_run(&args.dry_run), Ok(DryRun::Client));
+        let args = drain_args(&["gpu-node-0"]);
+        assert_eq!(dry_run(&args.dry_run), Ok(DryRun::None));
+    }
+
+    fn drain_args(extra: &[&str]) -> DrainArgs {
+        let mut argv = vec!["infera", "drain"];
+        argv.extend_from_slice(extra);
+        match crate::cli::Cli::try_parse_from(argv).map(|c| c.command) {
+            Ok(crate::cli::Command::Drain(args)) => args,
+            other => panic!("not a drain command: {other:?}"),
+        }
+    }
 }

@@ -77,7 +77,7 @@ impl<W: Write> Reporter for JsonLines<W> {
                        "replicas": u.replicas, "pods": u.pods, "ready_now": u.ready_now,
                        "ready_without": u.ready_without, "capacity": u.capacity.describe(),
                        "pdbs": budgets, "operator": u.generation,
-                       "verdict": u.path.label(), "why": u.why})
+                       "verdict": u.path.label(), "why": u.why, "findings": u.findings})
             })
             .collect();
         let others: Vec<Value> = (plan.others.iter())

@@ -69,3 +69,24 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// The lines of `rx` up to and including the first that `hit` accepts;
+/// none within 60 s panics naming `what` with what was seen.
+pub fn read_until(
+    rx: &mpsc::Receiver<String>,
+    what: &str,
+    hit: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no {what} line; saw:\n{}", seen.join("\n")));
+        let done = hit(&line);
+        seen.push(line);
+        if done {
+            return seen;
+        }
+    }
+}

@@ -4,26 +4,30 @@
 //! a rerun that resumes without a second restart; no capacity anywhere →
 //! GAP, exit 3, nothing changed; a PodDisruptionBudget that never allows →
 //! STALL, and forced, a timeout with the node cordoned and the pod still
-//! there; bad input → one clear line, exit 2, nothing changed.
+//! there; bad input → one clear line, exit 2, nothing changed; a rerun
+//! after a manual uncordon still resumes; `--timeout` bounds the moves too
+//! and names the phase; `--dry-run=server` sends everything with
+//! `dryRun=All` and changes nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use infera_sim::kind::Kind;
 use infera_sim::store::Store;
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use crate::common::process::{infera, lines, wait_exit};
+use crate::common::process::{infera, lines, read_until, wait_exit};
 use crate::common::sim::{Sim, is_ready, now_ms, pods_of};
 
 const NS: &str = "llm";
 const DRAIN_ANNOTATION: &str = "infera.amd.com/drain-in-flight";
 
-fn node_of(pod: &Value) -> String {
+pub(crate) fn node_of(pod: &Value) -> String {
     pod.pointer("/spec/nodeName")
         .and_then(Value::as_str)
         .unwrap_or_default()
@@ -43,7 +47,7 @@ fn node(store: &Store, name: &str) -> Value {
         .unwrap_or_else(|| panic!("node {name}"))
 }
 
-fn cordoned(store: &Store, name: &str) -> bool {
+pub(crate) fn cordoned(store: &Store, name: &str) -> bool {
     node(store, name).pointer("/spec/unschedulable") == Some(&json!(true))
 }
 
@@ -75,7 +79,7 @@ fn drain_cmd(kubeconfig: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-async fn run(kubeconfig: &Path, args: &[&str]) -> (i32, String) {
+pub(crate) async fn run(kubeconfig: &Path, args: &[&str]) -> (i32, String) {
     let mut cmd = drain_cmd(kubeconfig, args);
     let out: Output = tokio::task::spawn_blocking(move || cmd.output().expect("run infera"))
         .await
@@ -137,6 +141,12 @@ async fn draining_the_only_decode_pods_node_keeps_every_role_serving() {
         .find(|w| w["workload"] == "idep/llama decode")
         .unwrap_or_else(|| panic!("{plan}"));
     assert_eq!(decode["verdict"], "move", "{decode}");
+    // One replica, no budget: lint's live-only IR014, the verdict unchanged.
+    let finding = decode["findings"][0].as_str().unwrap_or_default();
+    assert!(
+        finding.starts_with("IR014 single-replica-no-budget"),
+        "{decode}"
+    );
     assert_eq!(
         (
             decode["ready_now"].as_u64(),
@@ -191,57 +201,65 @@ fn restart_label(store: &Store) -> Option<String> {
         .map(str::to_string)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigkill_mid_move_then_rerun_resumes_without_a_second_restart() {
-    let sim = Sim::start("pd-1p1d", 30.0).await;
-    let target = node_holding(sim.store(), "decode");
-    let kubeconfig: PathBuf = sim.kubeconfig().to_path_buf();
-    let seen = tokio::task::spawn_blocking({
-        let (kubeconfig, target) = (kubeconfig.clone(), target.clone());
-        move || {
-            let mut child = drain_cmd(&kubeconfig, &[&target])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("spawn infera");
-            let rx = lines(&mut child);
-            let mut seen = Vec::new();
-            let deadline = Instant::now() + Duration::from_secs(60);
-            loop {
-                let line = rx
-                    .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                    .unwrap_or_else(|_| panic!("no weights-loading line:\n{}", seen.join("\n")));
-                let hit = line.contains("weights-loading");
-                seen.push(line);
-                if hit {
-                    break;
-                }
-            }
-            let pid = child.id().to_string();
-            let killed = Command::new("kill").args(["-KILL", &pid]).status();
-            assert!(killed.is_ok_and(|s| s.success()), "kill -KILL {pid}");
-            wait_exit(&mut child, Duration::from_secs(10));
-            seen.join("\n")
-        }
+/// Start `infera drain TARGET`, SIGKILL it once the decode replacement
+/// loads its weights; what it printed.
+async fn kill_mid_move(kubeconfig: &Path, target: &str) -> String {
+    let (kubeconfig, target) = (kubeconfig.to_path_buf(), target.to_string());
+    tokio::task::spawn_blocking(move || {
+        let mut child = drain_cmd(&kubeconfig, &[&target])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn infera");
+        let rx = lines(&mut child);
+        let seen = read_until(&rx, "weights-loading", |line| {
+            line.contains("weights-loading")
+        });
+        let pid = child.id().to_string();
+        let killed = Command::new("kill").args(["-KILL", &pid]).status();
+        assert!(killed.is_ok_and(|s| s.success()), "kill -KILL {pid}");
+        wait_exit(&mut child, Duration::from_secs(10));
+        seen.join("\n")
     })
     .await
-    .expect("join");
+    .expect("join")
+}
+
+/// pd-1p1d with a drain of the decode pod's node SIGKILLed mid-move:
+/// the simulator, the node, and the restart label the move applied.
+async fn killed_mid_move() -> (Sim, String, String) {
+    let sim = Sim::start("pd-1p1d", 30.0).await;
+    let target = node_holding(sim.store(), "decode");
+    let seen = kill_mid_move(sim.kubeconfig(), &target).await;
     let store = sim.store();
     let first = restart_label(store).unwrap_or_else(|| panic!("no restart applied:\n{seen}"));
-    assert!(cordoned(store, &target), "{seen}");
     let record = drain_record(store, &target).unwrap_or_else(|| panic!("no record:\n{seen}"));
     assert!(record.contains("llm/idep/llama/decode"), "{record}");
-    let from = now_ms();
-    let (code, text) = run(&kubeconfig, &[&target]).await;
-    let to = now_ms();
+    (sim, target, first)
+}
+
+/// A rerun's output: it resumed the move in flight and restarted nothing
+/// again.
+fn assert_resumed(code: i32, text: &str, store: &Store, first: &str) {
     assert_eq!(code, 0, "rerun:\n{text}");
     assert!(text.contains("Resuming the drain"), "{text}");
     assert!(text.contains("resuming: trigger already applied"), "{text}");
     assert_eq!(
-        restart_label(store).as_ref(),
-        Some(&first),
+        restart_label(store).as_deref(),
+        Some(first),
         "restarted a second time:\n{text}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_move_then_rerun_resumes_without_a_second_restart() {
+    let (sim, target, first) = killed_mid_move().await;
+    let store = sim.store();
+    assert!(cordoned(store, &target));
+    let from = now_ms();
+    let (code, text) = run(sim.kubeconfig(), &[&target]).await;
+    let to = now_ms();
+    assert_resumed(code, &text, store, &first);
     for (role, ready, routable) in truth_minima(&sim, from, to) {
         assert!(
             ready >= 1 && routable >= 1,
@@ -251,9 +269,94 @@ async fn sigkill_mid_move_then_rerun_resumes_without_a_second_restart() {
     assert_eq!(live_pods_on(store, &target), Vec::<String>::new());
     assert_eq!(drain_record(store, &target), None);
     // A third run finds nothing to do and restarts nothing.
-    let (code, text) = run(&kubeconfig, &[&target]).await;
+    let (code, text) = run(sim.kubeconfig(), &[&target]).await;
     assert_eq!(code, 0, "{text}");
     assert_eq!(restart_label(store), Some(first), "{text}");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rerun_after_a_manual_uncordon_resumes_without_a_second_restart() {
+    let (sim, target, first) = killed_mid_move().await;
+    let store = sim.store();
+    // What `kubectl uncordon` sends (its two-way merge patch).
+    let uncordon = json!({"spec": {"unschedulable": null}});
+    Api::<Node>::all(sim.client().await)
+        .patch(&target, &PatchParams::default(), &Patch::Merge(&uncordon))
+        .await
+        .expect("uncordon");
+    assert!(!cordoned(store, &target));
+    let record = drain_record(store, &target).unwrap_or_default();
+    assert!(
+        record.contains("llm/idep/llama/decode"),
+        "record lost: {record}"
+    );
+    let (code, text) = run(sim.kubeconfig(), &[&target]).await;
+    assert_resumed(code, &text, store, &first);
+    assert!(cordoned(store, &target), "the rerun cordons again\n{text}");
+    assert_eq!(live_pods_on(store, &target), Vec::<String>::new());
+    assert_eq!(drain_record(store, &target), None);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeout_bounds_the_whole_drain_and_names_the_phase() {
+    let sim = Sim::start("pd-1p1d", 20.0).await;
+    let target = node_holding(sim.store(), "decode");
+    let before = live_pods_on(sim.store(), &target);
+    // The decode replacement loads weights for about 154 s simulated
+    // (7.7 s wall at speed 20): the drain is still moving it at 2 s.
+    let (code, text) = run(sim.kubeconfig(), &[&target, "--timeout", "2s"]).await;
+    assert_eq!(code, 3, "{text}");
+    assert!(
+        text.contains("TIMEOUT (--timeout 2.0s) while moving idep/llama decode"),
+        "{text}"
+    );
+    assert!(text.contains("stay cordoned"), "{text}");
+    assert!(cordoned(sim.store(), &target), "{text}");
+    assert!(drain_record(sim.store(), &target).is_some(), "{text}");
+    // Surge-first: the old decode pod is still there, nothing evicted.
+    assert_eq!(live_pods_on(sim.store(), &target), before, "{text}");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_dry_run_sends_everything_with_dry_run_and_changes_nothing() {
+    let sim = Sim::start("pd-1p1d", 20.0).await;
+    web_with_budget(&sim, 1).await;
+    let store = sim.store();
+    let target = web_node(store);
+    let before = live_pods_on(store, &target);
+    let args = [
+        target.as_str(),
+        "--pod-selector",
+        "app=web",
+        "--dry-run=server",
+    ];
+    let (code, text) = run(sim.kubeconfig(), &args).await;
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains(&format!("node/{target} cordoned (server dry run)")),
+        "{text}"
+    );
+    assert!(text.contains("evicting pod llm/web-"), "{text}");
+    assert!(
+        text.contains("accepted the cordon and 1 eviction(s), refused 0; nothing was changed"),
+        "{text}"
+    );
+    assert!(!cordoned(store, &target), "{text}");
+    assert_eq!(drain_record(store, &target), None);
+    assert_eq!(live_pods_on(store, &target), before, "{text}");
+    // A move is planned, not sent.
+    let decode_node = node_holding(store, "decode");
+    let (code, text) = run(sim.kubeconfig(), &[&decode_node, "--dry-run=server"]).await;
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("idep/llama decode would be moved (a restart through its owner) (server dry run): not sent"),
+        "{text}"
+    );
+    assert_eq!(restart_label(store), None, "{text}");
+    assert!(!cordoned(store, &decode_node), "{text}");
     sim.shutdown().await;
 }
 
@@ -275,8 +378,8 @@ async fn no_capacity_anywhere_is_refused_as_gap_with_nothing_changed() {
 }
 
 /// Two `web` pods on two nodes (required anti-affinity) and a budget
-/// that allows no disruption.
-async fn web_with_budget(sim: &Sim) {
+/// with this `maxUnavailable` (0: it allows no disruption).
+async fn web_with_budget(sim: &Sim, max_unavailable: i32) {
     let client = sim.client().await;
     let deployment: Deployment = serde_json::from_value(json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
@@ -291,7 +394,7 @@ async fn web_with_budget(sim: &Sim) {
     let budget: PodDisruptionBudget = serde_json::from_value(json!({
         "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
         "metadata": {"name": "web", "namespace": NS},
-        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}}
+        "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": "web"}}}
     }))
     .expect("budget");
     let params = PostParams::default();
@@ -326,7 +429,7 @@ fn web_node(store: &Store) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_budget_that_never_allows_is_stall_and_forced_times_out_cordoned() {
     let sim = Sim::start("pd-1p1d", 20.0).await;
-    web_with_budget(&sim).await;
+    web_with_budget(&sim, 0).await;
     let target = web_node(sim.store());
     let before = live_pods_on(sim.store(), &target);
     let only_web = ["--pod-selector", "app=web"];
@@ -371,13 +474,17 @@ async fn bad_input_is_one_clear_line_and_changes_nothing() {
         .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))
         .map(str::to_string)
         .collect();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (&["gpu-node-9"], "node \"gpu-node-9\" not found"),
         (&["-l", "pool=none"], "no node matches -l pool=none"),
         (&["gpu-node-0", "-l", "pool=none"], "not both"),
         (
             &["gpu-node-0", "--pod-selector", "app in (a)"],
             "--pod-selector",
+        ),
+        (
+            &["gpu-node-0", "--dry-run=maybe"],
+            "Invalid dry-run value (maybe). Must be \"none\", \"server\", or \"client\".",
         ),
     ];
     for (args, expected) in cases {

@@ -9,6 +9,7 @@ mod clock_skew;
 mod credentials;
 mod disruption;
 mod drain;
+mod drain_stateful;
 mod kubectl_plugin;
 mod monitor;
 mod operator_generation;

@@ -3,11 +3,11 @@
 //! and running the same command again resumes and completes.
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use infera_sim::store::Store;
 
-use crate::common::process::{infera, lines, wait_exit};
+use crate::common::process::{infera, lines, read_until, wait_exit};
 use crate::common::sim::{Sim, ready_pods};
 
 /// Slow enough that each step is a separate moment in wall time.
@@ -41,18 +41,9 @@ async fn interrupt_at(step: &str) {
         move || {
             let mut child = spawn_rollout(&kubeconfig);
             let rx = lines(&mut child);
-            let mut seen = Vec::new();
-            let deadline = Instant::now() + Duration::from_secs(60);
-            loop {
-                let line = rx
-                    .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                    .unwrap_or_else(|_| panic!("no `{step}` line; saw:\n{}", seen.join("\n")));
-                let hit = line.split_whitespace().any(|w| w == step);
-                seen.push(line);
-                if hit {
-                    break;
-                }
-            }
+            let mut seen = read_until(&rx, &format!("`{step}`"), |line| {
+                line.split_whitespace().any(|w| w == step)
+            });
             let pid = child.id().to_string();
             let killed = Command::new("kill").args(["-INT", &pid]).status();
             assert!(killed.is_ok_and(|s| s.success()), "kill -INT {pid}");

@@ -66,6 +66,24 @@ pub fn apply(kind: Kind, obj: &mut Value) {
             set_default(spec, "replicas", json!(1));
             template(spec);
         }
+        // pkg/apis/apps/v1/defaults.go SetDefaults_StatefulSet.
+        Kind::StatefulSet => {
+            let Some(spec) = child(map, "spec") else {
+                return;
+            };
+            set_default(spec, "replicas", json!(1));
+            set_default(spec, "podManagementPolicy", json!("OrderedReady"));
+            set_default(spec, "revisionHistoryLimit", json!(10));
+            if let Some(strategy) = child(spec, "updateStrategy") {
+                set_default(strategy, "type", json!("RollingUpdate"));
+                if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate")
+                    && let Some(ru) = child(strategy, "rollingUpdate")
+                {
+                    set_default(ru, "partition", json!(0));
+                }
+            }
+            template(spec);
+        }
         Kind::Namespace => {
             if let Some(status) = child(map, "status") {
                 set_default(status, "phase", json!("Active"));

@@ -12,19 +12,21 @@ pub enum Kind {
     Event,
     Deployment,
     ReplicaSet,
+    StatefulSet,
     InferaDeployment,
     LeaderWorkerSet,
     PodDisruptionBudget,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Namespace,
         Kind::Node,
         Kind::Pod,
         Kind::Event,
         Kind::Deployment,
         Kind::ReplicaSet,
+        Kind::StatefulSet,
         Kind::InferaDeployment,
         Kind::LeaderWorkerSet,
         Kind::PodDisruptionBudget,
@@ -34,7 +36,7 @@ impl Kind {
     pub fn group(self) -> &'static str {
         match self {
             Kind::Namespace | Kind::Node | Kind::Pod | Kind::Event => "",
-            Kind::Deployment | Kind::ReplicaSet => "apps",
+            Kind::Deployment | Kind::ReplicaSet | Kind::StatefulSet => "apps",
             Kind::InferaDeployment => INFERA_DEPLOYMENT.group,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.group,
             Kind::PodDisruptionBudget => "policy",
@@ -44,7 +46,7 @@ impl Kind {
     pub fn version(self) -> &'static str {
         match self {
             Kind::Namespace | Kind::Node | Kind::Pod | Kind::Event => "v1",
-            Kind::Deployment | Kind::ReplicaSet => "v1",
+            Kind::Deployment | Kind::ReplicaSet | Kind::StatefulSet => "v1",
             Kind::InferaDeployment => INFERA_DEPLOYMENT.version,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.version,
             Kind::PodDisruptionBudget => "v1",
@@ -55,7 +57,7 @@ impl Kind {
     pub fn api_version(self) -> &'static str {
         match self {
             Kind::Namespace | Kind::Node | Kind::Pod | Kind::Event => "v1",
-            Kind::Deployment | Kind::ReplicaSet => "apps/v1",
+            Kind::Deployment | Kind::ReplicaSet | Kind::StatefulSet => "apps/v1",
             Kind::InferaDeployment => INFERA_DEPLOYMENT.api_version,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.api_version,
             Kind::PodDisruptionBudget => "policy/v1",
@@ -70,6 +72,7 @@ impl Kind {
             Kind::Event => "Event",
             Kind::Deployment => "Deployment",
             Kind::ReplicaSet => "ReplicaSet",
+            Kind::StatefulSet => "StatefulSet",
             Kind::InferaDeployment => INFERA_DEPLOYMENT.kind,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.kind,
             Kind::PodDisruptionBudget => "PodDisruptionBudget",
@@ -84,6 +87,7 @@ impl Kind {
             Kind::Event => "events",
             Kind::Deployment => "deployments",
             Kind::ReplicaSet => "replicasets",
+            Kind::StatefulSet => "statefulsets",
             Kind::InferaDeployment => INFERA_DEPLOYMENT.plural,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.plural,
             Kind::PodDisruptionBudget => "poddisruptionbudgets",
@@ -98,6 +102,7 @@ impl Kind {
             Kind::Event => "event",
             Kind::Deployment => "deployment",
             Kind::ReplicaSet => "replicaset",
+            Kind::StatefulSet => "statefulset",
             Kind::InferaDeployment => INFERA_DEPLOYMENT.singular,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.singular,
             Kind::PodDisruptionBudget => "poddisruptionbudget",
@@ -112,6 +117,7 @@ impl Kind {
             Kind::Event => &["ev"],
             Kind::Deployment => &["deploy"],
             Kind::ReplicaSet => &["rs"],
+            Kind::StatefulSet => &["sts"],
             Kind::InferaDeployment => INFERA_DEPLOYMENT.short_names,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.short_names,
             Kind::PodDisruptionBudget => &["pdb"],

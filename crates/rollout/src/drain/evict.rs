@@ -46,8 +46,9 @@ enum State {
 pub enum EvictEnd {
     /// Every pod evicted and deleted.
     Done,
-    /// `--timeout` passed first.
-    Timeout,
+    /// `--timeout` passed first, in this phase (`evicting`, or `waiting
+    /// for the evicted pods to be deleted`).
+    Timeout(&'static str),
     Interrupted,
 }
 
@@ -79,7 +80,11 @@ pub async fn evict_all(
             return Ok(EvictEnd::Done);
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Ok(EvictEnd::Timeout);
+            let evicting = (states.iter()).any(|s| matches!(s, State::Pending { .. }));
+            return Ok(EvictEnd::Timeout(match evicting {
+                true => "evicting",
+                false => "waiting for the evicted pods to be deleted",
+            }));
         }
         tokio::select! {
             () = tokio::time::sleep(POLL) => {}
@@ -88,13 +93,40 @@ pub async fn evict_all(
     }
 }
 
-fn params(grace: Option<i64>) -> EvictParams {
-    EvictParams {
+/// The Eviction's options; `dry_run`: `dryRun=All` (server dry run).
+fn params(grace: Option<i64>, dry_run: bool) -> EvictParams {
+    let mut params = EvictParams {
         delete_options: grace.map(|g| DeleteParams {
             grace_period_seconds: u32::try_from(g).ok(),
+            dry_run,
             ..DeleteParams::default()
         }),
         ..EvictParams::default()
+    };
+    params.post_options.dry_run = dry_run;
+    params
+}
+
+/// One eviction with `dryRun=All`: `Ok(None)` accepted (or the pod is
+/// gone), `Ok(Some(message))` refused with 429.
+pub async fn evict_dry_run(
+    conn: &Connection,
+    namespace: &str,
+    name: &str,
+    grace: Option<i64>,
+) -> Result<Option<String>, DrainError> {
+    let api: Api<Pod> = Api::namespaced(conn.probe_client.clone(), namespace);
+    match api.evict(name, &params(grace, true)).await {
+        Ok(_) => Ok(None),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
+        Err(kube::Error::Api(s)) if s.code == 429 => Ok(Some(s.message)),
+        Err(e) => Err(DrainError::from(ClusterError::from_kube(
+            &e,
+            &conn.url,
+            "create",
+            "pods/eviction",
+            Some(namespace),
+        ))),
     }
 }
 
@@ -122,7 +154,7 @@ async fn step(
     };
     match state.clone() {
         State::Pending { next, refused } if now >= next => {
-            match api.evict(&v.name, &params(grace)).await {
+            match api.evict(&v.name, &params(grace, false)).await {
                 Ok(_) => {
                     out.event("drain", &format!("evicted {label}"), Instant::now());
                     *state = State::Evicted;

@@ -5,6 +5,8 @@
 //! * [`plan`] — every pod on the node(s) grouped by owner and role, and a
 //!   verdict per workload: evict, move, GAP or STALL, with the reason.
 //! * [`state`] — the resume record on the node (any machine finds it).
+//! * [`dry_run`] — `--dry-run=server`: cordon and evictions sent with
+//!   `dryRun=All`.
 //! * [`evict`] — the Eviction API, 429 retried every 5 s as kubectl does.
 //! * [`run`] — cordon; move the workers leg by leg with the rollout
 //!   [`crate::Driver`] (stall detection, abort, Ctrl-C, resume); evict the
@@ -17,6 +19,7 @@
 //! 2 usage, connection or permission; 130 interrupted. The node stays
 //! cordoned whenever the drain stops.
 
+pub mod dry_run;
 pub mod evict;
 pub mod gather;
 pub mod plan;
@@ -30,7 +33,7 @@ use super::options::RolloutError;
 
 pub use gather::Selection;
 pub use plan::{DrainPath, DrainPlan, UnitPlan};
-pub use run::{DrainOptions, DrainOutcome, drain};
+pub use run::{DrainOptions, DrainOutcome, DryRun, drain};
 
 /// Errors of `infera drain` (all exit 2; nothing was changed unless the
 /// message says so).

@@ -192,6 +192,10 @@ pub struct UnitPlan {
     pub generation: String,
     pub path: DrainPath,
     pub why: String,
+    /// What the plan reports of lint's live-only rules (IR014: a single
+    /// replica no budget covers), `CODE name: message`. Shown; never a
+    /// change of the verdict.
+    pub findings: Vec<String>,
 }
 
 /// The whole plan.
@@ -290,6 +294,9 @@ pub fn decide_unit(inv: &Inventory, index: usize, flags: &PlanFlags) -> Option<U
     let capacity = surge_capacity(&w.template, &w.namespace, &nodes, &inv.pods);
     let budgets = budgets(inv, w, &own_on_node);
     let (path, why) = judge(w, flags, &capacity, &budgets, ready_without, own_ready_off);
+    let findings = single_replica_finding(inv, w, &own_on_node)
+        .into_iter()
+        .collect();
     Some(UnitPlan {
         workload: index,
         label: w.label(),
@@ -307,7 +314,28 @@ pub fn decide_unit(inv: &Inventory, index: usize, flags: &PlanFlags) -> Option<U
         generation: w.generation.clone().unwrap_or_else(|| "-".into()),
         path,
         why,
+        findings,
     })
+}
+
+/// IR014, which only a reader of every budget may report: the plan has
+/// listed them all. `None` unless a single-replica serving workload's pod
+/// is selected by no budget of its namespace.
+fn single_replica_finding(inv: &Inventory, w: &Workload, pods: &[&Pod]) -> Option<String> {
+    use infera_lint::rules::single_replica_no_budget::{RULE, message};
+    let labels = pods.first()?.metadata.labels.clone().unwrap_or_default();
+    let all: Vec<infera_model::pdb::Budget> = (inv.pdbs.iter())
+        .filter_map(|b| {
+            Some(infera_model::pdb::Budget {
+                namespace: b.metadata.namespace.clone()?,
+                name: b.metadata.name.clone()?,
+                spec: b.spec.clone()?,
+            })
+        })
+        .collect();
+    let replicas = i32::try_from(w.replicas).unwrap_or(i32::MAX);
+    infera_model::pdb::unprotected_single_replica(replicas, &all, &w.namespace, &labels)
+        .then(|| format!("{} {}: {}", RULE.code, RULE.name, message(&w.label())))
 }
 
 /// The verdict and its reason. `own_ready_off`: this workload's Ready and
@@ -496,6 +524,9 @@ impl DrainPlan {
         ];
         for u in &self.units {
             lines.push(format!("  {} → {}: {}", u.label, u.path.label(), u.why));
+            for f in &u.findings {
+                lines.push(format!("    warning {f}"));
+            }
         }
         for p in &self.others {
             let what = match &p.action {

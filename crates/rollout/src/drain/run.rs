@@ -11,13 +11,14 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::Value;
 
 use super::DrainError;
+use super::dry_run::server_dry_run;
 use super::evict::{EvictEnd, Victim, evict_all};
 use super::gather::{Selection, gather};
 use super::plan::{DrainPath, DrainPlan, Inventory, OwnerKind, PlanFlags, PodAction, decide};
 use super::state::DrainState;
 use crate::api::retrying;
 use crate::options::{Options, PauseBetween, Request};
-use crate::reporter::Reporter;
+use crate::reporter::{Reporter, human_duration};
 use crate::target::{Target, TargetKind};
 use infera_audit::exit::Exit;
 use infera_audit::{ManyReport, Outcome, Selected};
@@ -29,14 +30,29 @@ pub struct DrainOptions {
     pub selection: Selection,
     /// `--grace-period` (`None`: each pod's own).
     pub grace_period: Option<i64>,
-    /// `--timeout`, reported time (`None`: wait for ever, as kubectl's 0).
+    /// `--timeout`, reported time (`None`: wait for ever, as kubectl's 0):
+    /// one deadline for the whole run (move, evict, wait), from the cordon.
     pub timeout: Option<Duration>,
-    pub dry_run: bool,
+    pub dry_run: DryRun,
     /// `--force`: drain despite a GAP or a STALL (and pods without a controller).
     pub force: bool,
     /// What every move (a rollout restart) runs with: `--min-ready`, the
     /// sampling, stall and step limits, the time scale.
     pub rollout: Options,
+}
+
+/// `--dry-run`, kubectl's strategies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DryRun {
+    /// Drain.
+    #[default]
+    None,
+    /// Print the plan; send nothing that changes anything.
+    Client,
+    /// Send the cordon and the evictions with `dryRun=All`: the API server
+    /// checks them (budgets included) and persists nothing. A move's
+    /// restart is not sent.
+    Server,
 }
 
 /// How it went.
@@ -75,8 +91,8 @@ pub async fn drain(
             refusals.join("\n  ")
         )));
     }
-    if opts.dry_run {
-        out.note("Dry run: nothing was changed.");
+    if opts.dry_run == DryRun::Client {
+        out.note("Dry run (client): nothing was sent; nothing was changed.");
         return Ok(early(Exit::Ok, plan));
     }
     if let Some(s) = &state {
@@ -98,6 +114,10 @@ pub async fn drain(
     if blocking {
         out.note("Proceeding despite the plan (--force).");
     }
+    if opts.dry_run == DryRun::Server {
+        let exit = server_dry_run(conn, opts.grace_period, &inv, &plan, out).await?;
+        return Ok(early(exit, plan));
+    }
     let fleets = fleets(&inv, &plan);
     let state = state.unwrap_or_else(|| DrainState {
         nodes: plan.nodes.clone(),
@@ -110,7 +130,8 @@ pub async fn drain(
         inv: &inv,
         plan: &plan,
         state,
-        interrupt,
+        stop: interrupt,
+        deadline: None,
     };
     let (report, outcome) = if fleets.is_empty() {
         (None, run.steps(out).await?)
@@ -217,26 +238,28 @@ struct Run<'a> {
     inv: &'a Inventory,
     plan: &'a DrainPlan,
     state: DrainState,
-    interrupt: Interrupt<'a>,
+    /// Ctrl-C, and once armed the `--timeout` deadline.
+    stop: Interrupt<'a>,
+    deadline: Option<Instant>,
 }
 
 impl Run<'_> {
-    /// Cordon, move, evict, wait.
+    /// Cordon, move, evict, wait: all within one `--timeout`, counted from
+    /// the cordon.
     async fn steps(mut self, out: &mut dyn Reporter) -> Result<Outcome, DrainError> {
-        let started = Instant::now();
         let clock = crate::reporter::Clock {
             time_scale: self.opts.rollout.time_scale,
             simulated: self.opts.rollout.simulated,
         };
         out.start(&[("drain".to_string(), 0)], clock);
         self.write_state().await?;
+        self.arm_timeout();
         out.event(
             "drain",
             &format!("cordoned {}", self.plan.nodes.join(", ")),
             Instant::now(),
         );
         if let Some(stopped) = self.moves(out).await? {
-            self.say_cordoned(out, "the drain stopped");
             return Ok(stopped);
         }
         if !self.state.moved.is_empty() {
@@ -244,17 +267,14 @@ impl Run<'_> {
             out.start(&[("drain".to_string(), 0)], clock);
         }
         let victims = self.victims().await?;
-        let deadline = self.opts.timeout.map(|t| {
-            started + Duration::from_secs_f64(t.as_secs_f64() / self.opts.rollout.time_scale)
-        });
-        let mut interrupt = self.interrupt.clone();
+        let mut stop = self.stop.clone();
         let end = evict_all(
             self.conn,
             &victims,
             self.opts.grace_period,
-            deadline,
+            self.deadline,
             out,
-            &mut interrupt,
+            &mut stop,
         )
         .await?;
         out.finish();
@@ -269,15 +289,41 @@ impl Run<'_> {
                 ));
                 Ok(Outcome::Complete)
             }
-            EvictEnd::Timeout => {
-                self.say_cordoned(out, "TIMEOUT (--timeout): pods are left on the node(s)");
-                Ok(Outcome::Timeout)
-            }
+            EvictEnd::Timeout(phase) => Ok(self.timed_out(out, phase)),
+            EvictEnd::Interrupted if self.past_deadline() => Ok(self.timed_out(out, "evicting")),
             EvictEnd::Interrupted => {
                 self.say_cordoned(out, "interrupted");
                 Ok(Outcome::Interrupted)
             }
         }
+    }
+
+    /// From now on, `stop` also fires at the `--timeout` deadline.
+    fn arm_timeout(&mut self) {
+        let Some(timeout) = self.opts.timeout else {
+            return;
+        };
+        let wall = Duration::from_secs_f64(timeout.as_secs_f64() / self.opts.rollout.time_scale);
+        let deadline = Instant::now() + wall;
+        self.deadline = Some(deadline);
+        let timer = tokio::time::sleep_until(deadline.into());
+        self.stop = futures::future::select(self.stop.clone(), Box::pin(timer))
+            .map(drop)
+            .boxed_local()
+            .shared();
+    }
+
+    fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    fn timed_out(&self, out: &mut dyn Reporter, phase: &str) -> Outcome {
+        let limit = self.opts.timeout.map(human_duration).unwrap_or_default();
+        self.say_cordoned(
+            out,
+            &format!("TIMEOUT (--timeout {limit}) while {phase}: pods are left on the node(s)"),
+        );
+        Outcome::Timeout
     }
 
     fn say_cordoned(&self, out: &mut dyn Reporter, what: &str) {
@@ -344,7 +390,7 @@ impl Run<'_> {
             });
             req.services = w.leg.iter().cloned().collect();
             let rollout =
-                crate::execute_with(&conn, req, self.move_options(), out, self.interrupt.clone())
+                crate::execute_with(&conn, req, self.move_options(), out, self.stop.clone())
                     .await?;
             match rollout.exit {
                 Exit::Ok | Exit::Findings | Exit::Unproven => {
@@ -352,9 +398,17 @@ impl Run<'_> {
                     self.state.moving.retain(|k| *k != key);
                     self.write_state().await?;
                 }
-                Exit::Interrupted => return Ok(Some(Outcome::Interrupted)),
+                Exit::Interrupted if self.past_deadline() => {
+                    let phase = format!("moving {}", unit.label);
+                    return Ok(Some(self.timed_out(out, &phase)));
+                }
+                Exit::Interrupted => {
+                    self.say_cordoned(out, "interrupted");
+                    return Ok(Some(Outcome::Interrupted));
+                }
                 _ => {
                     out.note(&format!("The move of {} did not complete.", unit.label));
+                    self.say_cordoned(out, "the drain stopped");
                     return Ok(Some(Outcome::Aborted));
                 }
             }

@@ -88,7 +88,11 @@ fn resource(k: Kind) -> Value {
     }
     if matches!(
         k,
-        Kind::Pod | Kind::Deployment | Kind::ReplicaSet | Kind::InferaDeployment
+        Kind::Pod
+            | Kind::Deployment
+            | Kind::ReplicaSet
+            | Kind::StatefulSet
+            | Kind::InferaDeployment
     ) {
         r["categories"] = json!(["all"]);
     }
@@ -139,7 +143,7 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
         }
         if matches!(
             k,
-            Kind::Deployment | Kind::ReplicaSet | Kind::LeaderWorkerSet
+            Kind::Deployment | Kind::ReplicaSet | Kind::StatefulSet | Kind::LeaderWorkerSet
         ) {
             resources.push(subresource(
                 k,

@@ -216,7 +216,7 @@ fn group_version_doc(group: &str, version: &str) -> Value {
         }
         if matches!(
             kind,
-            Kind::Deployment | Kind::ReplicaSet | Kind::LeaderWorkerSet
+            Kind::Deployment | Kind::ReplicaSet | Kind::StatefulSet | Kind::LeaderWorkerSet
         ) {
             subs.push((
                 format!("{collection}/{{name}}/scale"),

@@ -23,7 +23,7 @@ use crate::kind::Kind;
 pub(crate) fn served(kind: Kind) -> bool {
     matches!(
         kind,
-        Kind::Deployment | Kind::ReplicaSet | Kind::LeaderWorkerSet
+        Kind::Deployment | Kind::ReplicaSet | Kind::StatefulSet | Kind::LeaderWorkerSet
     )
 }
 

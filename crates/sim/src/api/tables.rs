@@ -147,6 +147,13 @@ fn column_specs(kind: Kind) -> &'static [(&'static str, &'static str, u8)] {
             ("Images", "string", 1),
             ("Selector", "string", 1),
         ],
+        Kind::StatefulSet => &[
+            ("Name", "string", 0),
+            ("Ready", "string", 0),
+            ("Age", "string", 0),
+            ("Containers", "string", 1),
+            ("Images", "string", 1),
+        ],
         Kind::Node => &[
             ("Name", "string", 0),
             ("Status", "string", 0),
@@ -266,6 +273,15 @@ fn selector_string(obj: &Value) -> String {
     format_label_selector(selector.as_ref())
 }
 
+/// `READY` of a Deployment or a StatefulSet: ready of desired.
+fn ready_of(o: &Value) -> Value {
+    json!(format!(
+        "{}/{}",
+        i(o, "/status/readyReplicas"),
+        i(o, "/spec/replicas")
+    ))
+}
+
 fn cells(kind: Kind, o: &Value) -> Vec<Value> {
     let name = s(o, "/metadata/name").unwrap_or_default().to_string();
     let age = since(o.pointer("/metadata/creationTimestamp"));
@@ -275,11 +291,7 @@ fn cells(kind: Kind, o: &Value) -> Vec<Value> {
             let (containers, images) = template_containers(o);
             vec![
                 json!(name),
-                json!(format!(
-                    "{}/{}",
-                    i(o, "/status/readyReplicas"),
-                    i(o, "/spec/replicas")
-                )),
+                ready_of(o),
                 json!(i(o, "/status/updatedReplicas")),
                 json!(i(o, "/status/availableReplicas")),
                 json!(age),
@@ -299,6 +311,16 @@ fn cells(kind: Kind, o: &Value) -> Vec<Value> {
                 json!(containers),
                 json!(images),
                 json!(selector_string(o)),
+            ]
+        }
+        Kind::StatefulSet => {
+            let (containers, images) = template_containers(o);
+            vec![
+                json!(name),
+                ready_of(o),
+                json!(age),
+                json!(containers),
+                json!(images),
             ]
         }
         Kind::Node => node_cells(name, age, o),

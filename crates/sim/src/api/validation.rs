@@ -130,7 +130,7 @@ fn remove_unknown(orig: &mut Value, typed: &Value) {
 
 /// The k8s-openapi round trip of `obj` as `kind` (`Ok(None)`: not checked).
 fn typed(kind: Kind, obj: &Value) -> Result<Option<Value>, String> {
-    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
     use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
     use k8s_openapi::api::policy::v1::PodDisruptionBudget;
     let mut probe = obj.clone();
@@ -145,6 +145,7 @@ fn typed(kind: Kind, obj: &Value) -> Result<Option<Value>, String> {
         Kind::Event => roundtrip::<Event>(&probe),
         Kind::Deployment => roundtrip::<Deployment>(&probe),
         Kind::ReplicaSet => roundtrip::<ReplicaSet>(&probe),
+        Kind::StatefulSet => roundtrip::<StatefulSet>(&probe),
         Kind::PodDisruptionBudget => roundtrip::<PodDisruptionBudget>(&probe),
         Kind::InferaDeployment | Kind::LeaderWorkerSet => Ok(None),
     }
@@ -237,7 +238,7 @@ fn containers(spec: Option<&Value>, path: &str, errors: &mut Vec<String>) {
 pub fn errors(kind: Kind, obj: &Value, old: Option<&Value>) -> Vec<String> {
     let mut errors = Vec::new();
     match kind {
-        Kind::Deployment | Kind::ReplicaSet => {
+        Kind::Deployment | Kind::ReplicaSet | Kind::StatefulSet => {
             let spec = obj.get("spec");
             if let Some(r) = spec.and_then(|s| s.get("replicas")).and_then(Value::as_i64)
                 && r < 0
@@ -246,10 +247,10 @@ pub fn errors(kind: Kind, obj: &Value, old: Option<&Value>) -> Vec<String> {
                     "spec.replicas: Invalid value: {r}: must be greater than or equal to 0"
                 ));
             }
-            let what = if kind == Kind::Deployment {
-                "deployment"
-            } else {
-                "replicaset"
+            let what = match kind {
+                Kind::Deployment => "deployment",
+                Kind::StatefulSet => "statefulset",
+                _ => "replicaset",
             };
             match spec
                 .and_then(|s| s.get("selector"))

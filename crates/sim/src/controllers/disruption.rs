@@ -5,13 +5,14 @@
 //! ([`crate::api::eviction`]) reads and decrements.
 //!
 //! Mirrors k8s.io/kubernetes@v1.37.2 pkg/controller/disruption/disruption.go
-//! (`trySync`, `getExpectedScale` with the ReplicaSet and Deployment finders,
+//! (`trySync`, `getExpectedScale` with the ReplicaSet, Deployment and
+//! StatefulSet finders,
 //! `buildDisruptedPodMap` with `DeletionTimeout` = 2 min, `countHealthyPods`,
 //! `updatePdbStatus`, `failSafe`) and
 //! k8s.io/component-helpers apps/poddisruptionbudget (`UpdateDisruptionAllowedCondition`).
 //! The arithmetic is `infera_model::pdb`'s. Not simulated: the
-//! `NoPods`/`UnmanagedPods`/`NotDeleted` events, the StatefulSet,
-//! ReplicationController and scale-subresource finders (a pod of another
+//! `NoPods`/`UnmanagedPods`/`NotDeleted` events, the ReplicationController
+//! and scale-subresource finders (a pod of another
 //! controller fails the sync, as a controller without a finder does
 //! upstream), and clearing a stale `DisruptionTarget` condition.
 
@@ -90,7 +91,8 @@ impl Manager {
     /// `getExpectedScale`, asked only where upstream asks it (maxUnavailable,
     /// or a percentage minAvailable): the summed `spec.replicas` of the
     /// selected pods' controllers (a Deployment through its ReplicaSet, else
-    /// the ReplicaSet). Pods without a controller are left out (unmanaged).
+    /// the ReplicaSet; a StatefulSet). Pods without a controller are left
+    /// out (unmanaged).
     fn expected_scale(
         &self,
         spec: &PodDisruptionBudgetSpec,
@@ -106,6 +108,11 @@ impl Manager {
             let Some(owner) = controller_uid(pod) else {
                 continue;
             };
+            if let Some(set) = self.cache.statefulsets.by_uid(owner) {
+                let replicas = i64_at(set, "/spec/replicas").unwrap_or(1);
+                scale.insert(owner.to_string(), replicas);
+                continue;
+            }
             let rs = self.cache.replicasets.by_uid(owner).ok_or_else(|| {
                 format!(
                     "found no controllers for pod {:?}",

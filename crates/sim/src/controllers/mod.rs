@@ -1,5 +1,6 @@
 //! The simulated control plane — what a real cluster has: Deployment,
-//! ReplicaSet, disruption, garbage collector and scheduler in one manager loop fed by
+//! ReplicaSet, StatefulSet, disruption, garbage collector and scheduler,
+//! and the LeaderWorkerSet controller, in one manager loop fed by
 //! `store.subscribe()` events (plus timers and periodic resyncs). These
 //! controllers use the Store directly rather than the HTTP API (a
 //! documented simplification); every write goes through the cache at once,
@@ -12,9 +13,11 @@
 mod cache;
 pub mod deployment;
 pub mod disruption;
+mod leaderworkerset;
 pub mod nodelifecycle;
 mod replicaset;
 mod scheduler;
+mod statefulset;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
@@ -38,6 +41,8 @@ pub use nodelifecycle::StoppedKubelets;
 pub(crate) enum Work {
     Deployment(Key),
     ReplicaSet(Key),
+    StatefulSet(Key),
+    LeaderWorkerSet(Key),
     Disruption(Key),
     NodeHealth,
     Schedule,
@@ -134,6 +139,8 @@ impl Manager {
             Kind::InferaDeployment,
             Kind::Deployment,
             Kind::ReplicaSet,
+            Kind::StatefulSet,
+            Kind::LeaderWorkerSet,
             Kind::Pod,
             Kind::PodDisruptionBudget,
         ] {
@@ -221,7 +228,10 @@ impl Manager {
     fn mark_for(&mut self, kind: Kind, v: &Value, deleted: bool) {
         let key = key_of(v);
         let owner = cache::controller_uid(v).map(str::to_string);
-        if matches!(kind, Kind::Pod | Kind::ReplicaSet | Kind::Deployment) {
+        if matches!(
+            kind,
+            Kind::Pod | Kind::ReplicaSet | Kind::Deployment | Kind::StatefulSet
+        ) {
             self.mark_pdbs(&key.0);
         }
         match kind {
@@ -238,6 +248,7 @@ impl Manager {
                 {
                     self.dirty.insert(Work::ReplicaSet(key_of(rs)));
                 }
+                self.mark_stateful_owners(v, owner.as_deref());
                 if deleted {
                     self.pending.remove(&key);
                     self.dirty.insert(Work::Schedule);
@@ -261,6 +272,13 @@ impl Manager {
                 {
                     self.dirty.insert(Work::Deployment(key_of(d)));
                 }
+            }
+            Kind::StatefulSet => {
+                self.dirty.insert(Work::StatefulSet(key));
+                self.mark_stateful_owners(v, None);
+            }
+            Kind::LeaderWorkerSet => {
+                self.dirty.insert(Work::LeaderWorkerSet(key));
             }
             Kind::Deployment => {
                 if deleted {
@@ -319,6 +337,8 @@ impl Manager {
                 match w {
                     Work::Deployment(k) => self.sync_deployment(&k),
                     Work::ReplicaSet(k) => self.sync_replicaset(&k),
+                    Work::StatefulSet(k) => self.sync_statefulset(&k),
+                    Work::LeaderWorkerSet(k) => self.sync_leaderworkerset(&k),
                     Work::Disruption(k) => self.sync_pdb(&k),
                     Work::NodeHealth => self.monitor_nodes(),
                     Work::Schedule => self.schedule_pending(),
@@ -341,6 +361,12 @@ impl Manager {
         for k in self.cache.deployments.keys() {
             self.dirty.insert(Work::Deployment(k));
         }
+        for k in self.cache.statefulsets.keys() {
+            self.dirty.insert(Work::StatefulSet(k));
+        }
+        for k in self.cache.lws.keys() {
+            self.dirty.insert(Work::LeaderWorkerSet(k));
+        }
         if !self.pending.is_empty() {
             self.dirty.insert(Work::Schedule);
         }
@@ -362,11 +388,14 @@ impl Manager {
             c.deployments.has_uid(uid)
                 || c.replicasets.has_uid(uid)
                 || c.ideps.has_uid(uid)
+                || c.statefulsets.has_uid(uid)
+                || c.lws.has_uid(uid)
                 || c.pods.has_uid(uid)
         };
         for (kind, objs) in [
             (Kind::ReplicaSet, &self.cache.replicasets),
             (Kind::Deployment, &self.cache.deployments),
+            (Kind::StatefulSet, &self.cache.statefulsets),
             (Kind::Pod, &self.cache.pods),
         ] {
             for v in objs.values() {

@@ -6,7 +6,8 @@
 //! time; `status.services` (`kind`, `replicas`, `readyReplicas`) and
 //! `status.state` (`pending` until every Deployment completed, then
 //! `ready`), shaped as the InferaDeployment CRD's status schema, through
-//! the status subresource. LeaderWorkerSets are not simulated.
+//! the status subresource. It renders no LeaderWorkerSets (one created
+//! directly is run by `crate::controllers`' LeaderWorkerSet controller).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;

@@ -202,3 +202,33 @@ fn a_workload_with_no_pod_on_the_node_has_no_line() {
     );
     assert!(decide_unit(&inv, 0, &flags()).is_none());
 }
+
+#[test]
+fn a_single_replica_no_budget_covers_is_reported_as_ir014_not_judged() {
+    let mut inv = inventory(
+        workload(OwnerKind::Deployment, 1, 1),
+        &[("a", "n0")],
+        &["n1"],
+    );
+    let u = decide_unit(&inv, 0, &flags()).unwrap();
+    assert_eq!(u.path, DrainPath::Move, "the verdict stands: {}", u.why);
+    assert_eq!(u.findings.len(), 1, "{:?}", u.findings);
+    assert!(
+        u.findings[0].starts_with("IR014 single-replica-no-budget: deploy/w runs one replica"),
+        "{:?}",
+        u.findings
+    );
+    assert!(decide(&inv, &flags()).render().contains("warning IR014"));
+    // A budget selecting it (even one that allows the eviction) covers it.
+    inv.pdbs.push(budget(0));
+    let u = decide_unit(&inv, 0, &flags()).unwrap();
+    assert_eq!(u.findings, Vec::<String>::new());
+    // Two replicas: not a single replica.
+    let inv = inventory(
+        workload(OwnerKind::Deployment, 2, 1),
+        &[("a", "n0"), ("b", "n1")],
+        &["n1"],
+    );
+    let u = decide_unit(&inv, 0, &flags()).unwrap();
+    assert_eq!(u.findings, Vec::<String>::new());
+}

@@ -173,6 +173,7 @@ pub(crate) fn delete_one(
 fn orphan_dependents(shared: &Shared, owner_uid: &str) {
     for kind in [
         Kind::ReplicaSet,
+        Kind::StatefulSet,
         Kind::Pod,
         Kind::Deployment,
         Kind::LeaderWorkerSet,
