@@ -146,7 +146,8 @@ fn scenario(args: &Args) -> Scenario {
         .collect();
     manifests.extend((0..args.ideps).map(|i| idep(i, args.replicas)));
     if args.filler > 0 {
-        manifests.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "filler"}}));
+        manifests
+            .push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "filler"}}));
         manifests.extend((0..FILLER_DEPLOYMENTS).map(|d| filler(d, args.filler)));
     }
     // Crashes every 30 simulated minutes from the start (the setup and the
@@ -360,10 +361,15 @@ fn measure_lag(args: &Args, store: &Store, addr: SocketAddr) -> anyhow::Result<(
 /// One role's surge-first restart, as `infera rollout restart` triggers it.
 fn restart(store: &Store, i: usize, at: u64) -> anyhow::Result<()> {
     store
-        .mutate(Kind::InferaDeployment, Some(&namespace(i)), &format!("m{i}"), |d| {
-            d["spec"]["services"]["prefill"]["podLabels"]["infera.amd.com/restarted-at"] =
-                Value::from(format!("bench-{at}"));
-        })
+        .mutate(
+            Kind::InferaDeployment,
+            Some(&namespace(i)),
+            &format!("m{i}"),
+            |d| {
+                d["spec"]["services"]["prefill"]["podLabels"]["infera.amd.com/restarted-at"] =
+                    Value::from(format!("bench-{at}"));
+            },
+        )
         .map(drop)
         .map_err(|e| anyhow::anyhow!("{e}"))
 }
@@ -376,7 +382,8 @@ fn long_run(args: &Args, sim: &RunningSim, pid: u32, addr: SocketAddr) -> anyhow
     let start = clock.elapsed().as_secs_f64();
     let end = start + args.hours as f64 * 3600.0;
     let targets = churned(args.ideps);
-    let (mut next_roll, mut next_hour, mut rolls, mut scrapes) = (start + ROLL_EVERY, start, 0u64, 0u64);
+    let (mut next_roll, mut next_hour, mut rolls, mut scrapes) =
+        (start + ROLL_EVERY, start, 0u64, 0u64);
     let mut rss = Vec::new();
     let mut slowest = Duration::ZERO;
     loop {
@@ -389,7 +396,11 @@ fn long_run(args: &Args, sim: &RunningSim, pid: u32, addr: SocketAddr) -> anyhow
             break;
         }
         if now >= next_roll && !targets.is_empty() {
-            restart(sim.store(), targets[(rolls as usize * 13) % targets.len()], rolls)?;
+            restart(
+                sim.store(),
+                targets[(rolls as usize * 13) % targets.len()],
+                rolls,
+            )?;
             rolls += 1;
             next_roll += ROLL_EVERY;
         }

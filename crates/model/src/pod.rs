@@ -380,7 +380,10 @@ mod tests {
         };
         let evicted = with("True", EVICTION_BY_EVICTION_API);
         assert_eq!(disruption_reason(&evicted), Some(EVICTION_BY_EVICTION_API));
-        assert_eq!(disruption_reason(&with("False", "PreemptionByScheduler")), None);
+        assert_eq!(
+            disruption_reason(&with("False", "PreemptionByScheduler")),
+            None
+        );
         assert_eq!(disruption_reason(&pod(serde_json::json!({}))), None);
         for (reason, label) in DISRUPTION_REASONS {
             assert_eq!(disruption_label(reason), label);

@@ -160,14 +160,26 @@ fn ns_of(m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str
 fn object_facts(state: &State) -> ObjectFacts {
     let mut by_ns: BTreeMap<&str, workloads::Objects<'_>> = BTreeMap::new();
     for d in state.deployments.values() {
-        by_ns.entry(ns_of(&d.metadata)).or_default().deployments.push(d);
+        by_ns
+            .entry(ns_of(&d.metadata))
+            .or_default()
+            .deployments
+            .push(d);
     }
     for s in state.statefulsets.values() {
-        by_ns.entry(ns_of(&s.metadata)).or_default().statefulsets.push(s);
+        by_ns
+            .entry(ns_of(&s.metadata))
+            .or_default()
+            .statefulsets
+            .push(s);
     }
     for l in state.leaderworkersets.values() {
         let ns = l.pointer("/metadata/namespace").and_then(|v| v.as_str());
-        by_ns.entry(ns.unwrap_or("")).or_default().leaderworkersets.push(l);
+        by_ns
+            .entry(ns.unwrap_or(""))
+            .or_default()
+            .leaderworkersets
+            .push(l);
     }
     let none = workloads::Objects::default();
     state

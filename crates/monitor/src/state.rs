@@ -385,7 +385,11 @@ impl State {
             .values()
             .filter(|l| {
                 let labels = l.pointer("/metadata/labels").cloned();
-                selected(serde_json::from_value(labels.unwrap_or_default()).ok().as_ref())
+                selected(
+                    serde_json::from_value(labels.unwrap_or_default())
+                        .ok()
+                        .as_ref(),
+                )
             })
             .filter_map(workloads::of_leaderworkerset);
         ideps

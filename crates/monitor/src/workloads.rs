@@ -209,7 +209,10 @@ fn rolling_leaderworkerset(lws: &Value) -> bool {
     let Some(status) = lws.get("status") else {
         return true;
     };
-    let want = lws.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    let want = lws
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
     let updating = status
         .get("conditions")
         .and_then(Value::as_array)
@@ -217,7 +220,12 @@ fn rolling_leaderworkerset(lws: &Value) -> bool {
             cs.iter()
                 .any(|c| c["type"] == "UpdateInProgress" && c["status"] == "True")
         });
-    updating || status.get("updatedReplicas").and_then(Value::as_i64).unwrap_or(0) < want
+    updating
+        || status
+            .get("updatedReplicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            < want
 }
 
 /// The watched objects of one namespace that carry rollout state.
@@ -396,10 +404,16 @@ mod tests {
             "status": {"replicas": 2, "readyReplicas": 2, "updatedReplicas": 2}
         });
         let w = of_leaderworkerset(&lws).unwrap();
-        assert_eq!((w.name.as_str(), w.desired.as_slice()), ("lws/big", &[2][..]));
+        assert_eq!(
+            (w.name.as_str(), w.desired.as_slice()),
+            ("lws/big", &[2][..])
+        );
         assert_eq!(w.roles[0].role, "big");
         assert_eq!(
-            w.roles[0].selector.get(LWS_WORKER_INDEX_LABEL).map(String::as_str),
+            w.roles[0]
+                .selector
+                .get(LWS_WORKER_INDEX_LABEL)
+                .map(String::as_str),
             Some("0")
         );
         fn objects(l: &Value) -> Objects<'_> {
