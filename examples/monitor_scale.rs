@@ -1,37 +1,38 @@
-//! `infera monitor` at scale, as a process of its own (not a test):
+//! `infera monitor` at scale, the simulator and the monitor each a process
+//! of its own (not a test):
 //!
 //! ```text
-//! cargo build --release --bin infera --example monitor_scale
-//! target/release/examples/monitor_scale --infera target/release/infera \
+//! cargo build --release --bin infera && cargo build --example monitor_scale
+//! target/debug/examples/monitor_scale --infera target/release/infera \
 //!     --nodes 1000 --ideps 500 --replicas 5 --filler 5000 --speed 1000 --changes 400 --hours 24
 //! ```
 //!
-//! This process runs the simulator (store, controllers, operator, kubelet,
-//! HTTPS API server): N GPU nodes (8 GPUs each), I InferaDeployments of
-//! two roles (prefill, decode) with R replicas each across 10 namespaces,
-//! and F plain pods (50 Deployments of a web server, in namespace
-//! `filler`: pods the monitor's pod watch carries but no workload
-//! has). Each simulated infera worker opens two real sockets (engine and
-//! `/ready` listeners), so the open-file limit bounds the workers (20,000
-//! here: 500 × 2 × 5 workers and 5,000 plain pods make the 10,000). It then
-//! starts the real `infera
-//! monitor -A` as a child process on the simulator's kubeconfig, scrapes it
-//! over HTTP on loopback as Prometheus does (OpenMetrics), and measures:
+//! It writes a scenario and starts `infera sim serve` on it: N GPU nodes
+//! (8 GPUs each), I InferaDeployments of two roles (prefill, decode) with R
+//! replicas each across 10 namespaces, and F plain pods (50 Deployments of
+//! a web server, in namespace `filler`: pods the monitor's pod watch
+//! carries but no workload has). Each simulated infera worker opens two
+//! real sockets (engine and `/ready` listeners), so the open-file limit
+//! bounds the workers (20,000 here: 500 × 2 × 5 workers and 5,000 plain
+//! pods make the 10,000 pods). Then it starts the real `infera monitor -A`
+//! on the simulator's kubeconfig, scrapes it over HTTP on loopback as
+//! Prometheus does (OpenMetrics), and measures:
 //!
 //! - **RSS**: the monitor's `VmRSS` (`/proc/PID/status`) once every role is
 //!   exported (steady), and every simulated hour of the long run;
 //! - **scrape**: one `GET /metrics`, p50/p99 of 50;
-//! - **lag**: from a pod's Ready condition written in the simulator's store
-//!   to the first scrape that shows the role's new count (the end of that
-//!   scrape; scrapes back to back), p50/p99 over C changes (a pod of a
-//!   namespace no fault touches, set NotReady, then Ready again);
+//! - **lag**: from a pod's Ready condition written through the simulator's
+//!   API (`PATCH pods/status`, timed from before the request) to the end of
+//!   the first scrape that shows the role's new count (scrapes back to
+//!   back), p50/p99 over C changes (a pod of a namespace no fault touches,
+//!   set NotReady, then Ready again);
 //! - **long run**: H simulated hours with a crash of one role's pods every
 //!   30 simulated minutes (the scenario's `podFaults`) and a surge-first
 //!   restart of one role every 20 simulated minutes (the `restarted-at` pod
 //!   label, as `infera rollout restart` writes it), scraped every 100 ms.
 //!
-//! The monitor's numbers are its own: the simulator is in this process.
-//! Numbers go in docs/benchmarks.md, never in a test.
+//! This process is only the client (it may be a debug build); the numbers
+//! are the monitor's own. They go in docs/benchmarks.md, never in a test.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -41,8 +42,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use infera_sim::scenario::{CrashTarget, NodeSpec, PodFault, Scenario, Timings};
-use infera_sim::store::{Kind, Store};
-use infera_sim::{RunningSim, SimOptions};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::{Client, Config};
 use serde_json::{Value, json};
 
 const NAMESPACES: usize = 10;
@@ -188,18 +190,52 @@ fn scenario(args: &Args) -> Scenario {
     }
 }
 
-fn is_ready(pod: &Value) -> bool {
-    pod.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c["type"] == "Ready" && c["status"] == "True")
-        })
+fn is_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-fn ready_pods(store: &Store) -> usize {
-    let (pods, _) = store.list_stored(Kind::Pod, None);
-    pods.iter().filter(|p| is_ready(p.value())).count()
+/// `infera sim serve` on the scenario, with its kubeconfig written in `dir`.
+fn spawn_sim(args: &Args, dir: &std::path::Path) -> anyhow::Result<(Child, PathBuf)> {
+    let file = dir.join("scenario.json");
+    std::fs::write(&file, serde_json::to_string(&scenario(args))?)?;
+    let kubeconfig = dir.join("kubeconfig");
+    let child = Command::new(&args.infera)
+        .args([
+            "sim",
+            "serve",
+            "--speed",
+            &args.speed.to_string(),
+            "--scenario",
+        ])
+        .arg(&file)
+        .arg("--kubeconfig-out")
+        .arg(&kubeconfig)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("cannot start {}", args.infera.display()))?;
+    Ok((child, kubeconfig))
+}
+
+async fn client(kubeconfig: &std::path::Path) -> anyhow::Result<Client> {
+    let started = Instant::now();
+    while !kubeconfig.exists() {
+        if started.elapsed() > Duration::from_secs(300) {
+            bail!("infera sim serve wrote no kubeconfig");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let config = Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::read_from(kubeconfig)?,
+        &Default::default(),
+    )
+    .await?;
+    Ok(Client::try_from(config)?)
 }
 
 /// `VmRSS` of a process, in MiB.
@@ -279,22 +315,23 @@ fn percentile(samples: &mut [Duration], q: f64) -> f64 {
         .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
 }
 
-/// Set the Ready condition of `pod` (namespace, name) in the store.
-fn set_ready(store: &Store, ns: &str, name: &str, ready: bool) -> anyhow::Result<()> {
-    let status = if ready { "True" } else { "False" };
-    store
-        .mutate(Kind::Pod, Some(ns), name, |p| {
-            if let Some(cs) = p
-                .pointer_mut("/status/conditions")
-                .and_then(Value::as_array_mut)
-            {
-                for c in cs.iter_mut().filter(|c| c["type"] == "Ready") {
-                    c["status"] = Value::from(status);
-                }
-            }
-        })
-        .map(drop)
-        .map_err(|e| anyhow::anyhow!("{e}"))
+/// Set the Ready condition of `pod` through the API (`pods/status`); the
+/// instant just before the request.
+async fn set_ready(pods: &Api<Pod>, name: &str, ready: bool) -> anyhow::Result<Instant> {
+    let mut pod = pods.get_status(name).await?;
+    let conditions = pod
+        .status
+        .as_mut()
+        .and_then(|s| s.conditions.as_mut())
+        .context("a pod without conditions")?;
+    for c in conditions.iter_mut().filter(|c| c.type_ == "Ready") {
+        c.status = if ready { "True" } else { "False" }.to_string();
+    }
+    let patch = json!({"status": {"conditions": conditions}});
+    let from = Instant::now();
+    pods.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(from)
 }
 
 /// Scrape back to back until `series` reads `want`: the time from `from`
@@ -310,27 +347,24 @@ fn seen_after(addr: SocketAddr, series: &str, want: f64, from: Instant) -> Optio
 }
 
 /// The lag phase: Ready changes of pods in `bench-0`, each measured.
-fn measure_lag(args: &Args, store: &Store, addr: SocketAddr) -> anyhow::Result<()> {
-    let quiet: Vec<usize> = (0..args.ideps).filter(|i| i % NAMESPACES == 0).collect();
-    let (pods, _) = store.list_stored(Kind::Pod, Some(&namespace(0)));
+async fn measure_lag(args: &Args, client: &Client, addr: SocketAddr) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace(0));
     let mut targets: Vec<(usize, String, String)> = Vec::new();
-    for p in &pods {
-        let p = p.value();
-        let label = |k: &str| p.pointer(&format!("/metadata/labels/{}", k.replace('/', "~1")));
-        let (Some(dep), Some(svc)) = (
-            label("infera.amd.com/deployment").and_then(Value::as_str),
-            label("infera.amd.com/service").and_then(Value::as_str),
+    for p in pods.list(&ListParams::default()).await? {
+        let label = |k: &str| p.metadata.labels.as_ref().and_then(|l| l.get(k)).cloned();
+        let (Some(dep), Some(svc), Some(name)) = (
+            label("infera.amd.com/deployment"),
+            label("infera.amd.com/service"),
+            p.metadata.name.clone(),
         ) else {
             continue;
         };
-        let i: usize = dep.trim_start_matches('m').parse().unwrap_or(usize::MAX);
-        let name = p.pointer("/metadata/name").and_then(Value::as_str);
-        if let (true, Some(name)) = (quiet.contains(&i), name) {
-            targets.push((i, svc.to_string(), name.to_string()));
+        if let Ok(i) = dep.trim_start_matches('m').parse::<usize>() {
+            targets.push((i, svc, name));
         }
     }
     if targets.is_empty() {
-        bail!("no pod in {} to change", namespace(0));
+        bail!("no worker in {} to change", namespace(0));
     }
     let mut lags = Vec::new();
     let mut missed = 0;
@@ -339,9 +373,9 @@ fn measure_lag(args: &Args, store: &Store, addr: SocketAddr) -> anyhow::Result<(
         let series = role_series(*i, role);
         let full = args.replicas as f64;
         for (ready, want) in [(false, full - 1.0), (true, full)] {
-            let from = Instant::now();
-            set_ready(store, &namespace(*i), name, ready)?;
-            match seen_after(addr, &series, want, from) {
+            let from = set_ready(&pods, name, ready).await?;
+            let seen = tokio::task::block_in_place(|| seen_after(addr, &series, want, from));
+            match seen {
                 Some(lag) => lags.push(lag),
                 None => missed += 1,
             }
@@ -359,35 +393,39 @@ fn measure_lag(args: &Args, store: &Store, addr: SocketAddr) -> anyhow::Result<(
 }
 
 /// One role's surge-first restart, as `infera rollout restart` triggers it.
-fn restart(store: &Store, i: usize, at: u64) -> anyhow::Result<()> {
-    store
-        .mutate(
-            Kind::InferaDeployment,
-            Some(&namespace(i)),
+async fn restart(client: &Client, i: usize, at: u64) -> anyhow::Result<()> {
+    let resource = infera_cluster::inferadeployment_resource();
+    let ideps: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace(i), &resource);
+    let patch = json!({"spec": {"services": {"prefill": {"podLabels":
+        {"infera.amd.com/restarted-at": format!("bench-{at}")}}}}});
+    ideps
+        .patch(
             &format!("m{i}"),
-            |d| {
-                d["spec"]["services"]["prefill"]["podLabels"]["infera.amd.com/restarted-at"] =
-                    Value::from(format!("bench-{at}"));
-            },
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
         )
-        .map(drop)
-        .map_err(|e| anyhow::anyhow!("{e}"))
+        .await?;
+    Ok(())
 }
 
 /// The long run: crashes (scenario faults) and restarts for `hours`
 /// simulated hours, a scrape every 100 ms, the monitor's RSS every
-/// simulated hour.
-fn long_run(args: &Args, sim: &RunningSim, pid: u32, addr: SocketAddr) -> anyhow::Result<()> {
-    let clock = sim.clock();
-    let start = clock.elapsed().as_secs_f64();
+/// simulated hour. `sim_now` is the simulator's clock.
+async fn long_run(
+    args: &Args,
+    client: &Client,
+    pid: u32,
+    addr: SocketAddr,
+    sim_now: impl Fn() -> f64,
+) -> anyhow::Result<()> {
+    let start = sim_now();
     let end = start + args.hours as f64 * 3600.0;
     let targets = churned(args.ideps);
-    let (mut next_roll, mut next_hour, mut rolls, mut scrapes) =
-        (start + ROLL_EVERY, start, 0u64, 0u64);
+    let (mut next_roll, mut next_hour) = (start + ROLL_EVERY, start);
+    let (mut rolls, mut scrapes, mut slowest) = (0u64, 0u64, Duration::ZERO);
     let mut rss = Vec::new();
-    let mut slowest = Duration::ZERO;
     loop {
-        let now = clock.elapsed().as_secs_f64();
+        let now = sim_now();
         if now >= next_hour {
             rss.push(rss_mib(pid));
             next_hour += 3600.0;
@@ -397,18 +435,19 @@ fn long_run(args: &Args, sim: &RunningSim, pid: u32, addr: SocketAddr) -> anyhow
         }
         if now >= next_roll && !targets.is_empty() {
             restart(
-                sim.store(),
+                client,
                 targets[(rolls as usize * 13) % targets.len()],
                 rolls,
-            )?;
+            )
+            .await?;
             rolls += 1;
             next_roll += ROLL_EVERY;
         }
         let t = Instant::now();
-        scrape(addr)?;
+        tokio::task::block_in_place(|| scrape(addr))?;
         slowest = slowest.max(t.elapsed());
         scrapes += 1;
-        std::thread::sleep(Duration::from_millis(100));
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let shown: Vec<String> = rss.iter().map(|r| format!("{r:.0}")).collect();
     println!(
@@ -423,64 +462,89 @@ fn long_run(args: &Args, sim: &RunningSim, pid: u32, addr: SocketAddr) -> anyhow
     Ok(())
 }
 
+/// Until every role is exported, then the steady RSS and 50 scrapes.
+fn steady(args: &Args, pid: u32, addr: SocketAddr, t: Instant) -> anyhow::Result<()> {
+    let roles = args.ideps * 2;
+    let mut body = String::new();
+    while body.matches("infera_role_ready_pods{").count() < roles {
+        if t.elapsed() > Duration::from_secs(600) {
+            bail!("the monitor never exported {roles} roles");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        body = scrape(addr).unwrap_or_default();
+    }
+    println!(
+        "monitor: every role exported {:.1} s after start; RSS {:.1} MiB",
+        t.elapsed().as_secs_f64(),
+        rss_mib(pid)
+    );
+    let mut times = Vec::new();
+    for _ in 0..50 {
+        let t = Instant::now();
+        body = scrape(addr)?;
+        times.push(t.elapsed());
+    }
+    println!(
+        "scrape over HTTP: p50 {:.1} ms, p99 {:.1} ms ({} series, {} KiB); RSS {:.1} MiB steady",
+        percentile(&mut times, 0.5),
+        percentile(&mut times, 0.99),
+        body.lines().filter(|l| !l.starts_with('#')).count(),
+        body.len() / 1024,
+        rss_mib(pid)
+    );
+    Ok(())
+}
+
+async fn run(args: &Args, sim: &Child, kubeconfig: &std::path::Path) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let sim_now = move || started.elapsed().as_secs_f64() * args.speed;
+    let client = client(kubeconfig).await?;
+    let pods: Api<Pod> = Api::all(client.clone());
+    let want = args.ideps * 2 * args.replicas + args.filler;
+    loop {
+        let ready = pods
+            .list(&ListParams::default())
+            .await
+            .map_or(0, |l| l.items.iter().filter(|p| is_ready(p)).count());
+        if ready >= want {
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(1800) {
+            bail!("the simulator never had {want} Ready pods ({ready})");
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    println!(
+        "simulator steady: {:.1} s; its RSS {:.1} MiB",
+        started.elapsed().as_secs_f64(),
+        rss_mib(sim.id())
+    );
+    let t = Instant::now();
+    let (mut monitor, addr) = spawn_monitor(args, kubeconfig)?;
+    let pid = monitor.id();
+    let outcome = async {
+        tokio::task::block_in_place(|| steady(args, pid, addr, t))?;
+        measure_lag(args, &client, addr).await?;
+        long_run(args, &client, pid, addr, sim_now).await
+    }
+    .await;
+    let _ = monitor.kill();
+    let _ = monitor.wait();
+    outcome
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let args = parse_args()?;
     let workers = args.ideps * 2 * args.replicas;
-    let pods = workers + args.filler;
     println!(
         "monitor_scale: {} nodes, {} InferaDeployments x 2 roles x {} replicas = {} worker pods, {} plain pods, speed {}",
         args.nodes, args.ideps, args.replicas, workers, args.filler, args.speed
     );
-    let started = Instant::now();
-    let sim = RunningSim::start(SimOptions::new(scenario(&args), args.speed)).await?;
-    while ready_pods(sim.store()) < pods {
-        if started.elapsed() > Duration::from_secs(1800) {
-            bail!("the simulator never had {pods} Ready pods");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    println!("simulator steady: {:.1} s", started.elapsed().as_secs_f64());
     let dir = tempfile::tempdir()?;
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)?;
-    let t = Instant::now();
-    let (mut child, addr) = spawn_monitor(&args, &kubeconfig)?;
-    let pid = child.id();
-    let roles = args.ideps * 2;
-    let outcome = tokio::task::block_in_place(|| -> anyhow::Result<()> {
-        let mut body = String::new();
-        while body.matches("infera_role_ready_pods{").count() < roles {
-            if t.elapsed() > Duration::from_secs(600) {
-                bail!("the monitor never exported {roles} roles");
-            }
-            std::thread::sleep(Duration::from_millis(200));
-            body = scrape(addr).unwrap_or_default();
-        }
-        println!(
-            "monitor: every role exported {:.1} s after start; RSS {:.1} MiB",
-            t.elapsed().as_secs_f64(),
-            rss_mib(pid)
-        );
-        let mut times = Vec::new();
-        for _ in 0..50 {
-            let t = Instant::now();
-            body = scrape(addr)?;
-            times.push(t.elapsed());
-        }
-        println!(
-            "scrape over HTTP: p50 {:.1} ms, p99 {:.1} ms ({} series, {} KiB); RSS {:.1} MiB steady",
-            percentile(&mut times, 0.5),
-            percentile(&mut times, 0.99),
-            body.lines().filter(|l| !l.starts_with('#')).count(),
-            body.len() / 1024,
-            rss_mib(pid)
-        );
-        measure_lag(&args, sim.store(), addr)?;
-        long_run(&args, &sim, pid, addr)
-    });
-    let _ = child.kill();
-    let _ = child.wait();
-    sim.shutdown().await;
+    let (mut sim, kubeconfig) = spawn_sim(&args, dir.path())?;
+    let outcome = run(&args, &sim, &kubeconfig).await;
+    let _ = sim.kill();
+    let _ = sim.wait();
     outcome
 }
