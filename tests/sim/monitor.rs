@@ -699,3 +699,145 @@ async fn a_stalled_surge_pod_is_exported_by_the_schedulers_reason() {
     assert_eq!(terminate(&mut child.0), 0);
     sim.shutdown().await;
 }
+
+/// The labels of a role of `pd-1p1d`'s `idep/llama`.
+fn llama(role: &str) -> String {
+    format!("namespace=\"llm\",workload=\"idep/llama\",role=\"{role}\"")
+}
+
+/// An eviction (what `kubectl drain` and `infera drain` do to a pod) is a
+/// disruption in progress on the pod's role, under its closed-set reason,
+/// until the pod is gone; no pod or node name is a label. A finalizer
+/// holds the evicted pod in its termination, so no timing is involved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_eviction_is_a_disruption_in_progress_until_the_pod_is_gone() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, DeleteParams, EvictParams};
+    let sim = Sim::start("pd-1p1d", 20.0).await;
+    let (mut child, _rx, addr) = spawn_monitor(&sim, &[]);
+    let calm = format!("infera_disruption_in_progress{{{}}} 0", llama("decode"));
+    let c = calm.clone();
+    tokio::task::spawn_blocking(move || scrape_until(addr, "text/plain", |b| b.contains(&c)))
+        .await
+        .unwrap();
+    let pod = sim.pod_names("decode").remove(0);
+    let hold = |finalizers: Value| {
+        sim.store()
+            .mutate(infera_sim::kind::Kind::Pod, Some("llm"), &pod, |p| {
+                p["metadata"]["finalizers"] = finalizers;
+            })
+            .expect("the decode pod");
+    };
+    hold(serde_json::json!(["test.infera.amd.com/hold"]));
+    let pods: Api<Pod> = Api::namespaced(sim.client().await, "llm");
+    pods.evict(&pod, &EvictParams::default())
+        .await
+        .expect("the eviction is allowed");
+    let disrupted = [
+        format!("infera_disruption_in_progress{{{}}} 1", llama("decode")),
+        format!(
+            "infera_role_disrupted_pods{{{},reason=\"evicted\"}} 1",
+            llama("decode")
+        ),
+        format!("infera_disruption_in_progress{{{}}} 0", llama("prefill")),
+    ];
+    let want = disrupted.clone();
+    let body = tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| want.iter().all(|w| b.contains(w)))
+    })
+    .await
+    .unwrap();
+    let node = sim
+        .store()
+        .get(infera_sim::kind::Kind::Pod, Some("llm"), &pod)
+        .and_then(|p| p.pointer("/spec/nodeName").cloned())
+        .and_then(|n| n.as_str().map(str::to_string))
+        .expect("the evicted pod's node");
+    assert!(!body.contains(&pod) && !body.contains(&node), "{body}");
+    // Released and deleted: the disruption is over.
+    hold(serde_json::json!([]));
+    let _ = pods
+        .delete(&pod, &DeleteParams::default().grace_period(0))
+        .await;
+    let body = tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| b.contains(&calm))
+    })
+    .await
+    .unwrap();
+    assert!(!body.contains("infera_role_disrupted_pods{"), "{body}");
+    assert_eq!(terminate(&mut child.0), 0);
+    sim.shutdown().await;
+}
+
+/// A leader or worker pod of a LeaderWorkerSet group, labelled as the
+/// LeaderWorkerSet controller labels it (the simulator has none).
+fn lws_pod(name: &str, group: u32, index: u32) -> Value {
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("{name}-{group}-{index}"), "namespace": "llm", "labels": {
+            "leaderworkerset.sigs.k8s.io/name": name,
+            "leaderworkerset.sigs.k8s.io/group-index": group.to_string(),
+            "leaderworkerset.sigs.k8s.io/worker-index": index.to_string()}},
+        "spec": {"containers": [{"name": "main", "image": "registry.example/web:1",
+            "resources": {"requests": {"cpu": "100m"}}}]}
+    })
+}
+
+/// A LeaderWorkerSet running a catalogued engine is watched (its own
+/// list+watch) as one role counted by its groups' leaders: Ready pods,
+/// desired groups, rolling while its controller reports groups not updated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaderworkerset_is_one_role_counted_by_its_leaders() {
+    use infera_sim::kind::Kind;
+    let sim = Sim::start("pd-1p1d", 20.0).await;
+    let lws = serde_json::json!({
+        "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "metadata": {"name": "big", "namespace": "llm"},
+        "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 2, "workerTemplate": {"spec": {
+            "containers": [{"name": "main", "image": "vllm/vllm-openai:v0.9", "args": ["--model", "m"]}]}}}}
+    });
+    sim.store()
+        .create(Kind::LeaderWorkerSet, lws)
+        .expect("created");
+    for pod in (0..2).flat_map(|g| [lws_pod("big", g, 0), lws_pod("big", g, 1)]) {
+        sim.store().create(Kind::Pod, pod).expect("created");
+    }
+    let status = |updated: i64| {
+        sim.store()
+            .mutate(Kind::LeaderWorkerSet, Some("llm"), "big", |l| {
+                l["status"] = serde_json::json!({"replicas": 2, "readyReplicas": 2, "updatedReplicas": updated});
+            })
+            .expect("the LeaderWorkerSet");
+    };
+    status(2);
+    let (mut child, _rx, addr) = spawn_monitor(&sim, &[]);
+    let big = "namespace=\"llm\",workload=\"lws/big\",role=\"big\"";
+    let want = [
+        format!("infera_role_ready_pods{{{big}}} 2"),
+        format!("infera_role_desired_replicas{{{big}}} 2"),
+        format!("infera_rollout_in_progress{{{big}}} 0"),
+        "infera_watch_up{resource=\"leaderworkersets\"} 1".to_string(),
+    ];
+    tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| want.iter().all(|w| b.contains(w)))
+    })
+    .await
+    .unwrap();
+    // A leader goes and the controller reports a group not updated.
+    sim.store()
+        .delete(Kind::Pod, Some("llm"), "big-1-0", Some(0))
+        .expect("deleted");
+    status(1);
+    let want = [
+        format!("infera_role_ready_pods{{{big}}} 1"),
+        format!("infera_rollout_in_progress{{{big}}} 1"),
+        format!("infera_rollout_leg_info{{{big},leg=\"big\"}} 1"),
+    ];
+    tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| want.iter().all(|w| b.contains(w)))
+    })
+    .await
+    .unwrap();
+    assert_eq!(terminate(&mut child.0), 0);
+    sim.shutdown().await;
+}

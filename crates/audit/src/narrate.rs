@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
+use infera_model::pod::{EVICTION_BY_EVICTION_API, disruption_reason};
 use infera_model::worker::LABEL_SERVICE;
 
 /// A rollout step, recorded as a marker in the report and on the timeline.
@@ -63,17 +64,6 @@ pub(crate) struct Narrator {
     held: BTreeMap<String, BTreeSet<(usize, String)>>,
     /// Set after the first list: pods seen later were created meanwhile.
     pub(crate) listed: bool,
-}
-
-/// The `DisruptionTarget` condition's reason, when it is True.
-fn disruption_reason(pod: &Pod) -> Option<String> {
-    pod.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")
-        .map(|c| c.reason.clone().unwrap_or_default())
 }
 
 fn step(service: &str, kind: &str, pod: Option<&str>, node: Option<&str>, at: Instant) -> Step {
@@ -137,8 +127,8 @@ impl Narrator {
             tell("scheduled");
         }
         if !before.disrupted && now.disrupted {
-            match disruption_reason(pod).as_deref() {
-                Some("EvictionByEvictionAPI") => tell("evicted"),
+            match disruption_reason(pod) {
+                Some(EVICTION_BY_EVICTION_API) => tell("evicted"),
                 _ => tell("disruption-target"),
             }
         }

@@ -220,8 +220,8 @@ fn drain_objects(namespace: &str) -> Vec<Value> {
 /// The name of `infera monitor`'s ServiceAccount, Role and bindings.
 pub const MONITOR_NAME: &str = "infera-monitor";
 
-/// What `infera monitor` reads, and only reads: its four list+watches
-/// (pods, InferaDeployments, Deployments, StatefulSets). Its heartbeat
+/// What `infera monitor` reads, and only reads: its five list+watches
+/// (pods, InferaDeployments, Deployments, StatefulSets, LeaderWorkerSets). Its heartbeat
 /// (`GET /version`) is open to every authenticated client
 /// (`system:discovery`).
 pub fn monitor_rules() -> Vec<Value> {
@@ -231,6 +231,7 @@ pub fn monitor_rules() -> Vec<Value> {
         rule("", &["pods"], &read),
         rule(idep.group, &[idep.plural], &read),
         rule("apps", &["deployments", "statefulsets"], &read),
+        rule(LEADER_WORKER_SET.group, &[LEADER_WORKER_SET.plural], &read),
     ]
 }
 

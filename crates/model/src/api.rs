@@ -56,6 +56,13 @@ pub const LEADER_WORKER_SET: ApiType = api_type!(
     ["lws"]
 );
 
+/// The pod label a LeaderWorkerSet puts on every pod of its groups: its name.
+pub const LWS_NAME_LABEL: &str = "leaderworkerset.sigs.k8s.io/name";
+
+/// The pod label of a pod's index in its LeaderWorkerSet group (`"0"`: the
+/// leader, which a Service routes to).
+pub const LWS_WORKER_INDEX_LABEL: &str = "leaderworkerset.sigs.k8s.io/worker-index";
+
 impl ApiType {
     /// Whether an object's `apiVersion` and `kind` name this type (any
     /// version of the group).

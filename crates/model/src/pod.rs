@@ -211,6 +211,52 @@ pub fn running_since(pod: &Pod) -> Option<Timestamp> {
         .min()
 }
 
+/// The reason of the pod's `DisruptionTarget` condition, when it is True:
+/// the pod is about to be deleted for a disruption (an eviction, a
+/// preemption, a taint eviction, …), not by its owner.
+pub fn disruption_reason(pod: &Pod) -> Option<&str> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")
+        .map(|c| c.reason.as_deref().unwrap_or(""))
+}
+
+/// The Eviction API's `DisruptionTarget` reason (`kubectl drain`, `infera
+/// drain`: k8s.io/api core/v1 `PodReasonEvictionByEvictionAPI`).
+pub const EVICTION_BY_EVICTION_API: &str = "EvictionByEvictionAPI";
+
+/// Every `DisruptionTarget` reason Kubernetes writes (k8s.io/api@v0.37
+/// core/v1 types.go, `PodReason…`), each with its label, and `other` for
+/// any other: a closed set, fit for a metric label.
+const DISRUPTION_REASONS: [(&str, &str); 5] = [
+    (EVICTION_BY_EVICTION_API, "evicted"),
+    ("PreemptionByScheduler", "preempted"),
+    ("DeletionByTaintManager", "taint_eviction"),
+    ("DeletionByPodGC", "pod_gc"),
+    ("TerminationByKubelet", "kubelet"),
+];
+
+/// Every [`disruption_label`].
+pub const DISRUPTION_LABELS: [&str; 6] = [
+    "evicted",
+    "preempted",
+    "taint_eviction",
+    "pod_gc",
+    "kubelet",
+    "other",
+];
+
+/// The closed-set label of a `DisruptionTarget` reason.
+pub fn disruption_label(reason: &str) -> &'static str {
+    DISRUPTION_REASONS
+        .iter()
+        .find(|(r, _)| *r == reason)
+        .map_or("other", |(_, label)| label)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,5 +369,27 @@ mod tests {
             at.map(|t| t.to_string()).as_deref(),
             Some("2026-12-05T12:00:08Z")
         );
+    }
+
+    #[test]
+    fn disruption_reasons_are_a_closed_set_of_labels() {
+        let with = |status: &str, reason: &str| {
+            pod(serde_json::json!({"status": {"conditions": [
+                {"type": "Ready", "status": "True"},
+                {"type": "DisruptionTarget", "status": status, "reason": reason}]}}))
+        };
+        let evicted = with("True", EVICTION_BY_EVICTION_API);
+        assert_eq!(disruption_reason(&evicted), Some(EVICTION_BY_EVICTION_API));
+        assert_eq!(
+            disruption_reason(&with("False", "PreemptionByScheduler")),
+            None
+        );
+        assert_eq!(disruption_reason(&pod(serde_json::json!({}))), None);
+        for (reason, label) in DISRUPTION_REASONS {
+            assert_eq!(disruption_label(reason), label);
+            assert!(DISRUPTION_LABELS.contains(&label));
+        }
+        assert_eq!(disruption_label("SomethingNew"), "other");
+        assert_eq!(disruption_label(""), "other");
     }
 }

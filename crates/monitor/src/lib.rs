@@ -1,7 +1,7 @@
 //! `infera monitor`: the audit as a long-running service.
 //!
 //! One list+watch per resource (pods, InferaDeployments, Deployments,
-//! StatefulSets) keeps [`state::State`]: every InferaDeployment and every
+//! StatefulSets, LeaderWorkerSets) keeps [`state::State`]: every InferaDeployment and every
 //! catalogued serving workload in scope ([`workloads`]), each with the
 //! audit's own [`infera_audit::Auditor`] (per-pod histories, exact minima,
 //! time below the floor, bounds where blind). [`metrics`] writes it as

@@ -3,16 +3,16 @@
 //! cannot vouch for now (its watch is blind) is absent, never stale.
 //!
 //! Labels are `namespace`, `workload` (`idep/NAME`, `deploy/NAME`,
-//! `sts/NAME`) and `role`, plus `resource` on the watch metrics, `leg` (a
-//! service name) on the rollout leg, `reason` (a closed set:
-//! `infera_model::scheduling::UnfitReason::LABELS`) on unschedulable pods
-//! and `generation` on the operator's: never a pod name, so the number of
-//! series is bounded by the workloads and roles.
+//! `sts/NAME`, `lws/NAME`) and `role`, plus `resource` on the watch
+//! metrics, `leg` (a service name) on the rollout leg, `reason` (a closed
+//! set: `infera_model::scheduling::UnfitReason::LABELS`) on unschedulable
+//! pods, `reason` (a closed set: `infera_model::pod::DISRUPTION_LABELS`) on
+//! disrupted pods and `generation` on the operator's: never a pod or node
+//! name, so the number of series is bounded by the workloads and roles.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -20,6 +20,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 
+use infera_model::pod::disruption_label;
 use infera_model::scheduling::unfit_label_of_message;
 
 use crate::state::{Resource, State};
@@ -41,6 +42,8 @@ struct Families {
     below: FloatCounters,
     gaps: Counters,
     unschedulable: Gauges,
+    disruption: Gauges,
+    disrupted: Gauges,
     generation: Gauges,
     watch_up: Gauges,
     unobserved: FloatCounters,
@@ -78,6 +81,8 @@ impl Families {
             self.gaps.clone(),
         );
         r.register("infera_role_unschedulable_pods", "Pending pods of the role the scheduler cannot place, by the reason that rejected the most nodes", self.unschedulable.clone());
+        r.register("infera_disruption_in_progress", "1 while a pod of the role is the target of a disruption (DisruptionTarget: an eviction, as kubectl drain and infera drain make, a preemption, a taint eviction) and not yet gone (absent while the pod watch is blind)", self.disruption.clone());
+        r.register("infera_role_disrupted_pods", "Pods of the role that are the target of a disruption and not yet gone, by the DisruptionTarget reason (a closed set)", self.disrupted.clone());
         r.register(
             "infera_operator_generation_info",
             "The infera operator generation the InferaDeployment's rendered workers show",
@@ -112,11 +117,18 @@ pub fn encode_state(state: &mut State, now: Instant) -> String {
     let up = |r: Resource| state.watch(r).is_some_and(|w| w.up());
     let (pods_up, objects_up) = (
         up(Resource::Pods),
-        up(Resource::InferaDeployments) && up(Resource::Deployments) && up(Resource::StatefulSets),
+        [
+            Resource::InferaDeployments,
+            Resource::Deployments,
+            Resource::StatefulSets,
+            Resource::LeaderWorkerSets,
+        ]
+        .into_iter()
+        .all(up),
     );
     roles(state, &f, now, pods_up, objects_up);
     if pods_up {
-        unschedulable(state, &f);
+        pod_facts(state, &f);
     }
     let mut registry = Registry::default();
     f.register(&mut registry);
@@ -141,26 +153,43 @@ fn watches(state: &State, f: &Families, now: Instant) {
 /// Per workload: the legs rolling per role, and the operator generation.
 type ObjectFacts = BTreeMap<WorkloadKey, (Vec<workloads::Rolling>, Option<&'static str>)>;
 
+fn ns_of(m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
+    m.namespace.as_deref().unwrap_or("")
+}
+
 fn object_facts(state: &State) -> ObjectFacts {
-    type Objects<'a> = (Vec<&'a Deployment>, Vec<&'a StatefulSet>);
-    let mut by_ns: BTreeMap<&str, Objects<'_>> = BTreeMap::new();
+    let mut by_ns: BTreeMap<&str, workloads::Objects<'_>> = BTreeMap::new();
     for d in state.deployments.values() {
-        let ns = d.metadata.namespace.as_deref().unwrap_or("");
-        by_ns.entry(ns).or_default().0.push(d);
+        by_ns
+            .entry(ns_of(&d.metadata))
+            .or_default()
+            .deployments
+            .push(d);
     }
     for s in state.statefulsets.values() {
-        let ns = s.metadata.namespace.as_deref().unwrap_or("");
-        by_ns.entry(ns).or_default().1.push(s);
+        by_ns
+            .entry(ns_of(&s.metadata))
+            .or_default()
+            .statefulsets
+            .push(s);
     }
-    let none = (Vec::new(), Vec::new());
+    for l in state.leaderworkersets.values() {
+        let ns = l.pointer("/metadata/namespace").and_then(|v| v.as_str());
+        by_ns
+            .entry(ns.unwrap_or(""))
+            .or_default()
+            .leaderworkersets
+            .push(l);
+    }
+    let none = workloads::Objects::default();
     state
         .workloads
         .iter()
         .map(|(key, w)| {
-            let (deploys, sets) = by_ns.get(w.workload.namespace.as_str()).unwrap_or(&none);
+            let objects = by_ns.get(w.workload.namespace.as_str()).unwrap_or(&none);
             let facts = (
-                workloads::rolling(&w.workload, deploys, sets),
-                workloads::operator_generation(&w.workload, deploys),
+                workloads::rolling(&w.workload, objects),
+                workloads::operator_generation(&w.workload, &objects.deployments),
             );
             (key.clone(), facts)
         })
@@ -188,6 +217,8 @@ fn roles(state: &mut State, f: &Families, now: Instant, pods_up: bool, objects_u
             if current && let Some(c) = counts.get(i) {
                 f.ready.get_or_create(&labels).set(i64::from(c.ready));
                 f.routable.get_or_create(&labels).set(i64::from(c.routable));
+                // Set to 1 by the pods' pass when a pod of the role is disrupted.
+                f.disruption.get_or_create(&labels).set(0);
             }
             if let Some(s) = stats.get(i)
                 && let Some(e) = w.exported.get_mut(i)
@@ -264,27 +295,46 @@ fn unschedulable_reason(pod: &Pod) -> Option<&'static str> {
         .then(|| unfit_label_of_message(cond.message.as_deref().unwrap_or("")))
 }
 
-fn unschedulable(state: &State, f: &Families) {
+/// The namespace, workload and role of `pod`, if a watched workload has it.
+fn role_of<'a>(state: &'a State, pod: &Pod) -> Option<(&'a str, &'a str, &'a str)> {
+    let ns = pod.metadata.namespace.as_deref()?;
+    state
+        .workloads
+        .values()
+        .filter(|w| w.workload.namespace == ns)
+        .find_map(|w| {
+            let role = w.workload.roles.iter().find(|r| r.matches(pod))?;
+            Some((
+                w.workload.namespace.as_str(),
+                w.workload.name.as_str(),
+                role.role.as_str(),
+            ))
+        })
+}
+
+/// Per pod: unschedulable (by the scheduler's reason) or the target of a
+/// disruption (by its `DisruptionTarget` reason), counted on its role.
+fn pod_facts(state: &State, f: &Families) {
     for pod in state.pods.values() {
-        let Some(reason) = unschedulable_reason(pod) else {
+        let pending = unschedulable_reason(pod);
+        let disrupted = infera_model::pod::disruption_reason(pod).map(disruption_label);
+        if pending.is_none() && disrupted.is_none() {
+            continue;
+        }
+        let Some((ns, workload, role)) = role_of(state, pod) else {
             continue;
         };
-        let ns = pod.metadata.namespace.as_deref().unwrap_or("");
-        let found = state
-            .workloads
-            .values()
-            .filter(|w| w.workload.namespace == ns)
-            .find_map(|w| {
-                w.workload
-                    .roles
-                    .iter()
-                    .find(|r| r.matches(pod))
-                    .map(|r| (w.workload.name.as_str(), r.role.as_str()))
-            });
-        if let Some((workload, role)) = found {
-            let mut labels = role_labels(ns, workload, role);
-            labels.push(("reason", reason.to_string()));
-            f.unschedulable.get_or_create(&labels).inc();
+        let labels = role_labels(ns, workload, role);
+        if let Some(reason) = pending {
+            let mut l = labels.clone();
+            l.push(("reason", reason.to_string()));
+            f.unschedulable.get_or_create(&l).inc();
+        }
+        if let Some(reason) = disrupted {
+            f.disruption.get_or_create(&labels).set(1);
+            let mut l = labels;
+            l.push(("reason", reason.to_string()));
+            f.disrupted.get_or_create(&l).inc();
         }
     }
 }

@@ -29,7 +29,8 @@ use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
 
 use infera_cluster::sight;
-use infera_cluster::{ClusterError, Connection, inferadeployment_resource};
+use infera_cluster::{ClusterError, Connection, api_resource, inferadeployment_resource};
+use infera_model::api::LEADER_WORKER_SET;
 
 use crate::state::{Resource, SAMPLE_INTERVAL, State};
 
@@ -236,19 +237,26 @@ where
     }
 }
 
-/// Feed the state from the four watches, the heartbeat and the sampling
+/// Feed the state from the five watches, the heartbeat and the sampling
 /// tick (never returns on its own).
 async fn watch_loop(conn: &Connection, opts: &Options, state: Shared) {
     let ns = opts.namespace.as_deref();
     let client = &conn.client;
-    let idep_api: Api<DynamicObject> = match ns {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &inferadeployment_resource()),
-        None => Api::all_with(client.clone(), &inferadeployment_resource()),
+    let dynamic = |resource: &kube::api::ApiResource| -> Api<DynamicObject> {
+        match ns {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
+            None => Api::all_with(client.clone(), resource),
+        }
     };
+    let idep_api = dynamic(&inferadeployment_resource());
     let mut pods: Watch<Pod> = Watch::new(Resource::Pods, api(client, ns));
     let mut ideps = Watch::new(Resource::InferaDeployments, idep_api);
     let mut deploys: Watch<Deployment> = Watch::new(Resource::Deployments, api(client, ns));
     let mut sets: Watch<StatefulSet> = Watch::new(Resource::StatefulSets, api(client, ns));
+    let mut lws = Watch::new(
+        Resource::LeaderWorkerSets,
+        dynamic(&api_resource(&LEADER_WORKER_SET)),
+    );
     let mut beats = sight::spawn_heartbeat(
         client.clone(),
         sight::HEARTBEAT_PERIOD,
@@ -274,6 +282,10 @@ async fn watch_loop(conn: &Connection, opts: &Options, state: Shared) {
                 Ok(e) => lock(&state).apply_statefulset(&e, Instant::now()),
                 Err(e) => sets.error(&e, conn, ns, &state),
             },
+            Some(e) = lws.stream.next() => match e {
+                Ok(e) => lock(&state).apply_leaderworkerset(&e, Instant::now()),
+                Err(e) => lws.error(&e, conn, ns, &state),
+            },
             Some(beat) = beats.recv() => {
                 let resync = lock(&state).beat(&beat, Instant::now());
                 for r in resync {
@@ -283,6 +295,7 @@ async fn watch_loop(conn: &Connection, opts: &Options, state: Shared) {
                         Resource::InferaDeployments => ideps.restart(Duration::ZERO),
                         Resource::Deployments => deploys.restart(Duration::ZERO),
                         Resource::StatefulSets => sets.restart(Duration::ZERO),
+                        Resource::LeaderWorkerSets => lws.restart(Duration::ZERO),
                     }
                 }
             }

@@ -29,14 +29,16 @@ pub enum Resource {
     InferaDeployments,
     Deployments,
     StatefulSets,
+    LeaderWorkerSets,
 }
 
 impl Resource {
-    pub const ALL: [Resource; 4] = [
+    pub const ALL: [Resource; 5] = [
         Resource::Pods,
         Resource::InferaDeployments,
         Resource::Deployments,
         Resource::StatefulSets,
+        Resource::LeaderWorkerSets,
     ];
 
     /// The plural, as RBAC and the `resource` label spell it.
@@ -46,6 +48,7 @@ impl Resource {
             Resource::InferaDeployments => infera_model::api::INFERA_DEPLOYMENT.plural,
             Resource::Deployments => "deployments",
             Resource::StatefulSets => "statefulsets",
+            Resource::LeaderWorkerSets => infera_model::api::LEADER_WORKER_SET.plural,
         }
     }
 }
@@ -191,6 +194,7 @@ pub struct State {
     ideps: Reflector<Value>,
     pub deployments: Reflector<Deployment>,
     pub statefulsets: Reflector<StatefulSet>,
+    pub leaderworkersets: Reflector<Value>,
     pub workloads: BTreeMap<WorkloadKey, Watched>,
     pub watches: BTreeMap<Resource, WatchState>,
 }
@@ -208,6 +212,7 @@ impl State {
             ideps: Reflector::new(),
             deployments: Reflector::new(),
             statefulsets: Reflector::new(),
+            leaderworkersets: Reflector::new(),
             workloads: BTreeMap::new(),
             watches: Resource::ALL
                 .into_iter()
@@ -295,6 +300,15 @@ impl State {
         self.reconcile(now);
     }
 
+    /// A LeaderWorkerSet watch event at `now`.
+    pub fn apply_leaderworkerset(&mut self, event: &Event<DynamicObject>, now: Instant) {
+        self.leaderworkersets.apply(event, namespaced_key, |o| {
+            serde_json::to_value(strip(o.clone())).ok()
+        });
+        self.watch_mut(Resource::LeaderWorkerSets).event(event, now);
+        self.reconcile(now);
+    }
+
     /// A watch's request failed; returns whether it just went down.
     pub fn watch_error(&mut self, r: Resource, reason: &str, now: Instant) -> bool {
         if r == Resource::Pods {
@@ -362,9 +376,22 @@ impl State {
             .values()
             .filter(|s| selected(s.metadata.labels.as_ref()))
             .filter_map(workloads::of_statefulset);
+        let lws = self
+            .leaderworkersets
+            .values()
+            .filter(|l| {
+                let labels = l.pointer("/metadata/labels").cloned();
+                selected(
+                    serde_json::from_value(labels.unwrap_or_default())
+                        .ok()
+                        .as_ref(),
+                )
+            })
+            .filter_map(workloads::of_leaderworkerset);
         ideps
             .chain(deploys)
             .chain(sets)
+            .chain(lws)
             .map(|w| (w.key(), w))
             .collect()
     }
@@ -464,6 +491,8 @@ mod tests {
         state.apply_deployment(&Event::InitDone, now);
         state.apply_statefulset(&Event::Init, now);
         state.apply_statefulset(&Event::InitDone, now);
+        state.apply_leaderworkerset(&Event::Init, now);
+        state.apply_leaderworkerset(&Event::InitDone, now);
         state.apply_pod(&Event::Init, now);
         for p in pods {
             state.apply_pod(&Event::InitApply(p.clone()), now);
@@ -550,5 +579,47 @@ mod tests {
             listed(&mut state, t0, &[pod("a", true)]);
             assert_eq!(state.workloads.len(), usize::from(kept), "{selector}");
         }
+    }
+
+    #[test]
+    fn a_disrupted_pod_is_exported_by_its_reason_until_it_is_gone() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut state = State::new(1, Selector::default(), t0);
+        listed(&mut state, at(10), &[pod("a", true), pod("b", true)]);
+        let text = crate::metrics::encode_state(&mut state, at(20));
+        assert!(
+            text.contains(&format!("infera_disruption_in_progress{DECODE} 0")),
+            "{text}"
+        );
+        assert!(!text.contains("infera_role_disrupted_pods{"), "{text}");
+        let mut evicted = pod("a", true);
+        if let Some(status) = evicted.status.as_mut() {
+            status.conditions.get_or_insert_default().push(
+                serde_json::from_value(json!({"type": "DisruptionTarget", "status": "True",
+                    "reason": infera_model::pod::EVICTION_BY_EVICTION_API}))
+                .unwrap(),
+            );
+        }
+        state.apply_pod(&Event::Apply(evicted.clone()), at(100));
+        let text = crate::metrics::encode_state(&mut state, at(200));
+        assert!(
+            text.contains(&format!("infera_disruption_in_progress{DECODE} 1")),
+            "{text}"
+        );
+        let labels = DECODE.trim_end_matches('}');
+        assert!(
+            text.contains(&format!(
+                "infera_role_disrupted_pods{labels},reason=\"evicted\"}} 1"
+            )),
+            "{text}"
+        );
+        state.apply_pod(&Event::Delete(evicted), at(300));
+        let text = crate::metrics::encode_state(&mut state, at(400));
+        assert!(
+            text.contains(&format!("infera_disruption_in_progress{DECODE} 0")),
+            "{text}"
+        );
+        assert!(!text.contains("infera_role_disrupted_pods{"), "{text}");
     }
 }

@@ -1,7 +1,7 @@
 //! What the monitor watches over: every InferaDeployment (its roles, from
 //! the audit's own reading of the CR) and every catalogued serving workload
-//! (a Deployment or StatefulSet whose pod template runs an engine of the
-//! model's catalogue, `infera_model::engine`), each with its roles, their
+//! (a Deployment, StatefulSet or LeaderWorkerSet whose pod template runs an
+//! engine of the model's catalogue, `infera_model::engine`), each with its roles, their
 //! desired replicas and whether a rollout is in progress.
 //!
 //! Pure functions of the watched objects, so they are table-tested without
@@ -11,22 +11,26 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
 use infera_audit::{RoleSpec, roles_from_inferadeployment};
 use infera_cluster::{DeploymentProgress, deployment_progress};
+use infera_model::api::{LWS_NAME_LABEL, LWS_WORKER_INDEX_LABEL};
 use infera_model::generation::{self, Detection};
 use infera_model::worker::{LABEL_DEPLOYMENT, LABEL_SERVICE};
 
 /// `namespace` and the workload's audit spelling (`idep/NAME`,
-/// `deploy/NAME`, `sts/NAME`): the identity of a watched workload.
+/// `deploy/NAME`, `sts/NAME`, `lws/NAME`): the identity of a watched
+/// workload.
 pub type WorkloadKey = (String, String);
 
 /// One watched workload.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workload {
     pub namespace: String,
-    /// `idep/NAME`, `deploy/NAME` or `sts/NAME` (the `workload` label).
+    /// `idep/NAME`, `deploy/NAME`, `sts/NAME` or `lws/NAME` (the
+    /// `workload` label).
     pub name: String,
     /// Its roles, as the audit reads them (the `role` label).
     pub roles: Vec<RoleSpec>,
@@ -84,7 +88,7 @@ fn runs_catalogued_engine(template: &PodTemplateSpec) -> bool {
 
 /// A workload the infera operator rendered: watched through its
 /// InferaDeployment, never on its own.
-fn operator_rendered(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+fn operator_rendered(meta: &ObjectMeta) -> bool {
     meta.labels
         .as_ref()
         .is_some_and(|l| l.contains_key(LABEL_DEPLOYMENT))
@@ -98,7 +102,7 @@ fn operator_rendered(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Obje
 /// One role named after the workload, selected by its `matchLabels` (as
 /// `infera audit deploy/NAME` reads a Deployment).
 fn single_role(
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    meta: &ObjectMeta,
     kind: &str,
     selector: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
     replicas: Option<i32>,
@@ -140,6 +144,45 @@ pub fn of_statefulset(s: &StatefulSet) -> Option<Workload> {
     single_role(&s.metadata, "sts", Some(&spec.selector), spec.replicas)
 }
 
+/// A LeaderWorkerSet whose leader or worker template runs a catalogued
+/// engine, not rendered by the operator: one role named after it, counted
+/// by its groups' leaders (labels `leaderworkerset.sigs.k8s.io/name` and
+/// `worker-index` `"0"`: the pods a Service routes to, one per group), its
+/// desired replicas `spec.replicas` (groups, default 1).
+pub fn of_leaderworkerset(lws: &Value) -> Option<Workload> {
+    let meta: ObjectMeta = serde_json::from_value(lws.get("metadata")?.clone()).ok()?;
+    let template = |which: &str| {
+        lws.pointer(&format!("/spec/leaderWorkerTemplate/{which}"))
+            .and_then(|t| serde_json::from_value::<PodTemplateSpec>(t.clone()).ok())
+    };
+    let engine = ["leaderTemplate", "workerTemplate"]
+        .iter()
+        .filter_map(|w| template(w))
+        .any(|t| runs_catalogued_engine(&t));
+    if operator_rendered(&meta) || !engine {
+        return None;
+    }
+    let name = meta.name.clone()?;
+    let selector = BTreeMap::from([
+        (LWS_NAME_LABEL.to_string(), name.clone()),
+        (LWS_WORKER_INDEX_LABEL.to_string(), "0".to_string()),
+    ]);
+    Some(Workload {
+        namespace: meta.namespace?,
+        name: format!("lws/{name}"),
+        roles: vec![RoleSpec {
+            role: name.clone(),
+            services: vec![name],
+            selector,
+        }],
+        desired: vec![
+            lws.pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(1),
+        ],
+    })
+}
+
 /// Where one role's rollout stands: rolling, and which legs (services).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Rolling {
@@ -160,15 +203,46 @@ fn rolling_statefulset(s: &StatefulSet) -> bool {
         || (status.update_revision.is_some() && status.update_revision != status.current_revision)
 }
 
+/// A LeaderWorkerSet rolls until its controller reports every group
+/// updated (`status.updatedReplicas`) and no `UpdateInProgress` condition.
+fn rolling_leaderworkerset(lws: &Value) -> bool {
+    let Some(status) = lws.get("status") else {
+        return true;
+    };
+    let want = lws
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let updating = status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "UpdateInProgress" && c["status"] == "True")
+        });
+    updating
+        || status
+            .get("updatedReplicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            < want
+}
+
+/// The watched objects of one namespace that carry rollout state.
+#[derive(Default)]
+pub struct Objects<'a> {
+    pub deployments: Vec<&'a Deployment>,
+    pub statefulsets: Vec<&'a StatefulSet>,
+    pub leaderworkersets: Vec<&'a Value>,
+}
+
 /// Per role of `w`, the legs rolling now: for an InferaDeployment, the
 /// services whose operator-rendered Deployment (labels
 /// `infera.amd.com/deployment`, `infera.amd.com/service`) is not complete as
-/// `kubectl rollout status` decides; for a Deployment or StatefulSet, itself.
-pub fn rolling(
-    w: &Workload,
-    deployments: &[&Deployment],
-    statefulsets: &[&StatefulSet],
-) -> Vec<Rolling> {
+/// `kubectl rollout status` decides; for a Deployment, StatefulSet or
+/// LeaderWorkerSet, itself.
+pub fn rolling(w: &Workload, objects: &Objects<'_>) -> Vec<Rolling> {
+    let (deployments, statefulsets) = (&objects.deployments, &objects.statefulsets);
     let (kind, name) = w.name.split_once('/').unwrap_or(("", &w.name));
     w.roles
         .iter()
@@ -191,6 +265,15 @@ pub fn rolling(
                 "deploy" => deployments
                     .iter()
                     .filter(|d| d.metadata.name.as_deref() == Some(name) && rolling_deployment(d))
+                    .map(|_| name.to_string())
+                    .collect(),
+                "lws" => objects
+                    .leaderworkersets
+                    .iter()
+                    .filter(|l| {
+                        l.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+                            && rolling_leaderworkerset(l)
+                    })
                     .map(|_| name.to_string())
                     .collect(),
                 _ => statefulsets
@@ -300,9 +383,54 @@ mod tests {
         if let Some(s) = rolling_one.status.as_mut() {
             s.updated_replicas = Some(1);
         }
-        let legs = rolling(&w, &[&done, &rolling_one], &[]);
+        let objects = Objects {
+            deployments: vec![&done, &rolling_one],
+            ..Objects::default()
+        };
+        let legs = rolling(&w, &objects);
         assert_eq!(legs[0], Rolling::default());
         assert_eq!(legs[1].legs, ["decode"]);
         assert_eq!(operator_generation(&w, &[&done]), Some("unknown"));
+    }
+
+    #[test]
+    fn a_leaderworkerset_is_one_role_of_leaders_rolling_until_updated() {
+        let mut lws = json!({
+            "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": {"name": "big", "namespace": "llm", "generation": 2},
+            "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 2,
+                "workerTemplate": {"spec": {"containers": [{"name": "main",
+                    "image": "vllm/vllm-openai:v0.9", "args": ["--model", "m"]}]}}}},
+            "status": {"replicas": 2, "readyReplicas": 2, "updatedReplicas": 2}
+        });
+        let w = of_leaderworkerset(&lws).unwrap();
+        assert_eq!(
+            (w.name.as_str(), w.desired.as_slice()),
+            ("lws/big", &[2][..])
+        );
+        assert_eq!(w.roles[0].role, "big");
+        assert_eq!(
+            w.roles[0]
+                .selector
+                .get(LWS_WORKER_INDEX_LABEL)
+                .map(String::as_str),
+            Some("0")
+        );
+        fn objects(l: &Value) -> Objects<'_> {
+            Objects {
+                leaderworkersets: vec![l],
+                ..Objects::default()
+            }
+        }
+        assert_eq!(rolling(&w, &objects(&lws))[0], Rolling::default());
+        lws["status"]["updatedReplicas"] = json!(1);
+        assert_eq!(rolling(&w, &objects(&lws))[0].legs, ["big"]);
+        // Rendered by the operator, or no engine of the catalogue: not watched.
+        let mut rendered = lws.clone();
+        rendered["metadata"]["labels"] = json!({LABEL_DEPLOYMENT: "llm"});
+        assert!(of_leaderworkerset(&rendered).is_none());
+        lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["image"] =
+            json!("nginx:1");
+        assert!(of_leaderworkerset(&lws).is_none());
     }
 }

@@ -19,11 +19,9 @@ use crate::api::retrying;
 use crate::plan::{deployment_strategy, ready_means_registered, replicas_of};
 use infera_audit::RoleSpec;
 use infera_cluster::{ClusterError, Connection, api_resource, inferadeployment_resource};
-use infera_model::api::LEADER_WORKER_SET;
+use infera_model::api::{LEADER_WORKER_SET, LWS_NAME_LABEL};
 use infera_model::worker::{LABEL_DEPLOYMENT, LABEL_MANAGED_BY, LABEL_SERVICE, MANAGED_BY_VALUE};
 
-/// The pod label LeaderWorkerSet puts on every pod of its groups.
-pub const LWS_NAME_LABEL: &str = "leaderworkerset.sigs.k8s.io/name";
 const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 
 /// Which nodes, which pods, and kubectl drain's flags about pods.
