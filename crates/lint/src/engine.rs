@@ -733,11 +733,19 @@ fn source_context(file: &str, bytes: &[u8], origin_of: &OriginOf<'_>) -> (Claims
         return (claims, peers);
     }
     let none = Claims::new();
+    // Only the documents that name a peer kind are parsed a second time,
+    // and only peer objects are turned into JSON.
     for raw in manifest::split_documents(bytes) {
+        if !peers::mentions_any(raw.bytes, &KINDS) {
+            continue;
+        }
         let origin = origin_of(&raw);
         each_object(file, &raw, (&none, origin.as_ref()), &mut |item| {
             if let Ok((node, place)) = item {
-                add_peer(&node.to_json(), place, &mut claims, &mut peers);
+                let kind = node.get("kind").and_then(Node::as_str).unwrap_or_default();
+                if KINDS.iter().any(|k| kind.as_bytes().starts_with(k)) {
+                    add_peer(&node.to_json(), place, &mut claims, &mut peers);
+                }
             }
         });
     }
