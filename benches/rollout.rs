@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use infera::cli::Cli;
-use infera_rollout::tracker::{Observation, StepKind};
+use infera_rollout::leg_tracker::{Observation, StepKind};
 use infera_rollout::{Options, Request, execute};
 use infera_sim::scenario::Scenario;
 use infera_sim::store::{EventType, Kind};

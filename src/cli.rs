@@ -134,10 +134,10 @@ pub enum LintFormat {
 pub enum OperatorArg {
     /// Before PR #176: surge-free, /health on the engine port.
     #[value(name = "pre-176")]
-    Pre176,
+    SurgeFree,
     /// PR #176 and later: surge-first when probed /ready on the readiness port.
     #[value(name = "176")]
-    Pr176,
+    ProbeGatedSurge,
     /// The newest generation infera knows (176).
     Latest,
 }
@@ -145,8 +145,8 @@ pub enum OperatorArg {
 impl From<OperatorArg> for infera_model::operator::Generation {
     fn from(a: OperatorArg) -> Self {
         match a {
-            OperatorArg::Pre176 => Self::Pre176,
-            OperatorArg::Pr176 | OperatorArg::Latest => Self::LATEST,
+            OperatorArg::SurgeFree => Self::SurgeFree,
+            OperatorArg::ProbeGatedSurge | OperatorArg::Latest => Self::LATEST,
         }
     }
 }

@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+use infera_rollout::leg_tracker::Observation;
 use infera_rollout::plan::Plan;
 use infera_rollout::reporter::{Clock, Question, Reporter, Stall};
-use infera_rollout::tracker::Observation;
 
 /// JSON lines on `W`; `elapsed_s` is reported time since `start`.
 #[derive(Debug)]
@@ -182,7 +182,7 @@ pub fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use infera_rollout::tracker::StepKind;
+    use infera_rollout::leg_tracker::StepKind;
 
     #[test]
     fn one_object_per_line() {

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use infera_rollout::leg_tracker::{Observation, StepKind};
 use infera_rollout::plan::Plan;
 use infera_rollout::reporter::{Clock, Question, Reporter, Stall, human_duration};
-use infera_rollout::tracker::{Observation, StepKind};
 
 /// Steps a bar counts per replaced pod (created, scheduled, loading, Ready,
 /// /ready via proxy, routable, old terminating, old gone).

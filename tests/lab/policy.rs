@@ -384,7 +384,10 @@ fn the_policy_on_the_real_apiserver_agrees_with_lint() {
         .expect("the corpus has an object lint refuses");
     let mut schema = BTreeMap::new();
     let mut report = Vec::new();
-    for (generation, name) in [(Generation::Pr176, "176"), (Generation::Pre176, "pre-176")] {
+    for (generation, name) in [
+        (Generation::ProbeGatedSurge, "176"),
+        (Generation::SurgeFree, "pre-176"),
+    ] {
         for warn_only in [true, false] {
             let action = if warn_only { "warn" } else { "severity" };
             let warnings = apply_policy(&lab, &["--operator", name, "--action", action]);

@@ -208,7 +208,13 @@ impl infera_rollout::Reporter for FlagTrigger {
             self.0.store(true, std::sync::atomic::Ordering::SeqCst);
         }
     }
-    fn step(&mut self, _: &str, _: &infera_rollout::tracker::Observation, _: std::time::Instant) {}
+    fn step(
+        &mut self,
+        _: &str,
+        _: &infera_rollout::leg_tracker::Observation,
+        _: std::time::Instant,
+    ) {
+    }
     fn stall(&mut self, _: &str, _: &infera_rollout::Stall, _: std::time::Instant) {}
     fn activity(&mut self, _: &str, _: &str, _: std::time::Instant) {}
     fn tick(&mut self, _: std::time::Instant) {}

@@ -418,12 +418,18 @@ mod tests {
             resolve(RULES, &loaded(text), &cli).unwrap().operator
         };
         assert_eq!(resolved("", None), Generation::LATEST);
-        assert_eq!(resolved("operator: pre-176\n", None), Generation::Pre176);
-        assert_eq!(resolved("operator: 176\n", None), Generation::Pr176);
-        assert_eq!(resolved("operator: latest\n", None), Generation::Pr176);
+        assert_eq!(resolved("operator: pre-176\n", None), Generation::SurgeFree);
         assert_eq!(
-            resolved("operator: pre-176\n", Some(Generation::Pr176)),
-            Generation::Pr176
+            resolved("operator: 176\n", None),
+            Generation::ProbeGatedSurge
+        );
+        assert_eq!(
+            resolved("operator: latest\n", None),
+            Generation::ProbeGatedSurge
+        );
+        assert_eq!(
+            resolved("operator: pre-176\n", Some(Generation::ProbeGatedSurge)),
+            Generation::ProbeGatedSurge
         );
         let err = parse("node-gpus: 8\noperator: v1\n", "cfg.yaml").unwrap_err();
         let text = err.to_string();

@@ -455,12 +455,12 @@ mod tests {
     /// Apply `patch` at `path` by text edits; the result must parse to the
     /// same tree as the JSON merge patch gives.
     fn edited(text: &str, path: &[Seg], patch: Json) -> String {
-        let root = infera_model::manifest::events::tree(text).expect("yaml");
+        let root = infera_model::manifest::fast::tree(text).expect("yaml");
         let edits = text_edits(&root, text, path, &patch).expect("edits");
         let out = apply_edits(text, &edits);
         let mut want = root.to_json();
         apply_change(&mut want, path, &patch).unwrap();
-        let got = infera_model::manifest::events::tree(&out)
+        let got = infera_model::manifest::fast::tree(&out)
             .unwrap_or_else(|| panic!("not YAML:\n{out}"))
             .to_json();
         assert_eq!(got, want, "{out}");
@@ -561,9 +561,7 @@ mod tests {
             "RollingUpdate",
         ] {
             let text = format!("k: {}\n", flow(&json!(s)));
-            let back = infera_model::manifest::events::tree(&text)
-                .unwrap()
-                .to_json();
+            let back = infera_model::manifest::fast::tree(&text).unwrap().to_json();
             assert_eq!(back, json!({"k": s}), "{text}");
         }
         assert_eq!(

@@ -23,7 +23,7 @@ use super::finding::ObjectRef;
 use super::rules::{ClaimedGpus, Hit, RollKind, Workload, deployment_roll};
 use super::runner::{Cx, ignored, run_rules};
 use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
-use infera_model::engine::{self as catalogue};
+use infera_model::catalogue;
 use infera_model::manifest::dynamo::{DynamoGraphDeployment, DynamoService};
 use infera_model::manifest::{self, Seg, TypedObject};
 use infera_model::operator::{self, Role, Strategy};

@@ -21,11 +21,11 @@ pub enum Generation {
     /// Before PR #176: every worker Deployment rolls surge-free
     /// (maxSurge 0, maxUnavailable 1) and the injected readiness probe is
     /// `GET /health` on the engine port.
-    Pre176,
+    SurgeFree,
     /// PR #176 and later: surge-first only when probed `/ready` on the
     /// readiness port (operator semantics §2, §3).
     #[default]
-    Pr176,
+    ProbeGatedSurge,
 }
 
 /// The generation names accepted on the command line and in files.
@@ -33,21 +33,21 @@ pub const GENERATION_NAMES: &[&str] = &["pre-176", "176", "latest"];
 
 impl Generation {
     /// The newest generation `infera` knows (the default).
-    pub const LATEST: Generation = Generation::Pr176;
+    pub const LATEST: Generation = Generation::ProbeGatedSurge;
 
     /// `pre-176` or `176`.
     pub fn as_str(self) -> &'static str {
         match self {
-            Generation::Pre176 => "pre-176",
-            Generation::Pr176 => "176",
+            Generation::SurgeFree => "pre-176",
+            Generation::ProbeGatedSurge => "176",
         }
     }
 
     /// One human sentence: what this generation does to a worker.
     pub fn describe(self) -> &'static str {
         match self {
-            Generation::Pre176 => "before PR #176: surge-free, /health on the engine port",
-            Generation::Pr176 => {
+            Generation::SurgeFree => "before PR #176: surge-free, /health on the engine port",
+            Generation::ProbeGatedSurge => {
                 "PR #176 and later: surge-first when probed /ready on the readiness port"
             }
         }
@@ -55,7 +55,7 @@ impl Generation {
 
     /// True when this operator ever rolls a worker surge-first.
     pub fn surges(self) -> bool {
-        self == Generation::Pr176
+        self == Generation::ProbeGatedSurge
     }
 }
 
@@ -74,8 +74,8 @@ impl std::str::FromStr for Generation {
     type Err = UnknownGeneration;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
-            "pre-176" | "pre176" => Ok(Generation::Pre176),
-            "176" | "latest" => Ok(Generation::Pr176),
+            "pre-176" | "pre176" => Ok(Generation::SurgeFree),
+            "176" | "latest" => Ok(Generation::ProbeGatedSurge),
             _ => Err(UnknownGeneration(s.to_string())),
         }
     }
@@ -183,19 +183,19 @@ pub fn detect_deployment(d: &Deployment) -> Detection {
     let on_health = http_probe(c).is_some_and(|(path, port)| path == HEALTH_PATH && declared(port));
     match (surge, unavailable) {
         (Some(0), Some(1)) if on_health => Detection::Known(
-            Generation::Pre176,
+            Generation::SurgeFree,
             format!(
                 "deployment {name} rolls maxSurge 0 / maxUnavailable 1 with GET /health on its engine port"
             ),
         ),
         (Some(0), Some(1)) if on_ready => Detection::Known(
-            Generation::Pre176,
+            Generation::SurgeFree,
             format!(
                 "deployment {name} rolls maxSurge 0 / maxUnavailable 1 although it is probed /ready on its readiness port"
             ),
         ),
         (Some(1), Some(0)) if on_ready => Detection::Known(
-            Generation::Pr176,
+            Generation::ProbeGatedSurge,
             format!(
                 "deployment {name} rolls maxSurge 1 / maxUnavailable 0, probed /ready on its readiness port"
             ),
@@ -282,20 +282,20 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for (text, g) in [
-            ("pre-176", Generation::Pre176),
-            ("176", Generation::Pr176),
-            ("latest", Generation::Pr176),
-            (" Pre-176 ", Generation::Pre176),
+            ("pre-176", Generation::SurgeFree),
+            ("176", Generation::ProbeGatedSurge),
+            ("latest", Generation::ProbeGatedSurge),
+            (" Pre-176 ", Generation::SurgeFree),
         ] {
             assert_eq!(text.parse::<Generation>(), Ok(g), "{text}");
         }
         assert!("175".parse::<Generation>().is_err());
         assert_eq!(Generation::default(), Generation::LATEST);
-        assert_eq!(Generation::Pre176.to_string(), "pre-176");
+        assert_eq!(Generation::SurgeFree.to_string(), "pre-176");
         let from_yaml: Generation = serde_json::from_value(json!(176)).unwrap();
-        assert_eq!(from_yaml, Generation::Pr176);
+        assert_eq!(from_yaml, Generation::ProbeGatedSurge);
         let from_text: Generation = serde_json::from_value(json!("pre-176")).unwrap();
-        assert_eq!(from_text, Generation::Pre176);
+        assert_eq!(from_text, Generation::SurgeFree);
         assert!(serde_json::from_value::<Generation>(json!("v2")).is_err());
     }
 
@@ -330,15 +330,15 @@ mod tests {
         let cases: &[(Deployment, Option<Generation>)] = &[
             (
                 worker(0, 1, Some(("/health", 30000)), false),
-                Some(Generation::Pre176),
+                Some(Generation::SurgeFree),
             ),
             (
                 worker(0, 1, Some(("/ready", 30090)), true),
-                Some(Generation::Pre176),
+                Some(Generation::SurgeFree),
             ),
             (
                 worker(1, 0, Some(("/ready", 30090)), true),
-                Some(Generation::Pr176),
+                Some(Generation::ProbeGatedSurge),
             ),
             // No probe: both generations render it surge-free.
             (worker(0, 1, None, true), None),
@@ -362,7 +362,7 @@ mod tests {
         let new = worker(1, 0, Some(("/ready", 30090)), true);
         assert_eq!(
             detect([&silent, &pre]).generation(),
-            Some(Generation::Pre176)
+            Some(Generation::SurgeFree)
         );
         assert_eq!(detect([&pre, &new]).generation(), None, "they disagree");
         assert_eq!(detect([&silent]).label(), "unknown");
@@ -371,7 +371,7 @@ mod tests {
         assert_eq!(
             per.get(&("llm".to_string(), "d".to_string()))
                 .and_then(Detection::generation),
-            Some(Generation::Pre176)
+            Some(Generation::SurgeFree)
         );
     }
 }

@@ -4,9 +4,9 @@
 
 pub mod accelerator;
 pub mod api;
+pub mod catalogue;
 pub mod dra;
 pub mod duration;
-pub mod engine;
 pub mod generation;
 pub mod manifest;
 pub mod operator;

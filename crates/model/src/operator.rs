@@ -22,7 +22,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
-use crate::engine::parse_seconds;
+use crate::catalogue::parse_seconds;
 
 pub use crate::generation::{Detection, Generation};
 pub use crate::pod::{
@@ -39,11 +39,11 @@ pub use crate::worker::{
 pub const PREDICTED_STRATEGY_ANNOTATION: &str = "infera.amd.com/predicted-strategy";
 pub const PREDICTED_STRATEGY_REASON_ANNOTATION: &str = "infera.amd.com/predicted-strategy-reason";
 
-pub const DRAIN_TIMEOUT_ENV: &str = match crate::engine::INFERA_DRAIN.env {
+pub const DRAIN_TIMEOUT_ENV: &str = match crate::catalogue::INFERA_DRAIN.env {
     Some(name) => name,
     None => "",
 };
-pub const DRAIN_TIMEOUT_FLAG: &str = crate::engine::INFERA_DRAIN.flags[0];
+pub const DRAIN_TIMEOUT_FLAG: &str = crate::catalogue::INFERA_DRAIN.flags[0];
 /// The env var with which the operator tells a server which pods to watch.
 pub const LABEL_SELECTOR_ENV: &str = "INFERA_K8S_LABEL_SELECTOR";
 pub const DEFAULT_SERVER_PORT: i32 = 8000;
@@ -66,7 +66,7 @@ pub const PROBE_PERIOD_SECONDS: i32 = 15;
 pub const PROBE_TIMEOUT_SECONDS: i32 = 10;
 pub const PROBE_FAILURE_THRESHOLD: i32 = 6;
 pub const PRESTOP_SLEEP_SECONDS: i64 = 15;
-pub const DEFAULT_DRAIN_SECONDS: i64 = crate::engine::INFERA_DRAIN.default_seconds;
+pub const DEFAULT_DRAIN_SECONDS: i64 = crate::catalogue::INFERA_DRAIN.default_seconds;
 pub const MAX_DRAIN_SECONDS: i64 = 3600;
 /// Teardown after the drain (§6).
 pub const TEARDOWN_SECONDS: i64 = 50;
@@ -305,9 +305,9 @@ impl std::fmt::Display for Strategy {
 }
 
 /// Command and args of a container as one token list (the engine
-/// catalogue's reading, [`crate::engine::command_tokens`]).
+/// catalogue's reading, [`crate::catalogue::command_tokens`]).
 pub fn command_tokens(c: &Container) -> Vec<String> {
-    crate::engine::command_tokens(c)
+    crate::catalogue::command_tokens(c)
 }
 
 /// True when the container is idle-deployed: its entrypoint is `sleep`,
@@ -1587,7 +1587,7 @@ mod tests {
                  "readinessProbe": {"httpGet": {"path": "/ready", "port": 30090}}}]}},
             "router": {"componentType": "server"}
         }));
-        let ws = render_as(&spec, Generation::Pre176).unwrap();
+        let ws = render_as(&spec, Generation::SurgeFree).unwrap();
         let by = |n: &str| ws.iter().find(|w| w.service == n).unwrap();
         let decode = by("decode");
         assert_eq!(decode.strategy, Strategy::OldPodFirst);
@@ -1731,7 +1731,7 @@ mod tests {
     #[test]
     fn entrypoint_env_boot_and_gaie_as_the_operator_writes_them() {
         for case in &fidelity_cases() {
-            for generation in [Generation::Pre176, Generation::LATEST] {
+            for generation in [Generation::SurgeFree, Generation::LATEST] {
                 check_fidelity(case, generation);
             }
         }

@@ -14,7 +14,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::engine;
+use crate::catalogue;
 use crate::worker::{
     READINESS_PORT_ENV, READY_PATH, ReadinessPort, WORKER_INFO_ANNOTATION, main_container_position,
     readiness_port as env_readiness_port, worker_readiness_port,
@@ -65,7 +65,7 @@ pub fn main_container_index(pod: &PodSpec) -> usize {
 /// True when the container's entrypoint launches an infera engine
 /// (`python3 -m infera.engine.<backend>`), as the engine catalogue reads it.
 pub fn container_runs_engine(c: &Container) -> bool {
-    crate::engine::runs_infera(c)
+    crate::catalogue::runs_infera(c)
 }
 
 /// True when the container is probed on its readiness port: a
@@ -84,7 +84,7 @@ pub fn container_probed_on_readiness_port(c: &Container) -> bool {
 /// The container that runs the pod's model server — the one rule lint, the
 /// audit, the rollout and the simulated kubelet share: the main container
 /// ([`main_container_position`]: named `main` or `infera`, else the first)
-/// when the engine catalogue recognizes its server ([`engine::recognize`]),
+/// when the engine catalogue recognizes its server ([`catalogue::recognize`]),
 /// else the first container it recognizes, else the main one.
 pub fn engine_container_index(spec: &PodSpec) -> usize {
     let main =
@@ -92,14 +92,14 @@ pub fn engine_container_index(spec: &PodSpec) -> usize {
     if spec
         .containers
         .get(main)
-        .and_then(engine::recognize)
+        .and_then(catalogue::recognize)
         .is_some()
     {
         return main;
     }
     spec.containers
         .iter()
-        .position(|c| engine::recognize(c).is_some())
+        .position(|c| catalogue::recognize(c).is_some())
         .unwrap_or(main)
 }
 
@@ -109,8 +109,8 @@ pub fn engine_container_index(spec: &PodSpec) -> usize {
 pub fn launches_infera_worker(spec: &PodSpec) -> bool {
     spec.containers
         .get(engine_container_index(spec))
-        .and_then(engine::recognize)
-        .is_some_and(|e| e.kind == engine::EngineKind::Infera)
+        .and_then(catalogue::recognize)
+        .is_some_and(|e| e.kind == catalogue::EngineKind::Infera)
 }
 
 /// The readiness port a pod spec's worker listens on: its engine

@@ -330,7 +330,7 @@ pub fn prestop_sleep(c: &k8s_openapi::api::core::v1::Container) -> Option<(i64, 
     let at = words
         .iter()
         .position(|w| w.rsplit('/').next() == Some("sleep"))?;
-    let seconds = crate::engine::parse_seconds(words.get(at + 1)?)?;
+    let seconds = crate::catalogue::parse_seconds(words.get(at + 1)?)?;
     Some((seconds, format!("exec sleep {seconds}")))
 }
 

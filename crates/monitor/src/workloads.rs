@@ -1,7 +1,7 @@
 //! What the monitor watches over: every InferaDeployment (its roles, from
 //! the audit's own reading of the CR) and every catalogued serving workload
 //! (a Deployment, StatefulSet or LeaderWorkerSet whose pod template runs an
-//! engine of the model's catalogue, `infera_model::engine`), each with its roles, their
+//! engine of the model's catalogue, `infera_model::catalogue`), each with its roles, their
 //! desired replicas and whether a rollout is in progress.
 //!
 //! Pure functions of the watched objects, so they are table-tested without
@@ -82,7 +82,7 @@ fn runs_catalogued_engine(template: &PodTemplateSpec) -> bool {
     template.spec.as_ref().is_some_and(|spec| {
         spec.containers
             .iter()
-            .any(|c| infera_model::engine::recognize(c).is_some())
+            .any(|c| infera_model::catalogue::recognize(c).is_some())
     })
 }
 

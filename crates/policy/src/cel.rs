@@ -9,7 +9,7 @@
 //! extension (`join`, `split`, `trim`, `substring`, `lastIndexOf`). The
 //! test `functions_are_in_both_libraries` holds the list.
 
-use infera_model::engine::{self, Engine};
+use infera_model::catalogue::{self, Engine};
 use infera_model::operator::{DEFAULT_READINESS_PORT, READINESS_PORT_ENV, READY_PATH};
 
 /// A CEL string literal of `s` (single-quoted, backslashes and quotes escaped).
@@ -48,7 +48,7 @@ pub fn count(base: &str, field: &str, default: i64, unknown: i64) -> String {
 pub const UNKNOWN_COUNT: i64 = 1_000_000_000;
 
 // ---------------------------------------------------------------------------
-// The engine catalogue (`infera_model::engine`), by regular expression over
+// The engine catalogue (`infera_model::catalogue`), by regular expression over
 // the container's command and args joined by spaces: a token is a run of
 // non-space characters, quotes at its ends ignored, as `command_tokens`
 // splits shell strings.
@@ -74,31 +74,31 @@ fn command_patterns() -> [(Engine, String); 5] {
     let serve = |name: &str| format!(r"{start}(\S*/)?{name}{Q}\s+{Q}serve{end}");
     [
         (
-            engine::INFERA,
+            catalogue::INFERA,
             format!(r"{start}infera\.engine\.|/infera/engine/"),
         ),
         (
-            engine::VLLM,
+            catalogue::VLLM,
             format!(
                 r"{start}vllm\.entrypoints|{start}dynamo\.vllm{end}|{}",
                 serve("vllm")
             ),
         ),
         (
-            engine::SGLANG,
+            catalogue::SGLANG,
             format!(
                 r"{start}sglang\.launch_server|{start}dynamo\.sglang{end}|{}",
                 serve("sglang")
             ),
         ),
-        (engine::TGI, base("text-generation-launcher")),
-        (engine::TRITON, base("tritonserver")),
+        (catalogue::TGI, base("text-generation-launcher")),
+        (catalogue::TRITON, base("tritonserver")),
     ]
 }
 
 /// The short name the CEL gives an engine (`''`: none).
 pub fn engine_id(e: &Engine) -> &'static str {
-    use infera_model::engine::EngineKind;
+    use infera_model::catalogue::EngineKind;
     match e.kind {
         EngineKind::Infera => "infera",
         EngineKind::Vllm => "vllm",
@@ -129,7 +129,7 @@ fn image_engine(image: &str) -> String {
     )
 }
 
-/// The engine a container runs (`engine::recognize`): by command and args,
+/// The engine a container runs (`catalogue::recognize`): by command and args,
 /// else by image when it keeps the image's entrypoint; `''` for none.
 pub fn engine_of(c: &str) -> String {
     let line = command_line(c);

@@ -156,8 +156,8 @@ mod tests {
             }
         }
         for generation in [
-            infera_model::operator::Generation::Pre176,
-            infera_model::operator::Generation::Pr176,
+            infera_model::operator::Generation::SurgeFree,
+            infera_model::operator::Generation::ProbeGatedSurge,
         ] {
             let checked: std::collections::BTreeSet<&str> = crate::kinds::targets(generation)
                 .iter()

@@ -10,7 +10,7 @@
 
 use infera_lint::finding::Severity;
 use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
-use infera_model::engine::INFERA;
+use infera_model::catalogue::INFERA;
 use infera_model::operator::{DEFAULT_WORKER_PORT, Generation, READY_PATH};
 
 use crate::cel::{self, UNKNOWN_COUNT, lit};

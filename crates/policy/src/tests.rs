@@ -305,7 +305,10 @@ fn the_policy_agrees_with_lint_on_every_fixture() {
         assert!(objects.len() >= 40, "only {} objects", objects.len());
         assert_agrees(
             &objects,
-            [(Generation::Pr176, 20), (Generation::Pre176, 30)],
+            [
+                (Generation::ProbeGatedSurge, 20),
+                (Generation::SurgeFree, 30),
+            ],
         );
     });
 }
@@ -320,7 +323,7 @@ fn functions_are_in_both_libraries() {
 fn functions_used_are_shared() {
     let env = env();
     let mut used = BTreeSet::new();
-    for generation in [Generation::Pr176, Generation::Pre176] {
+    for generation in [Generation::ProbeGatedSurge, Generation::SurgeFree] {
         for t in kinds::targets(generation) {
             let sources = t
                 .variables
@@ -368,7 +371,10 @@ fn the_policy_agrees_with_lint_on_the_rule_cases() {
             .collect();
         assert_agrees(
             &objects,
-            [(Generation::Pr176, 30), (Generation::Pre176, 25)],
+            [
+                (Generation::ProbeGatedSurge, 30),
+                (Generation::SurgeFree, 25),
+            ],
         );
     });
 }

@@ -33,6 +33,7 @@ use serde_json::Value;
 use super::api::{TargetApi, failed_scheduling_event};
 use super::controller::{self, ControllerCheck, Verdict};
 use super::gitops;
+use super::leg_tracker::{LegTracker, Observation, StepKind};
 use super::legs::{Leg, legs_of, preflight};
 use super::options::{OnStall, Options, PauseBetween, Request, RolloutError, RolloutOutcome};
 use super::plan::Plan;
@@ -40,7 +41,6 @@ use super::record::{InFlight, LegRecord, combine};
 use super::reporter::{Clock, Question, Reporter, Silent, Stall, human_duration};
 use super::revert::RevertWatch;
 use super::target::TargetKind;
-use super::tracker::{LegTracker, Observation, StepKind};
 use super::trigger::{
     self, Change, Original, deployment_patch, deployment_undo_patch, idep_patch, idep_undo_patch,
 };

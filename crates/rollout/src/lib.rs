@@ -27,6 +27,7 @@ pub mod drain;
 pub mod drive;
 pub mod gitops;
 pub mod history;
+pub mod leg_tracker;
 mod legs;
 mod lint_bridge;
 pub mod options;
@@ -35,7 +36,6 @@ pub mod record;
 pub mod reporter;
 pub mod revert;
 pub mod target;
-pub mod tracker;
 pub mod trigger;
 mod watch;
 

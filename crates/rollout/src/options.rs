@@ -8,9 +8,9 @@ use infera_audit::Report;
 use infera_audit::exit::Exit;
 use infera_cluster::ClusterError;
 
+use super::leg_tracker::Observation;
 use super::plan::Plan;
 use super::target::Target;
-use super::tracker::Observation;
 use super::trigger;
 
 /// What to roll.

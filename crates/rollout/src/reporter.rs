@@ -9,8 +9,8 @@
 
 use std::time::{Duration, Instant};
 
+use super::leg_tracker::Observation;
 use super::plan::Plan;
-use super::tracker::Observation;
 
 /// `1m05s`, `3.2s`, `250ms`.
 pub fn human_duration(d: Duration) -> String {

@@ -26,7 +26,10 @@ const BELOW: &[(&[&str], &[&str])] = &[
         ],
         &["crate::store", "crate::scenario"],
     ),
-    (&["store.rs", "events.rs", "truth.rs"], &["crate::scenario"]),
+    (
+        &["store.rs", "recorder.rs", "truth.rs"],
+        &["crate::scenario"],
+    ),
     (&["scenario.rs"], &[]),
 ];
 

@@ -13,7 +13,7 @@
 //! Dependencies point one way: the API server, the controllers and the
 //! world never name each other; all three stand on the [`store`], the
 //! [`scenario`] and the modules below them ([`kind`], [`defaults`],
-//! [`json`], [`net`], [`clock`], [`faults`], [`events`]), which know nothing
+//! [`json`], [`net`], [`clock`], [`faults`], [`recorder`]), which know nothing
 //! of the three (a unit test, `layering.rs`, checks this).
 
 pub mod api;
@@ -21,7 +21,6 @@ pub mod budget;
 pub mod clock;
 pub mod controllers;
 pub mod defaults;
-pub mod events;
 pub mod faults;
 pub mod json;
 pub mod kind;
@@ -29,6 +28,7 @@ pub mod kind;
 mod layering;
 pub mod net;
 pub mod partition;
+pub mod recorder;
 pub mod scenario;
 pub mod store;
 pub mod truth;

@@ -390,16 +390,16 @@ mod tests {
     fn operator_generation_key() {
         use infera_model::operator::Generation;
         let load = |name: &str| Scenario::load(name).map(|s| s.operator).ok();
-        assert_eq!(load("pd-1p1d-pre176"), Some(Generation::Pre176));
+        assert_eq!(load("pd-1p1d-pre176"), Some(Generation::SurgeFree));
         assert_eq!(load("pd-1p1d"), Some(Generation::LATEST));
         let parsed = |text: &str| Scenario::from_yaml("s.yaml", text).map(|s| s.operator);
         assert_eq!(
             parsed("name: x\noperator: 176\n").ok(),
-            Some(Generation::Pr176)
+            Some(Generation::ProbeGatedSurge)
         );
         assert_eq!(
             parsed("name: x\noperator: latest\n").ok(),
-            Some(Generation::Pr176)
+            Some(Generation::ProbeGatedSurge)
         );
         let err = parsed("name: x\noperator: v2\n")
             .err()

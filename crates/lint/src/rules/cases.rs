@@ -764,7 +764,7 @@ fn messages_say_what_the_manifest_says() {
 /// own probe; one replica is a certain gap (IR008, an error).
 #[test]
 fn rules_follow_the_operator_generation() {
-    use infera_model::operator::Generation::{Pr176, Pre176};
+    use infera_model::operator::Generation::{ProbeGatedSurge, SurgeFree};
     let gpus8 = "resources: {limits: {amd.com/gpu: 8}}";
     let health = "readinessProbe: {httpGet: {path: /health, port: 30000}}";
     let flat = idep("{componentType: worker}");
@@ -781,20 +781,20 @@ fn rules_follow_the_operator_generation() {
     let lws = idep("{componentType: worker, numberOfNodes: 2, replicas: 1}");
     #[rustfmt::skip]
     let rows: Vec<(&str, &String, _, &[&str])> = vec![
-        ("flat, one replica", &flat, Pr176, &[]),
-        ("flat, one replica", &flat, Pre176, &["IR008"]),
-        ("flat, two replicas", &two, Pre176, &[]),
-        ("pinned, 8 of 8 GPUs", &pinned, Pr176, &["IR002"]),
-        ("pinned, 8 of 8 GPUs", &pinned, Pre176, &["IR008"]),
-        ("hostNetwork, pinned", &host_net, Pr176, &["IR003"]),
-        ("hostNetwork, pinned", &host_net, Pre176, &["IR008"]),
-        ("own /health on the engine port", &own_health, Pr176, &["IR005"]),
-        ("own /health on the engine port", &own_health, Pre176, &["IR008"]),
-        ("readiness port with a space", &bad_port, Pr176, &["IR006"]),
-        ("readiness port with a space", &bad_port, Pre176, &["IR008"]),
-        ("skipReadinessProbe, one replica", &skip, Pr176, &["IR001"]),
-        ("skipReadinessProbe, one replica", &skip, Pre176, &["IR001"]),
-        ("one LWS group", &lws, Pre176, &["IR012"]),
+        ("flat, one replica", &flat, ProbeGatedSurge, &[]),
+        ("flat, one replica", &flat, SurgeFree, &["IR008"]),
+        ("flat, two replicas", &two, SurgeFree, &[]),
+        ("pinned, 8 of 8 GPUs", &pinned, ProbeGatedSurge, &["IR002"]),
+        ("pinned, 8 of 8 GPUs", &pinned, SurgeFree, &["IR008"]),
+        ("hostNetwork, pinned", &host_net, ProbeGatedSurge, &["IR003"]),
+        ("hostNetwork, pinned", &host_net, SurgeFree, &["IR008"]),
+        ("own /health on the engine port", &own_health, ProbeGatedSurge, &["IR005"]),
+        ("own /health on the engine port", &own_health, SurgeFree, &["IR008"]),
+        ("readiness port with a space", &bad_port, ProbeGatedSurge, &["IR006"]),
+        ("readiness port with a space", &bad_port, SurgeFree, &["IR008"]),
+        ("skipReadinessProbe, one replica", &skip, ProbeGatedSurge, &["IR001"]),
+        ("skipReadinessProbe, one replica", &skip, SurgeFree, &["IR001"]),
+        ("one LWS group", &lws, SurgeFree, &["IR012"]),
     ];
     let mut failures = Vec::new();
     for (what, manifest, generation, want) in rows {

@@ -5,7 +5,7 @@ declare_rule! {
     /// ## What it does
     /// Compares the GPUs the engine's parallelism flags need on the node with
     /// the GPUs the main container requests, for every engine the catalogue
-    /// (`infera_model::engine`) knows the flags of. SGLang: `--tp-size` ×
+    /// (`infera_model::catalogue`) knows the flags of. SGLang: `--tp-size` ×
     /// `--pp-size` × `--dp-size` (DP drops to 1 with
     /// `--enable-dp-attention`); vLLM: `--tensor-parallel-size` ×
     /// `--pipeline-parallel-size` × (`--data-parallel-size-local`, else
@@ -45,7 +45,7 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     // workload or a Dynamo service when it runs a catalogued engine.
     let engine = match (w.worker, w.engine) {
         (true, _) if !w.serving => return,
-        (true, e) => e.unwrap_or(infera_model::engine::INFERA),
+        (true, e) => e.unwrap_or(infera_model::catalogue::INFERA),
         (false, Some(e)) => e,
         (false, None) => return,
     };

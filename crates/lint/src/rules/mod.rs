@@ -284,8 +284,8 @@ pub struct Workload<'a> {
     /// Serves traffic (engine entrypoint or flat fields), not idle-deployed.
     pub serving: bool,
     /// The model server the main container runs, from the engine catalogue
-    /// (`infera_model::engine`): vLLM, SGLang, TGI, NIM, Triton or infera.
-    pub engine: Option<infera_model::engine::Engine>,
+    /// (`infera_model::catalogue`): vLLM, SGLang, TGI, NIM, Triton or infera.
+    pub engine: Option<infera_model::catalogue::Engine>,
     /// Pods the controller may take down before a replacement is Ready
     /// (maxUnavailable after upstream rounding; all of them for Recreate),
     /// when the kind's rollout is known.
@@ -400,7 +400,7 @@ impl Workload<'_> {
     /// True for an InferaDeployment service rendered by the operator
     /// before PR #176.
     pub fn pre_176(&self) -> bool {
-        self.generation == Some(Generation::Pre176)
+        self.generation == Some(Generation::SurgeFree)
     }
 
     pub fn main_container(&self) -> Option<&Container> {

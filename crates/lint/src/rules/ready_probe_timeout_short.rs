@@ -44,8 +44,8 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
             (&h.port, w.readiness_port.known()),
             (IntOrString::Int(p), Some(r)) if *p == i32::from(r)
         );
-        let infera =
-            infera_model::engine::runs_infera(c) || i == w.main && (w.worker || on_readiness_port);
+        let infera = infera_model::catalogue::runs_infera(c)
+            || i == w.main && (w.worker || on_readiness_port);
         if !infera {
             continue;
         }

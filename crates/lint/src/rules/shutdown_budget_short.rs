@@ -1,6 +1,6 @@
 use super::{Hit, Workload, declare_rule};
 use crate::finding::Severity;
-use infera_model::engine::EngineKind;
+use infera_model::catalogue::EngineKind;
 use infera_model::worker;
 
 declare_rule! {
@@ -10,7 +10,7 @@ declare_rule! {
     /// `sleep N`, also inside `sh -c`, or the `sleep` action) plus the
     /// engine's own drain, the time it keeps finishing in-flight requests
     /// after SIGTERM, read from the engine catalogue
-    /// (`infera_model::engine`, sources cited there): vLLM
+    /// (`infera_model::catalogue`, sources cited there): vLLM
     /// `--shutdown-timeout` (0 by default), TGI
     /// `--graceful-termination-timeout` / `GRACEFUL_TERMINATION_TIMEOUT`
     /// (90), Triton `--exit-timeout-secs` (30), the infera engine

@@ -1,6 +1,6 @@
 use super::{Hit, RollKind, Workload, declare_rule};
 use crate::finding::Severity;
-use infera_model::engine::{Engine, EngineKind, ListenPort};
+use infera_model::catalogue::{Engine, EngineKind, ListenPort};
 use k8s_openapi::api::core::v1::Container;
 use serde_json::json;
 

@@ -5,7 +5,7 @@
 //! column-0 document markers (`---`, `...`) here, before parsing, and each
 //! document is decoded (UTF-8) and parsed on its own, with its line offset
 //! kept so positions are those of the file. A document is read by the fast
-//! loader ([`events`]: the tree straight from the YAML parser's events) when
+//! loader ([`fast`]: the tree straight from the YAML parser's events) when
 //! it uses only what manifests are made of, and by serde-saphyr otherwise
 //! (tags, anchors, merge keys, rare number spellings, errors), so values and
 //! error messages are serde-saphyr's either way. Parsing is bounded: a file
@@ -15,7 +15,7 @@
 
 pub mod de;
 pub mod dynamo;
-pub mod events;
+pub mod fast;
 pub mod node;
 pub mod render;
 pub mod serving;
@@ -430,7 +430,7 @@ pub fn parse_document<'a>(
             ));
         }
     };
-    let root = match events::tree(text) {
+    let root = match fast::tree(text) {
         Some(root) => root,
         None => parse_full(file, raw, text)?,
     };
@@ -445,7 +445,7 @@ pub fn parse_document<'a>(
 }
 
 /// A document through serde-saphyr: every YAML feature, its budgets and
-/// its error messages (the fast loader's fallback, see [`events`]).
+/// its error messages (the fast loader's fallback, see [`fast`]).
 fn parse_full<'a>(
     file: &str,
     raw: &RawDocument<'a>,

@@ -33,8 +33,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::controllers::{Manager, Work};
-use crate::events;
 use crate::json::str_at;
+use crate::recorder;
 use crate::store::Kind;
 
 /// `--node-monitor-grace-period`'s default in v1.37.2.
@@ -128,9 +128,9 @@ impl Manager {
             return;
         };
         self.absorb(Kind::Node, node.clone());
-        events::record(
+        recorder::record(
             &self.store,
-            &events::Event {
+            &recorder::Event {
                 component: "node-controller",
                 involved: &node,
                 type_: "Normal",
@@ -174,9 +174,9 @@ impl Manager {
         });
         if let Ok(updated) = updated {
             self.absorb(Kind::Pod, updated.clone());
-            events::record(
+            recorder::record(
                 &self.store,
-                &events::Event {
+                &recorder::Event {
                     component: "node-controller",
                     involved: &updated,
                     type_: "Warning",

@@ -14,17 +14,17 @@ use serde_json::{Value, json};
 
 use crate::controllers::cache::{Key, key_of};
 use crate::controllers::{Manager, Work};
-use crate::events;
 use crate::json::{i64_at, str_at};
+use crate::recorder;
 use crate::store::Kind;
 
 impl Manager {
     /// `SuccessfulCreate` / `SuccessfulDelete` of the ReplicaSet controller
     /// (k8s.io/kubernetes@v1.37.2 pkg/controller/controller_utils.go:614,634).
     fn pod_event(&self, rs: &Value, reason: &str, message: String) {
-        events::record(
+        recorder::record(
             &self.store,
-            &events::Event {
+            &recorder::Event {
                 component: "replicaset-controller",
                 involved: rs,
                 type_: "Normal",

@@ -126,9 +126,9 @@ impl Manager {
         self.pending.remove(key);
         if let Ok(updated) = result {
             // k8s.io/kubernetes@v1.37.2 pkg/scheduler/schedule_one.go:1138
-            crate::events::record(
+            crate::recorder::record(
                 &self.store,
-                &crate::events::Event {
+                &crate::recorder::Event {
                     component: "default-scheduler",
                     involved: &updated,
                     type_: "Normal",

@@ -23,8 +23,8 @@ use crate::controllers::Manager;
 use crate::controllers::cache::{Key, key_of};
 use crate::controllers::leaderworkerset::pod_webhook;
 use crate::controllers::replicaset::pod_ready_since;
-use crate::events;
 use crate::json::{i64_at, str_at};
+use crate::recorder;
 use crate::store::Kind;
 
 /// The pod label naming the pod (`statefulset.kubernetes.io/pod-name`).
@@ -48,9 +48,9 @@ fn ordinal(set: &str, pod: &str) -> Option<i64> {
 impl Manager {
     /// `SuccessfulCreate` / `SuccessfulDelete` / `RecreatingFailedPod`.
     fn stateful_event(&self, set: &Value, reason: &str, message: String) {
-        events::record(
+        recorder::record(
             &self.store,
-            &events::Event {
+            &recorder::Event {
                 component: "statefulset-controller",
                 involved: set,
                 type_: if reason == "RecreatingFailedPod" {

@@ -300,9 +300,9 @@ impl PodTask {
         self.st.engine_port = addr.and_then(|a| self.listen(a, ENGINE_PATHS));
     }
 
-    /// Post a kubelet event about every container (see `events.rs`).
+    /// Post a kubelet event about every container (see `kubelet_events.rs`).
     fn container_events(&self, type_: &str, reason: &str, message: impl Fn(&str, &str) -> String) {
-        let subject = super::events::Subject {
+        let subject = super::kubelet_events::Subject {
             client: self.shared.client.clone(),
             ns: self.spec.ns.clone(),
             pod: self.spec.name.clone(),

@@ -19,8 +19,8 @@
 //! real workloads stay off them; the Deployments the world applies or
 //! renders get the matching toleration ([`toleration`]).
 
-mod events;
 mod faults;
+mod kubelet_events;
 pub mod listener;
 mod manifests;
 mod nodes;

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::json::str_at;
 use crate::net::http_get;
 
-use infera_model::engine as catalogue;
+use infera_model::catalogue;
 use infera_model::pod::{self as pod_facts, engine_container_index, launches_infera_worker};
 use infera_model::worker::main_container_position;
 use k8s_openapi::api::core::v1::PodSpec;

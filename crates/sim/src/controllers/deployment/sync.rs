@@ -19,8 +19,8 @@ use super::util::{
 };
 use crate::controllers::cache::key_of;
 use crate::controllers::{Manager, Work};
-use crate::events;
 use crate::json::{i64_at, str_at};
+use crate::recorder;
 use crate::store::Kind;
 
 impl Manager {
@@ -338,9 +338,9 @@ impl Manager {
     fn scaling_event(&self, d: &Value, rs: &Value, from: i64, to: i64) {
         let op = if from < to { "up" } else { "down" };
         let rs_name = str_at(rs, "/metadata/name");
-        events::record(
+        recorder::record(
             &self.store,
-            &events::Event {
+            &recorder::Event {
                 component: "deployment-controller",
                 involved: d,
                 type_: "Normal",
