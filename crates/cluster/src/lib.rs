@@ -185,7 +185,10 @@ impl ClusterError {
                 namespace,
             };
         }
-        if status.is_not_found() {
+        // A path the server does not serve at all (a CRD not installed)
+        // answers 404 with a plain-text body, which kube reads as a Status
+        // whose reason is "Failed to parse error data": the code decides.
+        if status.is_not_found() || status.code == 404 {
             let name = status
                 .details
                 .as_ref()
@@ -689,6 +692,24 @@ mod tests {
             "forbidden: cannot watch pods cluster-wide; `infera rbac -A -n NAMESPACE` (the \
              account's namespace) prints the ClusterRole to grant"
         );
+    }
+
+    /// kube-apiserver answers a path it does not serve (a CRD not
+    /// installed) with `404 page not found` in plain text; kube makes that
+    /// a Status whose reason is "Failed to parse error data".
+    #[test]
+    fn a_plain_text_404_is_not_found() {
+        let status =
+            kube::core::Status::failure("404 page not found", "Failed to parse error data")
+                .with_code(404);
+        let err = ClusterError::from_kube(
+            &kube::Error::Api(Box::new(status)),
+            "https://k:6443",
+            "list",
+            "leaderworkersets",
+            Some("prod"),
+        );
+        assert!(matches!(err, ClusterError::NotFound { .. }), "{err:?}");
     }
 
     #[test]

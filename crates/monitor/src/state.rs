@@ -81,7 +81,8 @@ impl WatchState {
 
     /// Listed and current: its numbers may be exported as current.
     pub fn up(&self) -> bool {
-        self.sight.as_ref().is_some_and(Sight::is_current) && self.reason.is_none()
+        self.reason.is_none()
+            && (self.not_served || self.sight.as_ref().is_some_and(Sight::is_current))
     }
 
     /// Time this watch was not current, up to `now`.
@@ -120,6 +121,12 @@ impl WatchState {
         if matches!(event, Event::InitDone) {
             self.not_served = false;
         }
+        if self.not_served && matches!(event, Event::Init) {
+            // Asking again whether the resource is served (the watcher's
+            // Init comes before its list): nothing to watch meanwhile, so
+            // nothing goes blind; a list (InitDone) or an error decides.
+            return;
+        }
         let t = match (&mut self.sight, event) {
             (None, Event::InitDone) => {
                 self.sight = Some(Sight::new(now));
@@ -140,6 +147,7 @@ impl WatchState {
     /// (worth one log line).
     pub fn error(&mut self, reason: &str, now: Instant) -> bool {
         let news = self.up() || self.reason.as_deref() != Some(reason);
+        self.not_served = false;
         if let Some(s) = self.sight.as_mut() {
             let t = s.watch_error(reason);
             self.transition(t, now);
@@ -562,6 +570,30 @@ mod tests {
             text.contains("infera_watch_unobserved_seconds_total{resource=\"pods\"} 2.01"),
             "{text}"
         );
+    }
+
+    /// A resource the API server does not serve (a 404 on the list, as the
+    /// real kube-apiserver answers for a CRD not installed) is up with
+    /// nothing in it, also while the watcher asks again (its Init comes
+    /// before the list), until another error says otherwise.
+    #[test]
+    fn a_resource_not_served_stays_up_while_asked_again() {
+        let t0 = Instant::now();
+        let mut state = State::new(1, Selector::default(), t0);
+        let lws = Resource::LeaderWorkerSets;
+        let up = |state: &State| state.watches[&lws].up();
+        state.apply_leaderworkerset(&Event::Init, t0);
+        assert!(state.not_served(lws, t0), "news the first time");
+        assert!(up(&state));
+        for retry in 1..3 {
+            let at = t0 + Duration::from_secs(60 * retry);
+            state.apply_leaderworkerset(&Event::Init, at);
+            assert!(up(&state), "retry {retry}: asking again is not blindness");
+            assert!(!state.not_served(lws, at), "not news again");
+            assert!(up(&state));
+        }
+        state.watch_error(lws, "forbidden: cannot list leaderworkersets", t0);
+        assert!(!up(&state), "another error is down");
     }
 
     #[test]
