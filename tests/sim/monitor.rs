@@ -769,23 +769,11 @@ async fn an_eviction_is_a_disruption_in_progress_until_the_pod_is_gone() {
     sim.shutdown().await;
 }
 
-/// A leader or worker pod of a LeaderWorkerSet group, labelled as the
-/// LeaderWorkerSet controller labels it (the simulator has none).
-fn lws_pod(name: &str, group: u32, index: u32) -> Value {
-    serde_json::json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": format!("{name}-{group}-{index}"), "namespace": "llm", "labels": {
-            "leaderworkerset.sigs.k8s.io/name": name,
-            "leaderworkerset.sigs.k8s.io/group-index": group.to_string(),
-            "leaderworkerset.sigs.k8s.io/worker-index": index.to_string()}},
-        "spec": {"containers": [{"name": "main", "image": "registry.example/web:1",
-            "resources": {"requests": {"cpu": "100m"}}}]}
-    })
-}
-
 /// A LeaderWorkerSet running a catalogued engine is watched (its own
 /// list+watch) as one role counted by its groups' leaders: Ready pods,
 /// desired groups, rolling while its controller reports groups not updated.
+/// The sim's LeaderWorkerSet controller makes the groups; its status is
+/// written here (the sim does not simulate LWS status).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaderworkerset_is_one_role_counted_by_its_leaders() {
     use infera_sim::kind::Kind;
@@ -794,14 +782,12 @@ async fn a_leaderworkerset_is_one_role_counted_by_its_leaders() {
         "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
         "metadata": {"name": "big", "namespace": "llm"},
         "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 2, "workerTemplate": {"spec": {
-            "containers": [{"name": "main", "image": "vllm/vllm-openai:v0.9", "args": ["--model", "m"]}]}}}}
+            "containers": [{"name": "main", "image": "vllm/vllm-openai:v0.9", "args": ["--model", "m"],
+                "resources": {"requests": {"cpu": "100m"}}}]}}}}
     });
     sim.store()
         .create(Kind::LeaderWorkerSet, lws)
         .expect("created");
-    for pod in (0..2).flat_map(|g| [lws_pod("big", g, 0), lws_pod("big", g, 1)]) {
-        sim.store().create(Kind::Pod, pod).expect("created");
-    }
     let status = |updated: i64| {
         sim.store()
             .mutate(Kind::LeaderWorkerSet, Some("llm"), "big", |l| {
@@ -823,9 +809,16 @@ async fn a_leaderworkerset_is_one_role_counted_by_its_leaders() {
     })
     .await
     .unwrap();
-    // A leader goes and the controller reports a group not updated.
+    // A leader goes (held by a finalizer, so it stays terminating and its
+    // group cannot come back under its name meanwhile) and the controller
+    // reports a group not updated.
     sim.store()
-        .delete(Kind::Pod, Some("llm"), "big-1-0", Some(0))
+        .mutate(Kind::Pod, Some("llm"), "big-1", |p| {
+            p["metadata"]["finalizers"] = serde_json::json!(["test.infera.amd.com/hold"]);
+        })
+        .expect("the leader of group 1");
+    sim.store()
+        .delete(Kind::Pod, Some("llm"), "big-1", Some(0))
         .expect("deleted");
     status(1);
     let want = [
