@@ -38,10 +38,8 @@ fn fixed_kinds() -> [ApiResource; 6] {
 
 /// The groups found by discovery: each serving kind's, and DRA's.
 fn discovered_groups() -> Vec<&'static str> {
-    let mut groups: Vec<&str> = ServingKind::ALL.iter().map(|k| k.group()).collect();
+    let mut groups = ServingKind::groups();
     groups.push(DRA_GROUP);
-    groups.sort_unstable();
-    groups.dedup();
     groups
 }
 

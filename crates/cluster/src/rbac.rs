@@ -119,13 +119,7 @@ pub fn rbac_objects(namespace: &str, scope: Scope) -> Vec<Value> {
 
 /// `list` on every serving custom resource, one rule per API group.
 pub fn serving_rules() -> Vec<Value> {
-    let mut groups: Vec<&str> = Vec::new();
-    for kind in ServingKind::ALL {
-        if !groups.contains(&kind.group()) {
-            groups.push(kind.group());
-        }
-    }
-    groups
+    ServingKind::groups()
         .into_iter()
         .map(|group| {
             let plurals: Vec<&str> = ServingKind::ALL

@@ -202,11 +202,7 @@ impl Origin {
 /// or Kustomize's `config.kubernetes.io/origin` annotation's `path:`.
 pub fn source_of(renderer: Renderer, document: &str) -> Option<String> {
     match renderer {
-        Renderer::Helm => document
-            .lines()
-            .take_while(|l| l.starts_with('#') || l.starts_with("---") || l.trim().is_empty())
-            .find_map(|l| l.strip_prefix("# Source: "))
-            .and_then(|p| p.trim().split_once('/').map(|(_, rest)| rest.to_string())),
+        Renderer::Helm => helm_source(document).map(|(_, rest)| rest.to_string()),
         Renderer::Kustomize => {
             let at = document.find("config.kubernetes.io/origin:")?;
             let rest = &document[at..];
@@ -214,6 +210,17 @@ pub fn source_of(renderer: Renderer, document: &str) -> Option<String> {
             Some(path.trim().trim_matches(['"', '\'']).to_string())
         }
     }
+}
+
+/// Helm's `# Source: CHART/PATH` comment at the head of a rendered
+/// document, as (chart name, path inside the chart).
+fn helm_source(document: &str) -> Option<(&str, &str)> {
+    document
+        .lines()
+        .take_while(|l| l.starts_with('#') || l.starts_with("---") || l.trim().is_empty())
+        .find_map(|l| l.strip_prefix("# Source: "))?
+        .trim()
+        .split_once('/')
 }
 
 /// The origin of one rendered document of `dir`.
@@ -286,11 +293,7 @@ impl StdinCharts {
 
     /// The template of one document, when its chart was found.
     pub fn origin(&self, document: &str) -> Option<Origin> {
-        let source = document
-            .lines()
-            .take_while(|l| l.starts_with('#') || l.starts_with("---") || l.trim().is_empty())
-            .find_map(|l| l.strip_prefix("# Source: "))?;
-        let (chart, rel) = source.trim().split_once('/')?;
+        let (chart, rel) = helm_source(document)?;
         let dir = self.dirs.get(chart)?;
         lexical_join(dir, rel)
             .is_file()

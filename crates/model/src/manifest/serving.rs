@@ -53,6 +53,17 @@ impl ServingKind {
         ServingKind::NimService,
     ];
 
+    /// The API groups of [`Self::ALL`], each once, in that order.
+    pub fn groups() -> Vec<&'static str> {
+        let mut groups = Vec::new();
+        for kind in Self::ALL {
+            if !groups.contains(&kind.group()) {
+                groups.push(kind.group());
+            }
+        }
+        groups
+    }
+
     /// The API group its operator's CRD serves it in.
     pub fn group(self) -> &'static str {
         match self {
@@ -127,8 +138,7 @@ mod tests {
         );
         assert_eq!(ServingKind::of("Workspace", "tekton.dev"), None);
         assert_eq!(ServingKind::of("RayCluster", "ray.io"), None);
-        let groups: std::collections::BTreeSet<_> =
-            ServingKind::ALL.iter().map(|k| k.group()).collect();
+        let groups = ServingKind::groups();
         assert_eq!(groups.len(), 6, "{groups:?}");
         for kind in ServingKind::ALL {
             assert_eq!(ServingKind::of(kind.name(), kind.group()), Some(kind));
