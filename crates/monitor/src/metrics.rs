@@ -31,7 +31,7 @@ type Gauges = Family<Labels, Gauge>;
 type FloatCounters = Family<Labels, Counter<f64, std::sync::atomic::AtomicU64>>;
 type Counters = Family<Labels, Counter>;
 
-/// The metric families, one field each (names in [`encode_state`]).
+/// The metric families, one field each (names in [`Families::register`]).
 #[derive(Default)]
 struct Families {
     ready: Gauges,
@@ -112,31 +112,48 @@ fn role_labels(namespace: &str, workload: &str, role: &str) -> Labels {
 
 /// The state at `now`, encoded.
 pub fn encode_state(state: &mut State, now: Instant) -> String {
-    let f = Families::default();
-    watches(state, &f, now);
-    let up = |r: Resource| state.watch(r).is_some_and(|w| w.up());
-    let (pods_up, objects_up) = (
-        up(Resource::Pods),
-        [
-            Resource::InferaDeployments,
-            Resource::Deployments,
-            Resource::StatefulSets,
-            Resource::LeaderWorkerSets,
-        ]
-        .into_iter()
-        .all(up),
-    );
-    roles(state, &f, now, pods_up, objects_up);
-    if pods_up {
-        pod_facts(state, &f);
+    Snapshot::of(state, now).encode()
+}
+
+/// The metric families of one scrape, filled from the state under its
+/// lock and encoded after the lock is released: a watch event waits for
+/// the copy of the numbers, never for the text.
+pub struct Snapshot(Families);
+
+impl Snapshot {
+    /// The numbers of the state at `now`.
+    pub fn of(state: &mut State, now: Instant) -> Snapshot {
+        let f = Families::default();
+        watches(state, &f, now);
+        let up = |r: Resource| state.watch(r).is_some_and(|w| w.up());
+        let (pods_up, objects_up) = (
+            up(Resource::Pods),
+            [
+                Resource::InferaDeployments,
+                Resource::Deployments,
+                Resource::StatefulSets,
+                Resource::LeaderWorkerSets,
+            ]
+            .into_iter()
+            .all(up),
+        );
+        roles(state, &f, now, pods_up, objects_up);
+        if pods_up {
+            pod_facts(state, &f);
+        }
+        Snapshot(f)
     }
-    let mut registry = Registry::default();
-    f.register(&mut registry);
-    let mut out = String::new();
-    match encode(&mut out, &registry) {
-        Ok(()) => out,
-        // Writing into a String cannot fail; say so rather than panic.
-        Err(_) => "# EOF\n".to_string(),
+
+    /// The OpenMetrics text.
+    pub fn encode(self) -> String {
+        let mut registry = Registry::default();
+        self.0.register(&mut registry);
+        let mut out = String::new();
+        match encode(&mut out, &registry) {
+            Ok(()) => out,
+            // Writing into a String cannot fail; say so rather than panic.
+            Err(_) => "# EOF\n".to_string(),
+        }
     }
 }
 

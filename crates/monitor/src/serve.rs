@@ -133,7 +133,8 @@ async fn metrics(
     AxumState(state): AxumState<Shared>,
     headers: axum::http::HeaderMap,
 ) -> impl IntoResponse {
-    let body = crate::metrics::encode_state(&mut lock(&state), Instant::now());
+    let snapshot = crate::metrics::Snapshot::of(&mut lock(&state), Instant::now());
+    let body = snapshot.encode();
     let openmetrics = headers
         .get_all(header::ACCEPT)
         .iter()

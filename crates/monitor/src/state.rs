@@ -16,7 +16,7 @@ use kube::runtime::watcher::Event;
 use serde_json::Value;
 
 use infera_audit::Auditor;
-use infera_cluster::reflect::{Reflector, namespaced_key};
+use infera_cluster::reflect::{Delta, Reflector, namespaced_key};
 use infera_cluster::sight::{Beat, Sight, Transition};
 use infera_model::selector::Selector;
 
@@ -40,6 +40,18 @@ impl Resource {
         Resource::StatefulSets,
         Resource::LeaderWorkerSets,
     ];
+
+    /// How the `workload` label names a workload of this resource
+    /// (`idep/NAME`): `None` for pods.
+    pub fn workload_kind(self) -> Option<&'static str> {
+        match self {
+            Resource::Pods => None,
+            Resource::InferaDeployments => Some(workloads::IDEP),
+            Resource::Deployments => Some(workloads::DEPLOY),
+            Resource::StatefulSets => Some(workloads::STS),
+            Resource::LeaderWorkerSets => Some(workloads::LWS),
+        }
+    }
 
     /// The plural, as RBAC and the `resource` label spell it.
     pub fn plural(self) -> &'static str {
@@ -281,40 +293,42 @@ impl State {
     /// An InferaDeployment watch event at `now`.
     pub fn apply_idep(&mut self, event: &Event<DynamicObject>, now: Instant) {
         let selector = &self.selector;
-        self.ideps.apply(event, namespaced_key, |o| {
+        let delta = self.ideps.apply(event, namespaced_key, |o| {
             labels_hold(selector, o.metadata.labels.as_ref())
                 .then(|| serde_json::to_value(o).ok())
                 .flatten()
         });
         self.watch_mut(Resource::InferaDeployments)
             .event(event, now);
-        self.reconcile(now);
+        self.follow(Resource::InferaDeployments, delta, now);
     }
 
     /// A Deployment watch event at `now` (every Deployment is kept: the
     /// operator's carry the rollout state of their InferaDeployment).
     pub fn apply_deployment(&mut self, event: &Event<Deployment>, now: Instant) {
-        self.deployments
+        let delta = self
+            .deployments
             .apply(event, namespaced_key, |d| Some(strip(d.clone())));
         self.watch_mut(Resource::Deployments).event(event, now);
-        self.reconcile(now);
+        self.follow(Resource::Deployments, delta, now);
     }
 
     /// A StatefulSet watch event at `now`.
     pub fn apply_statefulset(&mut self, event: &Event<StatefulSet>, now: Instant) {
-        self.statefulsets
+        let delta = self
+            .statefulsets
             .apply(event, namespaced_key, |s| Some(strip(s.clone())));
         self.watch_mut(Resource::StatefulSets).event(event, now);
-        self.reconcile(now);
+        self.follow(Resource::StatefulSets, delta, now);
     }
 
     /// A LeaderWorkerSet watch event at `now`.
     pub fn apply_leaderworkerset(&mut self, event: &Event<DynamicObject>, now: Instant) {
-        self.leaderworkersets.apply(event, namespaced_key, |o| {
+        let delta = self.leaderworkersets.apply(event, namespaced_key, |o| {
             serde_json::to_value(strip(o.clone())).ok()
         });
         self.watch_mut(Resource::LeaderWorkerSets).event(event, now);
-        self.reconcile(now);
+        self.follow(Resource::LeaderWorkerSets, delta, now);
     }
 
     /// A watch's request failed; returns whether it just went down.
@@ -366,42 +380,80 @@ impl State {
         }
     }
 
-    /// The workloads the watched objects describe now.
-    fn wanted(&self) -> BTreeMap<WorkloadKey, Workload> {
-        let ideps = self
-            .ideps
-            .values()
-            .filter_map(workloads::of_inferadeployment);
+    /// The workload the object of `r` under reflector key `key` describes
+    /// now (`None`: gone, not selected by `-l`, or nothing to watch over).
+    fn wanted_one(&self, r: Resource, key: &str) -> Option<Workload> {
         let selected =
             |labels: Option<&BTreeMap<String, String>>| labels_hold(&self.selector, labels);
-        let deploys = self
-            .deployments
-            .values()
-            .filter(|d| selected(d.metadata.labels.as_ref()))
-            .filter_map(workloads::of_deployment);
-        let sets = self
-            .statefulsets
-            .values()
-            .filter(|s| selected(s.metadata.labels.as_ref()))
-            .filter_map(workloads::of_statefulset);
-        let lws = self
-            .leaderworkersets
-            .values()
-            .filter(|l| {
+        match r {
+            Resource::Pods => None,
+            // Selected as the reflector keeps them.
+            Resource::InferaDeployments => workloads::of_inferadeployment(self.ideps.get(key)?),
+            Resource::Deployments => Some(self.deployments.get(key)?)
+                .filter(|d| selected(d.metadata.labels.as_ref()))
+                .and_then(workloads::of_deployment),
+            Resource::StatefulSets => Some(self.statefulsets.get(key)?)
+                .filter(|s| selected(s.metadata.labels.as_ref()))
+                .and_then(workloads::of_statefulset),
+            Resource::LeaderWorkerSets => {
+                let l = self.leaderworkersets.get(key)?;
                 let labels = l.pointer("/metadata/labels").cloned();
-                selected(
-                    serde_json::from_value(labels.unwrap_or_default())
-                        .ok()
-                        .as_ref(),
-                )
+                let labels = serde_json::from_value(labels.unwrap_or_default()).ok();
+                Some(l)
+                    .filter(|_| selected(labels.as_ref()))
+                    .and_then(workloads::of_leaderworkerset)
+            }
+        }
+    }
+
+    /// The reflector keys of resource `r`.
+    fn keys(&self, r: Resource) -> Vec<String> {
+        match r {
+            Resource::Pods => Vec::new(),
+            Resource::InferaDeployments => self.ideps.iter().map(|(k, _)| k.clone()).collect(),
+            Resource::Deployments => self.deployments.iter().map(|(k, _)| k.clone()).collect(),
+            Resource::StatefulSets => self.statefulsets.iter().map(|(k, _)| k.clone()).collect(),
+            Resource::LeaderWorkerSets => self
+                .leaderworkersets
+                .iter()
+                .map(|(k, _)| k.clone())
+                .collect(),
+        }
+    }
+
+    /// The workloads the watched objects describe now.
+    fn wanted(&self) -> BTreeMap<WorkloadKey, Workload> {
+        Resource::ALL
+            .into_iter()
+            .flat_map(|r| {
+                self.keys(r)
+                    .into_iter()
+                    .filter_map(move |k| self.wanted_one(r, &k))
             })
-            .filter_map(workloads::of_leaderworkerset);
-        ideps
-            .chain(deploys)
-            .chain(sets)
-            .chain(lws)
             .map(|w| (w.key(), w))
             .collect()
+    }
+
+    /// Follow what one event of `r` changed: the one object's workload
+    /// after an update or a delete, every workload after a re-list,
+    /// nothing while a re-list is buffered. An event costs its own object,
+    /// not the cluster's.
+    fn follow<V>(&mut self, r: Resource, delta: Delta<V>, now: Instant) {
+        match delta {
+            Delta::Nothing => {}
+            Delta::Relisted { .. } => self.reconcile(now),
+            Delta::Upserted(key) | Delta::Removed(key, _) => {
+                let Some(wkey) = workloads::key_of(r.workload_kind(), &key) else {
+                    return;
+                };
+                match self.wanted_one(r, &key) {
+                    Some(w) => self.upsert(w, now),
+                    None => {
+                        self.workloads.remove(&wkey);
+                    }
+                }
+            }
+        }
     }
 
     /// Start an auditor for each new workload (or one whose roles changed),
@@ -411,24 +463,32 @@ impl State {
     fn reconcile(&mut self, now: Instant) {
         let wanted = self.wanted();
         self.workloads.retain(|k, _| wanted.contains_key(k));
+        for workload in wanted.into_values() {
+            self.upsert(workload, now);
+        }
+    }
+
+    /// Keep `workload` up to date, with a new auditor if it is new or its
+    /// roles changed; none is started while the pod watch is in the middle
+    /// of a list.
+    fn upsert(&mut self, workload: Workload, now: Instant) {
         if self.pods.relisting() {
             return;
         }
-        for (key, workload) in wanted {
-            match self.workloads.get_mut(&key) {
-                Some(w) if w.workload.roles == workload.roles => w.workload = workload,
-                _ => {
-                    let auditor = self.new_auditor(&workload, now);
-                    let roles = workload.roles.len();
-                    self.workloads.insert(
-                        key,
-                        Watched {
-                            workload,
-                            auditor,
-                            exported: vec![(0.0, 0); roles],
-                        },
-                    );
-                }
+        let key = workload.key();
+        match self.workloads.get_mut(&key) {
+            Some(w) if w.workload.roles == workload.roles => w.workload = workload,
+            _ => {
+                let auditor = self.new_auditor(&workload, now);
+                let roles = workload.roles.len();
+                self.workloads.insert(
+                    key,
+                    Watched {
+                        workload,
+                        auditor,
+                        exported: vec![(0.0, 0); roles],
+                    },
+                );
             }
         }
     }
@@ -611,6 +671,68 @@ mod tests {
             listed(&mut state, t0, &[pod("a", true)]);
             assert_eq!(state.workloads.len(), usize::from(kept), "{selector}");
         }
+    }
+
+    fn renamed(idep: DynamicObject, name: &str, role: &str) -> DynamicObject {
+        let mut v = serde_json::to_value(idep).unwrap();
+        v["metadata"]["name"] = json!(name);
+        v["spec"]["services"]["decode"]["role"] = json!(role);
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn watched(state: &State) -> Vec<String> {
+        state.workloads.keys().map(|(_, w)| w.clone()).collect()
+    }
+
+    #[test]
+    fn an_event_changes_its_own_workload_and_keeps_the_others() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut state = State::new(1, Selector::default(), t0);
+        listed(&mut state, at(10), &[pod("a", true)]);
+        // The listed workload's auditor has seen pod a; a new one would not
+        // have it until a re-list.
+        let counted = |state: &State| {
+            state.workloads[&("prod".into(), "idep/llm".into())]
+                .auditor
+                .counts()[0]
+                .ready
+        };
+        assert_eq!(counted(&state), 1);
+        state.apply_idep(&Event::Apply(renamed(idep(), "other", "decode")), at(20));
+        assert_eq!(watched(&state), ["idep/llm", "idep/other"]);
+        assert_eq!(counted(&state), 1, "an unrelated event kept the auditor");
+        // Same roles: kept; a changed role: a new auditor, given the pod cache.
+        state.apply_idep(&Event::Apply(idep()), at(30));
+        assert_eq!(counted(&state), 1);
+        state.apply_idep(&Event::Apply(renamed(idep(), "llm", "mixed")), at(40));
+        assert_eq!(
+            state.workloads[&("prod".into(), "idep/llm".into())]
+                .workload
+                .roles[0]
+                .role,
+            "mixed"
+        );
+        state.apply_idep(&Event::Delete(renamed(idep(), "llm", "mixed")), at(50));
+        assert_eq!(watched(&state), ["idep/other"]);
+        // A Deployment the operator did not render, running no engine: none.
+        let plain: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "prod"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                "template": {"spec": {"containers": [{"name": "web", "image": "nginx"}]}}}
+        }))
+        .unwrap();
+        state.apply_deployment(&Event::Apply(plain), at(60));
+        assert_eq!(watched(&state), ["idep/other"]);
+        // A re-list without `other` drops it.
+        state.apply_idep(&Event::Init, at(70));
+        assert_eq!(
+            watched(&state),
+            ["idep/other"],
+            "kept while the re-list is buffered"
+        );
+        state.apply_idep(&Event::InitDone, at(80));
+        assert!(watched(&state).is_empty());
     }
 
     #[test]

@@ -38,6 +38,19 @@ pub struct Workload {
     pub desired: Vec<i64>,
 }
 
+/// The `workload` label's kinds.
+pub const IDEP: &str = "idep";
+pub const DEPLOY: &str = "deploy";
+pub const STS: &str = "sts";
+pub const LWS: &str = "lws";
+
+/// The key of the workload of `kind` that the object under reflector key
+/// `namespace/name` describes.
+pub fn key_of(kind: Option<&str>, reflector_key: &str) -> Option<WorkloadKey> {
+    let (namespace, name) = reflector_key.split_once('/')?;
+    Some((namespace.to_string(), format!("{}/{name}", kind?)))
+}
+
 impl Workload {
     pub fn key(&self) -> WorkloadKey {
         (self.namespace.clone(), self.name.clone())
@@ -66,7 +79,7 @@ pub fn of_inferadeployment(idep: &Value) -> Option<Workload> {
         .collect();
     Some(Workload {
         namespace,
-        name: format!("idep/{name}"),
+        name: format!("{IDEP}/{name}"),
         roles,
         desired,
     })
@@ -132,7 +145,7 @@ pub fn of_deployment(d: &Deployment) -> Option<Workload> {
     if operator_rendered(&d.metadata) || !runs_catalogued_engine(&spec.template) {
         return None;
     }
-    single_role(&d.metadata, "deploy", Some(&spec.selector), spec.replicas)
+    single_role(&d.metadata, DEPLOY, Some(&spec.selector), spec.replicas)
 }
 
 /// A StatefulSet running a catalogued engine, not rendered by the operator.
@@ -141,7 +154,7 @@ pub fn of_statefulset(s: &StatefulSet) -> Option<Workload> {
     if operator_rendered(&s.metadata) || !runs_catalogued_engine(&spec.template) {
         return None;
     }
-    single_role(&s.metadata, "sts", Some(&spec.selector), spec.replicas)
+    single_role(&s.metadata, STS, Some(&spec.selector), spec.replicas)
 }
 
 /// A LeaderWorkerSet whose leader or worker template runs a catalogued
@@ -169,7 +182,7 @@ pub fn of_leaderworkerset(lws: &Value) -> Option<Workload> {
     ]);
     Some(Workload {
         namespace: meta.namespace?,
-        name: format!("lws/{name}"),
+        name: format!("{LWS}/{name}"),
         roles: vec![RoleSpec {
             role: name.clone(),
             services: vec![name],
@@ -248,7 +261,7 @@ pub fn rolling(w: &Workload, objects: &Objects<'_>) -> Vec<Rolling> {
         .iter()
         .map(|role| {
             let legs = match kind {
-                "idep" => role
+                IDEP => role
                     .services
                     .iter()
                     .filter(|svc| {
@@ -262,12 +275,12 @@ pub fn rolling(w: &Workload, objects: &Objects<'_>) -> Vec<Rolling> {
                     })
                     .cloned()
                     .collect(),
-                "deploy" => deployments
+                DEPLOY => deployments
                     .iter()
                     .filter(|d| d.metadata.name.as_deref() == Some(name) && rolling_deployment(d))
                     .map(|_| name.to_string())
                     .collect(),
-                "lws" => objects
+                LWS => objects
                     .leaderworkersets
                     .iter()
                     .filter(|l| {
@@ -290,7 +303,7 @@ pub fn rolling(w: &Workload, objects: &Objects<'_>) -> Vec<Rolling> {
 /// The operator generation an InferaDeployment's rendered workers show
 /// (`pre-176`, `176` or `unknown`); `None` for other workloads.
 pub fn operator_generation(w: &Workload, deployments: &[&Deployment]) -> Option<&'static str> {
-    let name = w.name.strip_prefix("idep/")?;
+    let name = w.name.strip_prefix(IDEP)?.strip_prefix('/')?;
     let workers = deployments.iter().copied().filter(|d| {
         d.metadata
             .labels
