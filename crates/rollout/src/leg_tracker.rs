@@ -82,6 +82,32 @@ impl StepKind {
             StepKind::OldGone => "old pod gone",
         }
     }
+
+    /// The server's own time of this step seen on `pod`, where it has one
+    /// (a step that arrived late, blind or in a replay, is timed by it).
+    pub fn server_time(self, pod: &Pod) -> Option<jiff::Timestamp> {
+        use infera_model::pod as facts;
+        let condition = |type_: &str| {
+            pod.status
+                .as_ref()?
+                .conditions
+                .as_ref()?
+                .iter()
+                .find(|c| c.type_ == type_)?
+                .last_transition_time
+                .as_ref()
+                .map(|t| t.0)
+        };
+        match self {
+            StepKind::SurgeCreated => facts::created_at(pod),
+            StepKind::Scheduled => condition("PodScheduled"),
+            StepKind::WeightsLoading => facts::running_since(pod),
+            StepKind::Ready | StepKind::NotReadyAgain => condition("Ready"),
+            StepKind::Routable => facts::registered_by(pod),
+            StepKind::OldTerminating => facts::deletion_requested_at(pod),
+            _ => None,
+        }
+    }
 }
 
 /// Something the tracker saw happen, to be stamped and printed by the driver.

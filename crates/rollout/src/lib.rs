@@ -7,13 +7,19 @@
 //! * [`plan`] — the preflight table: strategy, surge capacity, lint, verdict; leg order.
 //! * [`gitops`], [`revert`] — who else keeps the target (Argo CD, Flux), and
 //!   a trigger reverted while driving.
-//! * [`tracker`] — the per-leg step state machine over pod watch events.
+//! * [`leg_tracker`] — the per-leg step state machine over pod watch events.
+//! * `leg_monitor` — the per-leg decisions (blind, done, pause, stall,
+//!   revert, controller, step timeout, Ctrl-C) from what the driver sees; pure.
 //! * [`reporter`] — where the driver's output and questions go (the CLI
 //!   implements it in `crate::console`; tests capture it).
 //! * [`options`] — [`Request`], [`Options`] (library types; the CLI converts
 //!   its flags in `crate::console`), [`RolloutOutcome`], [`RolloutError`].
 //! * [`drain`] — `infera drain`: a node drain planned and run as a rollout.
-//! * [`drive`] — the [`Driver`]: the watch loop tying them together with the Auditor.
+//! * `prepare` — before the drive: the legs and the change, resume or refuse
+//!   an in-flight rollout, drive or stop after the plan.
+//! * `abort` — undoing a leg (`--abort`, and the driver's abort on a stall or revert).
+//! * [`drive`] — the [`Driver`]: the I/O loop tying them together with the
+//!   Auditor (requests, watches, reporting), asking the leg monitor what to do.
 //!
 //! Exit codes: 0 complete and every role held `--min-ready`; 1 complete but
 //! a role fell below; 3 stalled, aborted, timed out, reverted by another
@@ -21,17 +27,20 @@
 //! tool that would revert the change, without `--force`); 2 usage, connection
 //! or permission; 130 interrupted.
 
+mod abort;
 mod api;
 mod controller;
 pub mod drain;
 pub mod drive;
 pub mod gitops;
 pub mod history;
+mod leg_monitor;
 pub mod leg_tracker;
 mod legs;
 mod lint_bridge;
 pub mod options;
 pub mod plan;
+mod prepare;
 pub mod record;
 pub mod reporter;
 pub mod revert;

@@ -1,7 +1,7 @@
 //! While a leg is driven: the fields its trigger set, read back from every
 //! version of the target the watch delivers. Another writer changing one
 //! (a GitOps tool's self-heal, a person) is a revert: named, timed, and the
-//! driver stops (see `Driver::check_revert`).
+//! driver stops (`leg_monitor.rs` decides, the driver undoes the leg).
 
 use std::time::{Duration, Instant};
 

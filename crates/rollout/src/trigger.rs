@@ -35,6 +35,29 @@ pub struct Change {
     pub env: Vec<EnvSetting>,
 }
 
+impl Change {
+    /// The fields it sets on `leg`, for the driver's "trigger applied" line.
+    pub fn describe(&self, is_idep: bool, leg: &str) -> String {
+        let mut parts = Vec::new();
+        if let Some(at) = &self.restart_at {
+            if is_idep {
+                parts.push(format!(
+                    "services.{leg}.podLabels[\"{RESTARTED_AT_LABEL}\"]={at}"
+                ));
+            } else {
+                parts.push(format!("template annotation {KUBECTL_RESTARTED_AT}={at}"));
+            }
+        }
+        if let Some(image) = &self.image {
+            parts.push(format!("image {image}"));
+        }
+        for e in &self.env {
+            parts.push(format!("env {}={}", e.name, e.value));
+        }
+        parts.join(", ")
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnvSetting {
     pub name: String,
@@ -496,6 +519,19 @@ pub fn merged(target: &Value, patch: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn change_description_names_the_cr_field() {
+        let c = Change {
+            restart_at: Some("T".into()),
+            image: None,
+            env: vec![],
+        };
+        assert_eq!(
+            c.describe(true, "decode"),
+            "services.decode.podLabels[\"infera.amd.com/restarted-at\"]=T"
+        );
+    }
 
     /// Merge patches leave `{}` where a key was nulled; the API server does too.
     fn pruned(v: &Value) -> Value {
