@@ -2,18 +2,28 @@
 //! ServiceAccount bound to the namespace Role only is refused naming the
 //! missing verb, with nothing changed; bound to `infera rbac --drain` it
 //! drains the node holding the only decode pod with every role kept Ready
-//! and routable; a PodDisruptionBudget that never allows is predicted
-//! STALL, and forced it times out against the real disruption controller
-//! and Eviction API with the node cordoned and the pod still there; with
-//! every other node cordoned, draining decode's node is refused as GAP
-//! (and the forced run's record left on that node does not force it).
-//! SIGKILL and resume, and LeaderWorkerSets, are proven on the sim only
-//! (tests/sim/drain.rs, the plan's unit tests): the lab has no LWS controller.
+//! and routable; a drain SIGKILLed while it moves decode, rerun, resumes
+//! the restart in flight (decode's Deployment rolled exactly once); a
+//! StatefulSet pod on the drained node is evicted (plan `evict`, its budget
+//! counted by the real disruption controller) and the real StatefulSet
+//! controller recreates it, same name, on another node, the set never
+//! restarted; a PodDisruptionBudget that never allows is predicted STALL,
+//! and forced it times out against the real disruption controller and
+//! Eviction API with the node cordoned and the pod still there; with every
+//! other node cordoned, draining decode's node is refused as GAP (and the
+//! forced run's record left on that node does not force it).
+//! LeaderWorkerSets are proven on the sim only (tests/sim/drain_stateful.rs,
+//! the plan's unit tests): the lab has no LWS controller.
 
+use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Instant;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
-use crate::common::lab::{Attached, Lab, SCENARIO_NAMESPACE, json, lab_or_skip, wait_steady};
+use crate::common::lab::{
+    Attached, Lab, SCENARIO_NAMESPACE, is_ready, json, lab_or_skip, wait_steady,
+};
+use crate::common::process::{Killed, lines, read_until, wait_exit};
 use serde_json::{Value, json as j};
 
 const NS: &str = SCENARIO_NAMESPACE;
@@ -146,8 +156,220 @@ fn drain_on_the_real_control_plane() {
         "pods left on {decode}"
     );
 
+    let timed = |what: &str, t: Instant| eprintln!("[drain lab] {what}: {:?}", t.elapsed());
+    let t = Instant::now();
+    sigkill_then_rerun_resumes(&lab, &decode);
+    timed("SIGKILL mid-move, rerun", t);
+    let t = Instant::now();
+    statefulset_pod_is_evicted_and_recreated(&lab);
+    timed("StatefulSet pod", t);
     budget_blocks(&lab, &decode);
     no_capacity_is_a_gap(&lab, &decode);
+}
+
+/// The Deployment the operator renders for decode: its
+/// `deployment.kubernetes.io/revision` (one more per rolled template) and
+/// the restart label of the InferaDeployment's decode service (changes
+/// once per restart trigger).
+fn decode_restarts(lab: &Lab) -> (u64, Option<String>) {
+    let dep = json(&lab.kubectl(&["get", "deploy", "llama-decode", "-n", NS, "-o", "json"]));
+    let revision = dep["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+        .as_str()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no revision on deploy/llama-decode: {dep}"));
+    let idep = json(&lab.kubectl(&["get", "inferadeployment", "llama", "-n", NS, "-o", "json"]));
+    let label = idep["spec"]["services"]["decode"]["podLabels"]["infera.amd.com/restarted-at"]
+        .as_str()
+        .map(str::to_string);
+    (revision, label)
+}
+
+fn drain_record(lab: &Lab, node: &str) -> Option<String> {
+    let n = json(&lab.kubectl(&["get", "node", node, "-o", "json"]));
+    n["metadata"]["annotations"]["infera.amd.com/drain-in-flight"]
+        .as_str()
+        .map(str::to_string)
+}
+
+/// Live pods on `node` in any namespace, by name.
+fn live_pods_on(lab: &Lab, node: &str) -> Vec<String> {
+    let field = format!("spec.nodeName={node}");
+    let all = json(&lab.kubectl(&[
+        "get",
+        "pods",
+        "-A",
+        "--field-selector",
+        &field,
+        "-o",
+        "json",
+    ]));
+    (all["items"].as_array().into_iter().flatten())
+        .filter(|p| live(p))
+        .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// `infera drain NODE` (admin), SIGKILLed once decode's replacement loads
+/// its weights (the move started: the trigger is applied); what it printed.
+fn kill_mid_move(lab: &Lab, node: &str) -> String {
+    let child = lab
+        .infera(&["drain", node, "--kubeconfig"])
+        .arg(lab.kubeconfig())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn infera drain");
+    let mut child = Killed(child);
+    let rx = lines(&mut child.0);
+    let seen = read_until(&rx, "weights-loading", |l| l.contains("weights-loading"));
+    // `ip netns exec` execs the command: the pid is infera's own.
+    let pid = child.0.id().to_string();
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    assert_eq!(comm.trim(), "infera", "pid {pid} is not infera");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid])
+        .status();
+    assert!(killed.is_ok_and(|s| s.success()), "kill -KILL {pid}");
+    assert_eq!(
+        wait_exit(&mut child.0, Duration::from_secs(10)),
+        -1,
+        "killed"
+    );
+    seen.join("\n")
+}
+
+/// Decode (moved by the first drain) drained again, SIGKILLed mid-move,
+/// then the same command rerun: it resumes the restart in flight and
+/// finishes; decode's Deployment rolled exactly once.
+fn sigkill_then_rerun_resumes(lab: &Lab, first: &str) {
+    kubectl_ok(lab, &["uncordon", first]);
+    let target = node_with(lab, "infera.amd.com/service", "decode");
+    let (revision, earlier) = decode_restarts(lab);
+    let seen = kill_mid_move(lab, &target);
+    let record = drain_record(lab, &target).unwrap_or_else(|| panic!("no record:\n{seen}"));
+    assert!(record.contains("llm/idep/llama/decode"), "{record}");
+    assert!(cordoned(lab, &target), "{seen}");
+    let applied = decode_restarts(lab).1;
+    assert!(
+        applied.is_some() && applied != earlier,
+        "no restart applied:\n{seen}"
+    );
+    let (code, text) = drain(lab, &lab.kubeconfig(), &[&target]);
+    assert_eq!(code, 0, "rerun:\n{text}");
+    assert!(text.contains("Resuming the drain"), "{text}");
+    assert!(text.contains("resuming: trigger already applied"), "{text}");
+    assert_eq!(
+        decode_restarts(lab),
+        (revision + 1, applied),
+        "decode restarted exactly once\n{text}"
+    );
+    assert!(cordoned(lab, &target));
+    assert_eq!(drain_record(lab, &target), None, "{text}");
+    assert_eq!(live_pods_on(lab, &target), Vec::<String>::new(), "{text}");
+    kubectl_ok(lab, &["uncordon", &target]);
+}
+
+/// (node, uid, Ready) of each live `app=db` pod, by name.
+fn db_pods(lab: &Lab) -> BTreeMap<String, (String, String, bool)> {
+    (pods(lab).iter())
+        .filter(|p| live(p) && p["metadata"]["labels"]["app"] == "db")
+        .map(|p| {
+            let uid = p["metadata"]["uid"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let name = p["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            (name, (node_of(p), uid, is_ready(p)))
+        })
+        .collect()
+}
+
+/// Until `db-0` and `db-1` are Ready and the budget allows one disruption
+/// (the real disruption controller counts the set's 2 replicas).
+fn wait_db(lab: &Lab, why: &str) -> BTreeMap<String, (String, String, bool)> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let db = db_pods(lab);
+        let pdb = json(&lab.kubectl(&["get", "pdb", "db", "-n", NS, "-o", "json"]));
+        let ready = ["db-0", "db-1"]
+            .iter()
+            .all(|n| db.get(*n).is_some_and(|p| p.2));
+        if ready && pdb["status"]["disruptionsAllowed"] == 1 {
+            return db;
+        }
+        assert!(Instant::now() < deadline, "{why}: {db:?} {}", pdb["status"]);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// `sts/db`: two plain pods on two nodes (required anti-affinity), a
+/// budget of `maxUnavailable: 1`.
+fn create_db(lab: &Lab) {
+    let labels = j!({"app": "db"});
+    apply(
+        lab,
+        &j!({"apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": "db", "namespace": NS},
+        "spec": {"replicas": 2, "serviceName": "db", "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {
+                "tolerations": [{"key": "infera.amd.com/simulated-node", "operator": "Exists", "effect": "NoSchedule"}],
+                "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}]}},
+                "containers": [{"name": "db", "image": "nginx:1.27"}]}}}}),
+    );
+    apply(
+        lab,
+        &j!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "db", "namespace": NS},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": labels}}}),
+    );
+}
+
+/// A StatefulSet pod on the drained node: `evict` in the plan, evicted
+/// through the Eviction API (the set never restarted: `db-1` keeps its
+/// UID), and the real StatefulSet controller recreates `db-0` on another
+/// node.
+fn statefulset_pod_is_evicted_and_recreated(lab: &Lab) {
+    create_db(lab);
+    let before = wait_db(lab, "sts/db never settled");
+    let target = before["db-0"].0.clone();
+    assert_ne!(before["db-1"].0, target, "{before:?}");
+    let args = [target.as_str(), "--pod-selector", "app=db"];
+    let (code, text) = drain(lab, &lab.kubeconfig(), &args);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("sts/db → evict"), "{text}");
+    assert!(text.contains("db (1)"), "the budget in the plan: {text}");
+    assert!(text.contains(&format!("evicted {NS}/db-0")), "{text}");
+    assert!(
+        !text.contains("moving"),
+        "never restarted as a whole: {text}"
+    );
+    assert!(cordoned(lab, &target));
+    let after = wait_db(lab, "db-0 never came back");
+    assert_ne!(
+        after["db-0"].1, before["db-0"].1,
+        "db-0 replaced: {after:?}"
+    );
+    assert_ne!(after["db-0"].0, target, "db-0 elsewhere: {after:?}");
+    assert_eq!(
+        after["db-1"].1, before["db-1"].1,
+        "db-1 untouched: {after:?}"
+    );
+    kubectl_ok(lab, &["uncordon", &target]);
+    kubectl_ok(lab, &["delete", "pdb", "db", "-n", NS]);
+    let gone = [
+        "delete",
+        "sts",
+        "db",
+        "-n",
+        NS,
+        "--cascade=foreground",
+        "--timeout=60s",
+    ];
+    kubectl_ok(lab, &gone);
 }
 
 /// A budget of maxUnavailable 0 on the prefill worker, drained with

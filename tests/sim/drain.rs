@@ -7,7 +7,8 @@
 //! there; bad input → one clear line, exit 2, nothing changed; a rerun
 //! after a manual uncordon still resumes; `--timeout` bounds the moves too
 //! and names the phase; `--dry-run=server` sends everything with
-//! `dryRun=All` and changes nothing.
+//! `dryRun=All` and changes nothing; a moved router's role is `router` in
+//! the plan and in the move's preflight.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -296,6 +297,49 @@ async fn a_rerun_after_a_manual_uncordon_resumes_without_a_second_restart() {
     assert!(cordoned(store, &target), "the rerun cordons again\n{text}");
     assert_eq!(live_pods_on(store, &target), Vec::<String>::new());
     assert_eq!(drain_record(store, &target), None);
+    sim.shutdown().await;
+}
+
+/// The router (`componentType: server`, no `role`) moved off its node:
+/// the drain plan and the move's rollout preflight both call its role
+/// `router`, the manifest's word, never the workers' default `mixed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moving_the_router_prints_its_own_role() {
+    let sim = Sim::start("pd-1p1d", 20.0).await;
+    let target = node_holding(sim.store(), "router");
+    let only = "infera.amd.com/service=router";
+    let args = [target.as_str(), "--pod-selector", only, "-o", "json"];
+    let (code, text) = run(sim.kubeconfig(), &args).await;
+    assert_eq!(code, 0, "{text}");
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let of = |kind: &'static str| events.iter().filter(move |e| e["event"] == kind);
+    let units: Vec<&Value> = (of("drain-plan").flat_map(|p| p["workloads"].as_array()))
+        .flatten()
+        .collect();
+    let router = units
+        .iter()
+        .find(|u| u["workload"] == "idep/llama router")
+        .unwrap_or_else(|| panic!("no router in the plan: {text}"));
+    assert_eq!(
+        (&router["verdict"], &router["role"]),
+        (&json!("move"), &json!("router"))
+    );
+    let legs: Vec<&Value> = (of("plan").flat_map(|p| p["legs"].as_array()))
+        .flatten()
+        .collect();
+    assert_eq!(legs.len(), 1, "one move, one leg: {text}");
+    assert_eq!(
+        (&legs[0]["leg"], &legs[0]["role"]),
+        (&json!("router"), &json!("router"))
+    );
+    let routers = pods_of(sim.store(), NS, "router");
+    assert!(
+        routers.iter().all(|p| node_of(p) != target) && routers.iter().any(is_ready),
+        "the router moved: {routers:?}"
+    );
     sim.shutdown().await;
 }
 

@@ -44,8 +44,8 @@ pub use report::{
     Unobserved, format_seconds,
 };
 pub use roles::{
-    Target, TargetError, common_selector, deployment_selector, parse_role_flag, parse_selector,
-    roles_from_inferadeployment, selector_string,
+    Target, TargetError, common_selector, deployment_selector, is_worker_service, parse_role_flag,
+    parse_selector, roles_from_inferadeployment, selector_string, service_role,
 };
 pub use server_clock::{PROMPT, ServerClock, Timed};
 pub use session::{AuditError, AuditSession, date_deletions, run_auditor};

@@ -107,6 +107,27 @@ pub fn common_selector(roles: &[RoleSpec]) -> Option<String> {
     (!common.is_empty()).then(|| selector_string(&common))
 }
 
+/// Whether an InferaDeployment service is a worker (`componentType`,
+/// `worker` when absent; `server` is the router).
+pub fn is_worker_service(spec: &Value) -> bool {
+    spec.get("componentType")
+        .and_then(Value::as_str)
+        .unwrap_or("worker")
+        .eq_ignore_ascii_case("worker")
+}
+
+/// The role an InferaDeployment service is counted and printed under: its
+/// own `role` (lower case); a worker without one is `mixed` (the
+/// operator's default, docs/operator-semantics.md §1); any other service
+/// without one (the router, `componentType: server`) its own name.
+pub fn service_role(service: &str, spec: &Value) -> String {
+    match spec.get("role").and_then(Value::as_str) {
+        Some(role) => role.to_ascii_lowercase(),
+        None if is_worker_service(spec) => "mixed".to_string(),
+        None => service.to_string(),
+    }
+}
+
 /// Roles of an InferaDeployment: its worker services grouped by `role`
 /// (default `mixed`), in the order mixed, prefill, decode, then others.
 /// Servers (the router) are not audited.
@@ -125,19 +146,10 @@ pub fn roles_from_inferadeployment(idep: &Value) -> Result<Vec<RoleSpec>, Target
         })?;
     let mut by_role: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (service, spec) in services {
-        let component = spec
-            .get("componentType")
-            .and_then(Value::as_str)
-            .unwrap_or("worker");
-        if !component.eq_ignore_ascii_case("worker") {
-            continue;
+        if is_worker_service(spec) {
+            let role = service_role(service, spec);
+            by_role.entry(role).or_default().push(service.clone());
         }
-        let role = spec
-            .get("role")
-            .and_then(Value::as_str)
-            .unwrap_or("mixed")
-            .to_ascii_lowercase();
-        by_role.entry(role).or_default().push(service.clone());
     }
     if by_role.is_empty() {
         return Err(TargetError::Spec(format!(
@@ -281,6 +293,11 @@ mod tests {
         let roles = roles_from_inferadeployment(&idep).unwrap();
         let names: Vec<_> = roles.iter().map(|r| r.role.as_str()).collect();
         assert_eq!(names, ["mixed", "prefill", "decode"]);
+        let services = &idep["spec"]["services"];
+        let role = |s: &str| service_role(s, &services[s]);
+        assert_eq!(role("router"), "router", "a server's own name, never mixed");
+        assert_eq!(role("solo"), "mixed");
+        assert_eq!(role("decode-a"), "decode");
         assert_eq!(roles[2].services, ["decode-a", "decode-b"]);
         assert_eq!(
             roles[0].selector.get(LABEL_DEPLOYMENT).map(String::as_str),

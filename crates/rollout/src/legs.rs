@@ -17,7 +17,7 @@ use super::plan::{
 };
 use super::target::TargetKind;
 use super::trigger;
-use infera_audit::RoleSpec;
+use infera_audit::{RoleSpec, is_worker_service, service_role};
 use infera_cluster::Connection;
 
 use infera_model::worker::DEFAULT_READINESS_PORT;
@@ -57,14 +57,6 @@ pub(crate) async fn legs_of(
     }
 }
 
-fn role_of(service: &Value) -> String {
-    service
-        .get("role")
-        .and_then(Value::as_str)
-        .unwrap_or("mixed")
-        .to_ascii_lowercase()
-}
-
 /// (service, role) of the services to roll, checked against the CR.
 fn chosen_services(
     req: &Request,
@@ -83,18 +75,16 @@ fn chosen_services(
         return Ok(req
             .services
             .iter()
-            .map(|s| (s.clone(), services.get(s).map(role_of).unwrap_or_default()))
+            .map(|s| {
+                let role = services.get(s).map(|spec| service_role(s, spec));
+                (s.clone(), role.unwrap_or_default())
+            })
             .collect());
     }
     Ok(services
         .iter()
-        .filter(|(_, s)| {
-            s.get("componentType")
-                .and_then(Value::as_str)
-                .unwrap_or("worker")
-                .eq_ignore_ascii_case("worker")
-        })
-        .map(|(n, s)| (n.clone(), role_of(s)))
+        .filter(|(_, s)| is_worker_service(s))
+        .map(|(n, s)| (n.clone(), service_role(n, s)))
         .collect())
 }
 
@@ -382,6 +372,32 @@ mod tests {
     use super::*;
     use infera_model::worker::DEFAULT_READINESS_PORT;
     use serde_json::json;
+
+    /// `--service router` (what a drain's move of the router sends): the
+    /// router's role is its own name, as the drain plan prints it, never
+    /// the workers' default `mixed`.
+    #[test]
+    fn a_chosen_services_role_is_the_manifests_word() {
+        let services = json!({
+            "router": {"componentType": "server"},
+            "prefill": {"componentType": "worker", "role": "Prefill"},
+            "solo": {"componentType": "worker"}
+        });
+        let services = services.as_object().cloned().unwrap_or_default();
+        let target = crate::target::Target {
+            kind: TargetKind::InferaDeployment,
+            name: "llama".into(),
+        };
+        let mut req = Request::restart(target);
+        req.services = vec!["router".into(), "prefill".into(), "solo".into()];
+        let roles: Vec<String> = (chosen_services(&req, &services).unwrap().into_iter())
+            .map(|(_, role)| role)
+            .collect();
+        assert_eq!(roles, ["router", "prefill", "mixed"]);
+        req.services.clear();
+        let all = chosen_services(&req, &services).unwrap();
+        assert!(all.iter().all(|(s, _)| s != "router"), "{all:?}");
+    }
 
     #[test]
     fn readiness_port_follows_the_workers_parser() {

@@ -404,10 +404,17 @@ async fn deployment_workload(
                     .into_iter()
                     .find(|r| r.services.iter().any(|s| s == service))
             })
-            .unwrap_or_else(|| RoleSpec {
-                role: service.to_string(),
-                services: vec![service.to_string()],
-                selector: w.selector.clone(),
+            .unwrap_or_else(|| {
+                // A server (the router): the role `rollout --service` prints.
+                let spec = cr.pointer("/spec/services").and_then(|s| s.get(service));
+                RoleSpec {
+                    role: spec.map_or_else(
+                        || service.to_string(),
+                        |spec| infera_audit::service_role(service, spec),
+                    ),
+                    services: vec![service.to_string()],
+                    selector: w.selector.clone(),
+                }
             });
         w.role = w.role_spec.role.clone();
         w.generation = typed.as_ref().map(|d| {
