@@ -129,7 +129,7 @@ pub enum LintFormat {
 }
 
 /// `--operator`: the generation of the Infera operator to predict
-/// (`infera_model::operator::Generation`).
+/// (`infera_model::generation::Generation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OperatorArg {
     /// Before PR #176: surge-free, /health on the engine port.
@@ -142,7 +142,7 @@ pub enum OperatorArg {
     Latest,
 }
 
-impl From<OperatorArg> for infera_model::operator::Generation {
+impl From<OperatorArg> for infera_model::generation::Generation {
     fn from(a: OperatorArg) -> Self {
         match a {
             OperatorArg::SurgeFree => Self::SurgeFree,

@@ -223,7 +223,7 @@ fn note_generations(objects: &[serde_json::Value], options: &LintOptions) {
                 .to_string(),
         );
         let line = match options.detected.get(&key) {
-            Some(d @ infera_model::operator::Detection::Known(..)) => d.describe(),
+            Some(d @ infera_model::generation::Detection::Known(..)) => d.describe(),
             Some(d) => format!(
                 "{}; linted as {} ({}, from --operator or the config)",
                 d.describe(),

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use infera_lint::engine::lint_objects;
 use infera_lint::finding::Severity;
 use infera_lint::options::LintOptions;
-use infera_model::operator::Generation;
+use infera_model::generation::Generation;
 use infera_policy::{COVERAGE, Coverage};
 use serde_json::Value;
 

@@ -269,8 +269,8 @@ pub async fn audit_target_with(
 async fn operator_generation(
     conn: &Connection,
     target: &Target,
-) -> Option<infera_model::operator::Detection> {
-    use infera_model::operator::Detection;
+) -> Option<infera_model::generation::Detection> {
+    use infera_model::generation::Detection;
     let Target::InferaDeployment(name) = target else {
         return None;
     };

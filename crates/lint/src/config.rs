@@ -80,7 +80,7 @@ pub struct ConfigFile {
     pub node_gpus: Option<u32>,
     pub nodes: Option<PathBuf>,
     /// The operator generation to predict (`pre-176`, `176`, `latest`).
-    pub operator: Option<infera_model::operator::Generation>,
+    pub operator: Option<infera_model::generation::Generation>,
     #[serde(default)]
     pub select: Vec<Spanned<String>>,
     #[serde(default, alias = "disable")]
@@ -157,7 +157,7 @@ pub struct CliOverrides {
     pub nodes: Option<PathBuf>,
     pub select: Vec<String>,
     pub ignore: Vec<String>,
-    pub operator: Option<infera_model::operator::Generation>,
+    pub operator: Option<infera_model::generation::Generation>,
 }
 
 /// Settings after applying flags over config over defaults.
@@ -173,7 +173,7 @@ pub struct Effective {
     /// not named keep the severity each finding was raised with.
     pub severity: BTreeMap<&'static str, Severity>,
     /// The operator generation to predict (flag > config > latest).
-    pub operator: infera_model::operator::Generation,
+    pub operator: infera_model::generation::Generation,
 }
 
 impl Effective {
@@ -409,7 +409,7 @@ mod tests {
 
     #[test]
     fn operator_generation_flag_over_config_over_latest() {
-        use infera_model::operator::Generation;
+        use infera_model::generation::Generation;
         let resolved = |text: &str, flag: Option<Generation>| {
             let cli = CliOverrides {
                 operator: flag,

@@ -24,10 +24,14 @@ use super::rules::{ClaimedGpus, Hit, RollKind, Workload, deployment_roll};
 use super::runner::{Cx, ignored, run_rules};
 use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
 use infera_model::catalogue;
+use infera_model::lws::{DEFAULT_MAX_SURGE, DEFAULT_MAX_UNAVAILABLE, LeaderWorkerSet};
 use infera_model::manifest::dynamo::{DynamoGraphDeployment, DynamoService};
 use infera_model::manifest::{self, Seg, TypedObject};
-use infera_model::operator::{self, Role, Strategy};
+use infera_model::operator::strategy::Strategy;
+use infera_model::operator::{self, Role};
+use infera_model::pod::{container_readiness_port, main_container_index};
 use infera_model::worker::NVIDIA_GPU;
+use infera_model::worker::{DEFAULT_READINESS_PORT, ReadinessPort};
 
 type Placeholders = Vec<(manifest::Path, String)>;
 
@@ -90,7 +94,7 @@ fn lint_idep(
     let mut out = Vec::new();
     let name = idep.metadata.name.clone().unwrap_or_default();
     let generation = cx.opts.generation_for(idep);
-    for rw in operator::render_pods(idep, generation) {
+    for rw in operator::workload::render(idep, generation) {
         let Some(svc) = idep.spec.services.get(&rw.service) else {
             continue;
         };
@@ -101,10 +105,14 @@ fn lint_idep(
         let (roll, max_surge, max_unavailable) = match rw.strategy {
             Strategy::SurgeFirst => (RollKind::SurgeFirst, 1, Some(0)),
             Strategy::OldPodFirst => (RollKind::OldPodFirst, 0, Some(1)),
-            Strategy::Lws => (RollKind::Lws, 0, Some(1)),
+            Strategy::Lws => (
+                RollKind::Lws,
+                i64::from(DEFAULT_MAX_SURGE),
+                Some(i64::from(DEFAULT_MAX_UNAVAILABLE)),
+            ),
             Strategy::ServerDefault => (RollKind::SurgeOrRetire, 1, None),
         };
-        let main = operator::main_container_index(&rw.pod);
+        let main = main_container_index(&rw.pod);
         let w = Workload {
             kind: INFERA_DEPLOYMENT.kind,
             name: name.clone(),
@@ -215,7 +223,8 @@ fn lint_deployment(
     let (max_surge, max_unavailable) = if roll == RollKind::Recreate {
         (0, i64::from(n))
     } else {
-        fenceposts(surge, unavailable, n, ("25%", "25%"))
+        let quarter = || IntOrString::String("25%".to_string());
+        fenceposts(surge, unavailable, n, (quarter(), quarter()))
     };
     let plain = Plain {
         kind: "Deployment",
@@ -249,19 +258,11 @@ fn fenceposts(
     surge: Option<&IntOrString>,
     unavailable: Option<&IntOrString>,
     replicas: i32,
-    defaults: (&str, &str),
+    defaults: (IntOrString, IntOrString),
 ) -> (i64, i64) {
-    let as_json = |v: Option<&IntOrString>, default: &str| match v {
-        Some(IntOrString::Int(n)) => serde_json::Value::from(*n),
-        Some(IntOrString::String(s)) => serde_json::Value::from(s.as_str()),
-        None => match default.parse::<i64>() {
-            Ok(n) => serde_json::Value::from(n),
-            Err(_) => serde_json::Value::from(default),
-        },
-    };
     infera_model::rolling::resolve_fenceposts(
-        Some(&as_json(surge, defaults.0)),
-        Some(&as_json(unavailable, defaults.1)),
+        int_or_string(Some(surge.unwrap_or(&defaults.0))).as_ref(),
+        int_or_string(Some(unavailable.unwrap_or(&defaults.1))).as_ref(),
         i64::from(replicas),
     )
 }
@@ -315,7 +316,7 @@ fn lint_statefulset(
 
 /// A LeaderWorkerSet not rendered from an InferaDeployment.
 fn lint_lws(
-    lws: &operator::LeaderWorkerSet,
+    lws: &LeaderWorkerSet,
     placeholders: Placeholders,
     cx: Cx<'_>,
 ) -> Vec<(Hit, ObjectRef)> {
@@ -328,25 +329,17 @@ fn lint_lws(
     let Some(pod) = template.and_then(|t| t.spec.as_ref()) else {
         return Vec::new();
     };
-    let replicas = lws
-        .spec
-        .replicas
-        .as_ref()
-        .map_or(Some(1), |r| r.as_i64().and_then(|n| i32::try_from(n).ok()));
-    let size = tpl
-        .size
-        .as_ref()
-        .map_or(Some(1), |s| s.as_i64().and_then(|n| i32::try_from(n).ok()));
-    let ru = lws
-        .spec
-        .rollout_strategy
-        .as_ref()
-        .and_then(|r| r.rolling_update_configuration.as_ref());
+    let replicas = lws.replicas();
+    let size = lws.size();
+    let ru = lws.rolling_update();
     let (max_surge, max_unavailable) = fenceposts(
         ru.and_then(|r| r.max_surge.as_ref()),
         ru.and_then(|r| r.max_unavailable.as_ref()),
         replicas.unwrap_or(1),
-        ("0", "1"),
+        (
+            IntOrString::Int(DEFAULT_MAX_SURGE),
+            IntOrString::Int(DEFAULT_MAX_UNAVAILABLE),
+        ),
     );
     let plain = Plain {
         kind: LEADER_WORKER_SET.kind,
@@ -439,10 +432,10 @@ pub(crate) fn plain_workload(
         pod_labels,
         main,
         readiness_port: pod.containers.get(main).map_or(
-            operator::ReadinessPort::Default {
-                port: operator::DEFAULT_READINESS_PORT,
+            ReadinessPort::Default {
+                port: DEFAULT_READINESS_PORT,
             },
-            operator::container_readiness_port,
+            container_readiness_port,
         ),
         skip_readiness_probe: false,
         base,
@@ -517,8 +510,8 @@ fn lint_dynamo(
             pod: &pod,
             pod_labels: Default::default(),
             main: 0,
-            readiness_port: operator::ReadinessPort::Default {
-                port: operator::DEFAULT_READINESS_PORT,
+            readiness_port: ReadinessPort::Default {
+                port: DEFAULT_READINESS_PORT,
             },
             skip_readiness_probe: false,
             pod_path: None,

@@ -4,7 +4,9 @@
 
 use std::path::PathBuf;
 
-use infera_model::{manifest, operator};
+use infera_model::generation::{Detection, Generation};
+use infera_model::manifest;
+use infera_model::operator::InferaDeployment;
 
 /// What the rules need to know that is not in the manifests.
 #[derive(Debug, Clone, Default)]
@@ -25,10 +27,10 @@ pub struct LintOptions {
     pub keep_sources: bool,
     /// The operator generation InferaDeployments are rendered as (the
     /// `--operator` flag / `operator` config key; latest by default).
-    pub operator: operator::Generation,
+    pub operator: Generation,
     /// Live: the generation each InferaDeployment's operator showed
     /// ((namespace, name) → detection). A known one wins over `operator`.
-    pub detected: std::collections::BTreeMap<(String, String), operator::Detection>,
+    pub detected: std::collections::BTreeMap<(String, String), Detection>,
     /// The input holds every PodDisruptionBudget of the namespaces linted
     /// (`lint --cluster` listed them): then a serving worker with none can
     /// be reported (IR014). Never true for files.
@@ -42,14 +44,14 @@ pub struct LintOptions {
 impl LintOptions {
     /// The generation an InferaDeployment is rendered as: the one its live
     /// workers show, else the configured one.
-    pub fn generation_for(&self, idep: &operator::InferaDeployment) -> operator::Generation {
+    pub fn generation_for(&self, idep: &InferaDeployment) -> Generation {
         let key = (
             idep.metadata.namespace.clone().unwrap_or_default(),
             idep.metadata.name.clone().unwrap_or_default(),
         );
         self.detected
             .get(&key)
-            .and_then(operator::Detection::generation)
+            .and_then(Detection::generation)
             .unwrap_or(self.operator)
     }
 }

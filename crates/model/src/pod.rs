@@ -81,6 +81,63 @@ pub fn container_probed_on_readiness_port(c: &Container) -> bool {
     http.path.as_deref() == Some(READY_PATH) && http.port == IntOrString::Int(i32::from(port))
 }
 
+/// True when some container of the pod is probed on its readiness port: a
+/// `readinessProbe.httpGet` with path exactly `/ready` and an integer port
+/// equal to that container's knowable readiness port (§3).
+pub fn probed_on_readiness_port(pod: &PodSpec) -> bool {
+    pod.containers
+        .iter()
+        .any(container_probed_on_readiness_port)
+}
+
+/// True when the container is idle-deployed: its entrypoint is `sleep`,
+/// `sshd` or `mn-idle.sh`, and the engine is launched out of band (§4).
+pub fn container_is_idle(c: &Container) -> bool {
+    if container_runs_engine(c) {
+        return false;
+    }
+    catalogue::command_tokens(c).iter().any(|t| {
+        let base = t.rsplit('/').next().unwrap_or(t);
+        base == "sleep" || base == "sshd" || base.starts_with("mn-idle")
+    })
+}
+
+/// The infera engine's drain flag and env ([`catalogue::INFERA_DRAIN`]), its
+/// default and the cap the operator puts on it.
+pub const DRAIN_TIMEOUT_ENV: &str = match catalogue::INFERA_DRAIN.env {
+    Some(name) => name,
+    None => "",
+};
+pub const DRAIN_TIMEOUT_FLAG: &str = catalogue::INFERA_DRAIN.flags[0];
+pub const DEFAULT_DRAIN_SECONDS: i64 = catalogue::INFERA_DRAIN.default_seconds;
+pub const MAX_DRAIN_SECONDS: i64 = 3600;
+
+/// The drain timeout of a container in seconds: `--drain-timeout` in its
+/// command/args, else `INFERA_DRAIN_TIMEOUT`, else 30; capped at 3600.
+pub fn drain_timeout_seconds(c: &Container) -> i64 {
+    let tokens = catalogue::command_tokens(c);
+    let mut from_flag = None;
+    for (i, t) in tokens.iter().enumerate() {
+        if t == DRAIN_TIMEOUT_FLAG {
+            from_flag = tokens.get(i + 1).and_then(|v| catalogue::parse_seconds(v));
+        } else if let Some(v) = t.strip_prefix("--drain-timeout=") {
+            from_flag = catalogue::parse_seconds(v);
+        }
+    }
+    let from_env = || {
+        c.env
+            .iter()
+            .flatten()
+            .find(|e| e.name == DRAIN_TIMEOUT_ENV)
+            .and_then(|e| e.value.as_deref())
+            .and_then(catalogue::parse_seconds)
+    };
+    from_flag
+        .or_else(from_env)
+        .unwrap_or(DEFAULT_DRAIN_SECONDS)
+        .clamp(0, MAX_DRAIN_SECONDS)
+}
+
 /// The container that runs the pod's model server — the one rule lint, the
 /// audit, the rollout and the simulated kubelet share: the main container
 /// ([`main_container_position`]: named `main` or `infera`, else the first)

@@ -234,6 +234,42 @@ pub fn worker_readiness_port(value: Option<&str>) -> u16 {
 mod tests {
     use super::*;
 
+    fn env(name: &str, value: &str) -> EnvVar {
+        EnvVar {
+            name: name.to_string(),
+            value: Some(value.to_string()),
+            ..EnvVar::default()
+        }
+    }
+
+    #[test]
+    fn readiness_port_edge_cases() {
+        let knowable = |v: &str| readiness_port(&[env(READINESS_PORT_ENV, v)]).known();
+        assert_eq!(knowable("+30091"), Some(30091));
+        assert_eq!(knowable("30091"), Some(30091));
+        assert_eq!(knowable("030090"), Some(30090));
+        assert_eq!(knowable("1"), Some(1));
+        assert_eq!(knowable("65535"), Some(65535));
+        assert_eq!(knowable(" 30090"), None);
+        assert_eq!(knowable("30090 "), None);
+        assert_eq!(knowable("30_090"), None);
+        assert_eq!(knowable("0"), None);
+        assert_eq!(knowable("-30090"), None);
+        assert_eq!(knowable("70000"), None);
+        assert_eq!(knowable("65536"), None);
+        assert_eq!(knowable("abc"), None);
+        assert_eq!(knowable(""), None);
+        assert_eq!(knowable("+"), None);
+        assert_eq!(knowable("99999999999999999999999"), None);
+        assert_eq!(readiness_port(&[]), ReadinessPort::Default { port: 30090 });
+        let from = EnvVar {
+            name: READINESS_PORT_ENV.to_string(),
+            value_from: Some(Default::default()),
+            ..EnvVar::default()
+        };
+        assert_eq!(readiness_port(&[from]), ReadinessPort::ValueFrom);
+    }
+
     #[test]
     fn quantities_parse_like_upstream() {
         let cases = [

@@ -191,7 +191,7 @@ pub fn of_leaderworkerset(lws: &Value) -> Option<Workload> {
         desired: vec![
             lws.pointer("/spec/replicas")
                 .and_then(Value::as_i64)
-                .unwrap_or(1),
+                .unwrap_or(i64::from(infera_model::lws::DEFAULT_REPLICAS)),
         ],
     })
 }

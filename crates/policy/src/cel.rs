@@ -10,7 +10,7 @@
 //! test `functions_are_in_both_libraries` holds the list.
 
 use infera_model::catalogue::{self, Engine};
-use infera_model::operator::{DEFAULT_READINESS_PORT, READINESS_PORT_ENV, READY_PATH};
+use infera_model::worker::{DEFAULT_READINESS_PORT, READINESS_PORT_ENV, READY_PATH};
 
 /// A CEL string literal of `s` (single-quoted, backslashes and quotes escaped).
 pub fn lit(s: &str) -> String {

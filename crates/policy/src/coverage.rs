@@ -156,8 +156,8 @@ mod tests {
             }
         }
         for generation in [
-            infera_model::operator::Generation::SurgeFree,
-            infera_model::operator::Generation::ProbeGatedSurge,
+            infera_model::generation::Generation::SurgeFree,
+            infera_model::generation::Generation::ProbeGatedSurge,
         ] {
             let checked: std::collections::BTreeSet<&str> = crate::kinds::targets(generation)
                 .iter()

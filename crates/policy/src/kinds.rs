@@ -11,7 +11,10 @@
 use infera_lint::finding::Severity;
 use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
 use infera_model::catalogue::INFERA;
-use infera_model::operator::{DEFAULT_WORKER_PORT, Generation, READY_PATH};
+use infera_model::generation::Generation;
+use infera_model::lws;
+use infera_model::operator::DEFAULT_WORKER_PORT;
+use infera_model::worker::READY_PATH;
 
 use crate::cel::{self, UNKNOWN_COUNT, lit};
 
@@ -107,7 +110,7 @@ fn whole(code: &'static str, severity: Severity, condition: &str) -> Check {
 }
 
 /// The facts of one InferaDeployment service `S` as the operator of the
-/// generation renders it (`operator::render_service`).
+/// generation renders it (`operator::workload::render`).
 struct Service {
     svc: String,
     pod: String,
@@ -141,7 +144,7 @@ fn service(generation: Generation) -> Service {
         "({flat} ? {} : {with_pod} ? {} : {})",
         cel::flat_readiness_port(&svc),
         cel::readiness_port(&main),
-        infera_model::operator::DEFAULT_READINESS_PORT
+        infera_model::worker::DEFAULT_READINESS_PORT
     );
     // Surge-first (#176): probed /ready on the readiness port, by the
     // injected probe (no own probe, not skipped, port knowable) or a
@@ -514,23 +517,33 @@ fn leaderworkerset() -> Target {
     variables.extend([
         (
             "replicas",
-            cel::count("object.spec", "replicas", 1, UNKNOWN_COUNT),
+            cel::count(
+                "object.spec",
+                "replicas",
+                i64::from(lws::DEFAULT_REPLICAS),
+                UNKNOWN_COUNT,
+            ),
         ),
-        ("size", cel::count(tpl, "size", 1, UNKNOWN_COUNT)),
+        (
+            "size",
+            cel::count(tpl, "size", i64::from(lws::DEFAULT_SIZE), UNKNOWN_COUNT),
+        ),
         (
             "surge",
             format!(
-                "{} ? {} : 0",
+                "{} ? {} : {}",
                 has_ru("maxSurge"),
-                cel::scaled(&format!("{ru}.maxSurge"), &n, true)
+                cel::scaled(&format!("{ru}.maxSurge"), &n, true),
+                lws::DEFAULT_MAX_SURGE
             ),
         ),
         (
             "unavailable0",
             format!(
-                "{} ? {} : 1",
+                "{} ? {} : {}",
                 has_ru("maxUnavailable"),
-                cel::scaled(&format!("{ru}.maxUnavailable"), &n, false)
+                cel::scaled(&format!("{ru}.maxUnavailable"), &n, false),
+                lws::DEFAULT_MAX_UNAVAILABLE
             ),
         ),
         (
@@ -579,7 +592,7 @@ fn dynamo() -> Target {
                 cel::probe_timeout(&c),
                 cel::runs_infera(&c),
                 cel::probe_port(&c),
-                infera_model::operator::DEFAULT_READINESS_PORT
+                infera_model::worker::DEFAULT_READINESS_PORT
             ),
         ),
         per_service(

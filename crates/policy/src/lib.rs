@@ -12,7 +12,7 @@ pub mod coverage;
 pub mod kinds;
 
 use infera_lint::finding::Severity;
-use infera_model::operator::Generation;
+use infera_model::generation::Generation;
 use serde_json::{Value, json};
 
 pub use coverage::{COVERAGE, Coverage};

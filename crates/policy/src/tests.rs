@@ -11,7 +11,7 @@ use ::cel::{Context, Env, Program, Value as CelValue};
 use infera_lint::engine::lint_objects;
 use infera_lint::finding::Severity;
 use infera_lint::options::LintOptions;
-use infera_model::operator::Generation;
+use infera_model::generation::Generation;
 use serde_json::Value;
 
 use super::*;

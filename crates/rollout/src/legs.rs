@@ -298,7 +298,7 @@ pub(crate) async fn preflight(
     });
     let generation = operator
         .as_ref()
-        .and_then(infera_model::operator::Detection::generation);
+        .and_then(infera_model::generation::Detection::generation);
     let other_findings = attach_findings(&mut plan_legs, lint_findings(&lint_objects, generation));
     set_verdicts(&mut plan_legs, live, roles, min_ready);
     Ok(Plan {
@@ -362,7 +362,7 @@ fn set_verdicts(legs: &mut [LegPlan], live: &Value, roles: &[RoleSpec], min_read
 /// Lint findings for the live objects, with the service they belong to.
 fn lint_findings(
     objects: &[Value],
-    generation: Option<infera_model::operator::Generation>,
+    generation: Option<infera_model::generation::Generation>,
 ) -> Vec<(PlanFinding, Option<String>)> {
     super::lint_bridge::lint(objects, generation)
 }

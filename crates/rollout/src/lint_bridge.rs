@@ -13,7 +13,7 @@ use infera_lint::options::LintOptions;
 /// 8 GPUs a node; the plan's own capacity column reads the live nodes.
 pub fn lint(
     objects: &[Value],
-    generation: Option<infera_model::operator::Generation>,
+    generation: Option<infera_model::generation::Generation>,
 ) -> Vec<(PlanFinding, Option<String>)> {
     let options = LintOptions {
         node_gpus: 8,

@@ -99,16 +99,22 @@ pub fn deployment_strategy(dep: &Value) -> LegStrategy {
     }
 }
 
-/// The strategy of a LeaderWorkerSet object (defaults maxSurge 0,
-/// maxUnavailable 1).
+/// The strategy of a LeaderWorkerSet object (the LeaderWorkerSet's
+/// defaults where absent: maxSurge 0, maxUnavailable 1).
 pub fn lws_strategy(lws: &Value) -> LegStrategy {
+    use infera_model::lws::{DEFAULT_MAX_SURGE, DEFAULT_MAX_UNAVAILABLE};
     use infera_model::rolling::scaled_value;
     let replicas = i64::from(replicas_of(lws));
     let rolling = lws.pointer("/spec/rolloutStrategy/rollingUpdateConfiguration");
-    let surge = scaled_value(rolling.and_then(|r| r.get("maxSurge")), "0", replicas, true);
+    let surge = scaled_value(
+        rolling.and_then(|r| r.get("maxSurge")),
+        &DEFAULT_MAX_SURGE.to_string(),
+        replicas,
+        true,
+    );
     let unavailable = scaled_value(
         rolling.and_then(|r| r.get("maxUnavailable")),
-        "1",
+        &DEFAULT_MAX_UNAVAILABLE.to_string(),
         replicas,
         false,
     );
@@ -135,7 +141,7 @@ pub fn ready_means_registered(template: &Value) -> bool {
             cs.iter().any(|c| {
                 c.pointer("/readinessProbe/httpGet/path")
                     .and_then(Value::as_str)
-                    == Some(infera_model::operator::READY_PATH)
+                    == Some(infera_model::worker::READY_PATH)
             })
         })
 }
@@ -331,7 +337,7 @@ pub struct Plan {
     pub gitops: Option<super::gitops::GitOps>,
     /// The operator generation the target's worker Deployments show
     /// (`None`: the target is not an InferaDeployment).
-    pub operator: Option<infera_model::operator::Detection>,
+    pub operator: Option<infera_model::generation::Detection>,
 }
 
 impl Plan {

@@ -185,7 +185,7 @@ pub struct Scenario {
     pub seed: u64,
     /// The Infera operator generation the world's operator renders as.
     #[serde(default)]
-    pub operator: infera_model::operator::Generation,
+    pub operator: infera_model::generation::Generation,
     #[serde(default)]
     pub nodes: Vec<NodeSpec>,
     #[serde(default)]
@@ -388,7 +388,7 @@ mod tests {
 
     #[test]
     fn operator_generation_key() {
-        use infera_model::operator::Generation;
+        use infera_model::generation::Generation;
         let load = |name: &str| Scenario::load(name).map(|s| s.operator).ok();
         assert_eq!(load("pd-1p1d-pre176"), Some(Generation::SurgeFree));
         assert_eq!(load("pd-1p1d"), Some(Generation::LATEST));

@@ -764,7 +764,7 @@ fn messages_say_what_the_manifest_says() {
 /// own probe; one replica is a certain gap (IR008, an error).
 #[test]
 fn rules_follow_the_operator_generation() {
-    use infera_model::operator::Generation::{ProbeGatedSurge, SurgeFree};
+    use infera_model::generation::Generation::{ProbeGatedSurge, SurgeFree};
     let gpus8 = "resources: {limits: {amd.com/gpu: 8}}";
     let health = "readinessProbe: {httpGet: {path: /health, port: 30000}}";
     let flat = idep("{componentType: worker}");

@@ -11,9 +11,12 @@ use k8s_openapi::api::core::v1::{Container, PodSpec};
 
 use super::finding::RuleMeta;
 use super::finding::Severity;
+use infera_model::generation::Generation;
 use infera_model::manifest::node::{Path, Seg};
-use infera_model::operator::{Generation, ReadinessPort, Role, Strategy};
+use infera_model::operator::Role;
+use infera_model::operator::strategy::Strategy;
 use infera_model::selector::label_selector_matches;
+use infera_model::worker::ReadinessPort;
 
 mod budget_blocks_drain;
 mod gpu_request_below_parallelism;

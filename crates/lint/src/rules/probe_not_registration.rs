@@ -1,6 +1,6 @@
 use super::{Hit, Workload, declare_rule};
 use crate::finding::Severity;
-use infera_model::operator::container_probed_on_readiness_port;
+use infera_model::pod::container_probed_on_readiness_port;
 
 declare_rule! {
     /// ## What it does
@@ -101,7 +101,7 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
         (Some(ready), Some(_)) => {
             // Only one handler may be set; `/ready` needs 10 s (IR010).
             let mut probe = serde_json::json!({
-                "httpGet": {"path": infera_model::operator::READY_PATH, "port": ready},
+                "httpGet": {"path": infera_model::worker::READY_PATH, "port": ready},
                 "tcpSocket": null, "exec": null, "grpc": null,
             });
             if probe_timeout(c) <= 8 {

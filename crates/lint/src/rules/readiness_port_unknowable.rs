@@ -1,6 +1,6 @@
 use super::{Hit, Workload, declare_rule};
 use crate::finding::Severity;
-use infera_model::operator::{READINESS_PORT_ENV, ReadinessPort};
+use infera_model::worker::{READINESS_PORT_ENV, ReadinessPort};
 
 declare_rule! {
     /// ## What it does

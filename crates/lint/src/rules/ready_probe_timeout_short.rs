@@ -1,7 +1,7 @@
 use super::{Hit, Workload, declare_rule};
 use crate::finding::Severity;
 use infera_model::manifest::node::Seg;
-use infera_model::operator::READY_PATH;
+use infera_model::worker::READY_PATH;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 declare_rule! {

@@ -212,7 +212,7 @@ fn crd_gap(w: &Workload<'_>, crd: &super::CrdRollout, out: &mut Vec<Hit>) {
 /// Before PR #176 every single-node worker Deployment rolls maxSurge 0,
 /// maxUnavailable 1: one replica is a certain gap (operator semantics §8).
 fn pre_176_gap(w: &Workload<'_>, out: &mut Vec<Hit>) {
-    use infera_model::operator::Strategy;
+    use infera_model::operator::strategy::Strategy;
     if !w.worker || !w.serving || w.strategy != Some(Strategy::OldPodFirst) {
         return;
     }

@@ -203,16 +203,16 @@ fn own_labels(w: &Workload<'_>) -> std::collections::BTreeMap<String, String> {
     let mut labels = std::collections::BTreeMap::new();
     if let Some(service) = &w.service {
         labels.insert(
-            infera_model::operator::LABEL_DEPLOYMENT.to_string(),
+            infera_model::worker::LABEL_DEPLOYMENT.to_string(),
             w.name.clone(),
         );
         labels.insert(
-            infera_model::operator::LABEL_SERVICE.to_string(),
+            infera_model::worker::LABEL_SERVICE.to_string(),
             service.clone(),
         );
         labels.insert(
-            infera_model::operator::LABEL_MANAGED_BY.to_string(),
-            infera_model::operator::MANAGED_BY_VALUE.to_string(),
+            infera_model::worker::LABEL_MANAGED_BY.to_string(),
+            infera_model::worker::MANAGED_BY_VALUE.to_string(),
         );
     }
     labels.extend(w.pod_labels.clone());

@@ -11,7 +11,8 @@ use serde::de::DeserializeOwned;
 
 use super::node::{Node, Path, Seg, Value};
 use crate::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
-use crate::operator::{InferaDeployment, IntOrText, LeaderWorkerSet};
+use crate::lws::LeaderWorkerSet;
+use crate::operator::{InferaDeployment, IntOrText};
 
 #[derive(Debug, Clone)]
 pub enum TypedObject {

@@ -17,6 +17,9 @@
 //! exclusive placement, status conditions, and a restart counted from a
 //! container restart (only a deleted pod restarts its group).
 
+use infera_model::lws::{
+    DEFAULT_REPLICAS, DEFAULT_RESTART_POLICY, DEFAULT_SIZE, RECREATE_GROUP_ON_POD_RESTART,
+};
 use ring::digest::{SHA1_FOR_LEGACY_USE_ONLY, digest};
 use serde_json::{Value, json};
 
@@ -110,7 +113,7 @@ impl Manager {
             return;
         }
         if let Some(set) = &leader_set {
-            let want = i64_at(&lws, "/spec/replicas").unwrap_or(1);
+            let want = i64_at(&lws, "/spec/replicas").unwrap_or(DEFAULT_REPLICAS.into());
             if i64_at(set, "/spec/replicas") != Some(want) {
                 let updated = self
                     .store
@@ -139,16 +142,16 @@ impl Manager {
         let leader_name = str_at(leader, "/metadata/name").to_string();
         let leader_uid = str_at(leader, "/metadata/uid");
         let group_key = label(leader, GROUP_KEY_LABEL).to_string();
-        let size = i64_at(lws, "/spec/leaderWorkerTemplate/size").unwrap_or(1);
+        let size = i64_at(lws, "/spec/leaderWorkerTemplate/size").unwrap_or(DEFAULT_SIZE.into());
         let policy = lws
             .pointer("/spec/leaderWorkerTemplate/restartPolicy")
             .and_then(Value::as_str)
-            .unwrap_or("RecreateGroupOnPodRestart");
+            .unwrap_or(DEFAULT_RESTART_POLICY);
         let workers = self.cache.statefulsets.owned_by(leader_uid);
         let worker_pods: Vec<_> = (workers.iter())
             .flat_map(|s| self.cache.pods.owned_by(str_at(s, "/metadata/uid")))
             .collect();
-        if policy == "RecreateGroupOnPodRestart" && worker_pods.iter().any(|p| deleting(p)) {
+        if policy == RECREATE_GROUP_ON_POD_RESTART && worker_pods.iter().any(|p| deleting(p)) {
             let _ = self.store.delete(Kind::Pod, Some(&ns), &leader_name, None);
             return;
         }
@@ -190,7 +193,7 @@ impl Manager {
 /// `constructLeaderStatefulSetApplyConfiguration`.
 fn leader_statefulset(lws: &Value) -> Value {
     let name = str_at(lws, "/metadata/name");
-    let size = i64_at(lws, "/spec/leaderWorkerTemplate/size").unwrap_or(1);
+    let size = i64_at(lws, "/spec/leaderWorkerTemplate/size").unwrap_or(DEFAULT_SIZE.into());
     let template = lws
         .pointer("/spec/leaderWorkerTemplate/leaderTemplate")
         .filter(|t| t.is_object())
@@ -206,7 +209,7 @@ fn leader_statefulset(lws: &Value) -> Value {
             "ownerReferences": [{"apiVersion": "leaderworkerset.x-k8s.io/v1",
                 "kind": "LeaderWorkerSet", "name": name, "uid": str_at(lws, "/metadata/uid"),
                 "controller": true, "blockOwnerDeletion": true}]},
-        "spec": {"replicas": i64_at(lws, "/spec/replicas").unwrap_or(1),
+        "spec": {"replicas": i64_at(lws, "/spec/replicas").unwrap_or(DEFAULT_REPLICAS.into()),
             "podManagementPolicy": "Parallel", "serviceName": name,
             "selector": {"matchLabels": selector.clone()},
             "template": with_meta(&template, &selector, &annotations)},

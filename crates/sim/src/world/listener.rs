@@ -121,7 +121,7 @@ pub fn allocate(cidr: Cidr) -> Option<PodIp> {
 }
 
 /// The paths the worker's readiness port answers 200 on.
-pub const READY_PATHS: &[&str] = &[infera_model::operator::READY_PATH];
+pub const READY_PATHS: &[&str] = &[infera_model::worker::READY_PATH];
 /// The paths the engine (SGLang, vLLM) answers 200 on once its weights are
 /// loaded: its health checks.
 pub const ENGINE_PATHS: &[&str] = &["/health", "/health_generate"];

@@ -1,5 +1,5 @@
 //! The infera operator over the API: InferaDeployment → Deployments through
-//! `infera_model::operator::render_as` (the function lint uses), as the
+//! `infera_model::operator::workload::render` (the function lint uses), as the
 //! scenario's `operator` generation renders them, replacing the whole
 //! spec when it differs (so hand edits revert), on every change of an
 //! InferaDeployment or of a Deployment it owns and every 15 s of scenario
@@ -171,9 +171,10 @@ impl Operator {
             return;
         }
         let generation = self.shared.scenario.operator;
-        let Ok(workloads) = infera_model::operator::render_as(&idep, generation) else {
+        let Ok(typed) = infera_model::operator::typed(idep.clone()) else {
             return;
         };
+        let workloads = infera_model::operator::workload::render(&typed, generation);
         self.ensure_discovery(&idep).await;
         let mut services = serde_json::Map::new();
         let mut all_ready = true;
@@ -181,7 +182,7 @@ impl Operator {
             if w.kind != infera_model::operator::WorkloadKind::Deployment {
                 continue;
             }
-            let want = self.desired(&idep, w.object);
+            let want = self.desired(&idep, w.object());
             let d = self.ensure(&key.0, want).await.unwrap_or_default();
             let (ready, complete) = deployment_progress(&d);
             all_ready &= complete;
@@ -277,7 +278,7 @@ impl Operator {
             "name": str_at(idep, "/metadata/name"), "uid": uid,
             "controller": true, "blockOwnerDeletion": true}]);
         let mut done = true;
-        for mut obj in infera_model::operator::discovery_objects(&typed) {
+        for mut obj in infera_model::operator::discovery::discovery_objects(&typed) {
             obj["metadata"]["ownerReferences"] = owner.clone();
             done &= self.apply_object(obj).await;
         }
