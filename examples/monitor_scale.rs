@@ -2,8 +2,8 @@
 //! of its own (not a test):
 //!
 //! ```text
-//! cargo build --release --bin infera && cargo build --example monitor_scale
-//! target/debug/examples/monitor_scale --infera target/release/infera \
+//! cargo build --release --bin infera --example monitor_scale
+//! target/release/examples/monitor_scale --infera target/release/infera \
 //!     --nodes 1000 --ideps 500 --replicas 5 --filler 5000 --speed 1000 --changes 400 --hours 24
 //! ```
 //!
