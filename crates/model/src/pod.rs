@@ -90,18 +90,6 @@ pub fn probed_on_readiness_port(pod: &PodSpec) -> bool {
         .any(container_probed_on_readiness_port)
 }
 
-/// True when the container is idle-deployed: its entrypoint is `sleep`,
-/// `sshd` or `mn-idle.sh`, and the engine is launched out of band (§4).
-pub fn container_is_idle(c: &Container) -> bool {
-    if container_runs_engine(c) {
-        return false;
-    }
-    catalogue::command_tokens(c).iter().any(|t| {
-        let base = t.rsplit('/').next().unwrap_or(t);
-        base == "sleep" || base == "sshd" || base.starts_with("mn-idle")
-    })
-}
-
 /// The infera engine's drain flag and env ([`catalogue::INFERA_DRAIN`]), its
 /// default and the cap the operator puts on it.
 pub const DRAIN_TIMEOUT_ENV: &str = match catalogue::INFERA_DRAIN.env {
