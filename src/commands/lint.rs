@@ -12,7 +12,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use infera_lint::config::{self, CliOverrides};
-use infera_lint::engine::{self, InputError, LintOutcome, LintSummary, RuleMeta};
+use infera_lint::engine::summary::{InputError, LintSummary};
+use infera_lint::engine::{self, LintOutcome, RuleMeta};
 use infera_lint::options::LintOptions;
 use infera_lint::report::Printer;
 use infera_lint::{
@@ -198,7 +199,7 @@ fn lint_cluster(args: &LintArgs, options: &LintOptions) -> anyhow::Result<LintOu
         options.detected = infera_model::generation::detect_per_deployment(&listed.rendered);
         note_generations(&objects, &options);
         let live = live_inventory(&connection).await;
-        let mut outcome = engine::lint_live(&objects, "cluster", &options, live);
+        let mut outcome = engine::live::lint_live(&objects, "cluster", &options, live);
         outcome.input_errors.extend(errors);
         Ok(outcome)
     })

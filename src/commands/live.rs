@@ -9,7 +9,7 @@
 //! served, and a group the cluster does not serve has no objects to lose.
 
 use infera_cluster::{ClusterError, Connection};
-use infera_lint::engine::InputError;
+use infera_lint::engine::summary::InputError;
 use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
 use infera_model::manifest::serving::ServingKind;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};

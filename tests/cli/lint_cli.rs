@@ -7,7 +7,8 @@
 //! project root with paths relative to it, so the paths in the output are
 //! stable.
 
-use infera_lint::engine::{InputError, LintOutcome, LintSummary, RuleMeta};
+use infera_lint::engine::summary::{InputError, LintSummary};
+use infera_lint::engine::{LintOutcome, RuleMeta};
 use infera_lint::finding::{Finding, ObjectRef, Severity};
 
 use crate::common::case::{infera, root};

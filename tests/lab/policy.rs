@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use infera_lint::engine::lint_objects;
+use infera_lint::engine::live::lint_objects;
 use infera_lint::finding::Severity;
 use infera_lint::options::LintOptions;
 use infera_model::generation::Generation;

@@ -21,7 +21,8 @@ mod serving;
 use std::io;
 
 use config::Effective;
-use engine::{InputError, LintOutcome, RuleMeta};
+use engine::summary::{InputError, LintSummary};
+use engine::{LintOutcome, RuleMeta};
 use finding::Severity;
 use options::LintOptions;
 use report::Format;
@@ -125,8 +126,8 @@ pub fn lint_and_print(
     effective: &Effective,
     mut printer: report::Printer<'_>,
     on_input_error: &mut dyn FnMut(&InputError),
-) -> io::Result<(engine::LintSummary, usize)> {
-    let mut summary = engine::LintSummary::default();
+) -> io::Result<(LintSummary, usize)> {
+    let mut summary = LintSummary::default();
     let mut input_errors = 0;
     let mut each = |mut f: engine::FileOutcome| {
         configure(&mut f.findings, effective);

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ::cel::{Context, Env, Program, Value as CelValue};
-use infera_lint::engine::lint_objects;
+use infera_lint::engine::live::lint_objects;
 use infera_lint::finding::Severity;
 use infera_lint::options::LintOptions;
 use infera_model::generation::Generation;

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::plan::PlanFinding;
-use infera_lint::engine::lint_objects;
+use infera_lint::engine::live::lint_objects;
 use infera_lint::options::LintOptions;
 
 /// Lint live objects (no spans) with every rule and keep what the plan

@@ -6,7 +6,8 @@
 
 use std::io::{self, Write};
 
-use crate::engine::{InputError, LintOutcome};
+use crate::engine::LintOutcome;
+use crate::engine::summary::InputError;
 use crate::finding::{Finding, Severity};
 
 /// Escape the message part of a workflow command.

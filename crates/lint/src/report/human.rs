@@ -13,7 +13,8 @@ use comfy_table::{Attribute, Cell, CellAlignment, Color, ContentArrangement, Tab
 
 use super::spool::Counts;
 use super::{Format, describe_object, plural};
-use crate::engine::{LintOutcome, LintSummary};
+use crate::engine::LintOutcome;
+use crate::engine::summary::LintSummary;
 use crate::finding::{Finding, Severity};
 
 /// Write every finding as a code frame, then the summary tables.

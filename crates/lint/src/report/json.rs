@@ -11,7 +11,8 @@ use serde::Serialize;
 
 use super::rule_counts;
 use super::spool::{Counts, Entry, Spool, write_map, write_spooled_array};
-use crate::engine::{InputError, LintOutcome, LintSummary};
+use crate::engine::LintOutcome;
+use crate::engine::summary::{InputError, LintSummary};
 use crate::finding::Finding;
 
 #[derive(Serialize)]

@@ -101,13 +101,13 @@ pub enum Format {
 
 /// How every report names a skipped kind that carries pods:
 /// `skipped: StormService ×2 (AIBrix rolls roles by its own controller; …)`.
-pub(crate) fn skipped_line(k: &crate::engine::SkippedKind) -> String {
+pub(crate) fn skipped_line(k: &crate::engine::summary::SkippedKind) -> String {
     format!("skipped: {} ×{} ({})", k.kind, k.count, k.reason)
 }
 
 /// How every report names a chart or overlay left unrendered:
 /// `skipped: charts/w (a Helm chart, and no helm on PATH …); run `helm template charts/w | infera lint -``.
-pub(crate) fn skipped_input_line(s: &crate::engine::SkippedInput) -> String {
+pub(crate) fn skipped_input_line(s: &crate::engine::summary::SkippedInput) -> String {
     format!("skipped: {} ({}); run `{}`", s.path, s.reason, s.command)
 }
 
@@ -116,7 +116,8 @@ pub(crate) fn skipped_input_line(s: &crate::engine::SkippedInput) -> String {
 #[doc(hidden)]
 pub mod tests_support {
     use super::*;
-    use crate::engine::{InputError, LintSummary, RuleMeta};
+    use crate::engine::RuleMeta;
+    use crate::engine::summary::{InputError, LintSummary};
 
     pub const PD_YAML: &str = "\
 apiVersion: infera.amd.com/v1alpha1

@@ -18,7 +18,8 @@ use serde_sarif::sarif::{
 
 use super::describe_object;
 use super::spool::{Entry, Spool, indent, write_map, write_spooled_array};
-use crate::engine::{InputError, LintOutcome, RuleMeta};
+use crate::engine::summary::InputError;
+use crate::engine::{LintOutcome, RuleMeta};
 use crate::finding::{Finding, Severity};
 
 /// The schema URI written into `$schema`.
@@ -229,7 +230,7 @@ fn notification(error: &InputError, base: Option<&Path>) -> Notification {
 
 /// A kind that carries pods but was not linted: a `note` notification
 /// (`skipped: KIND (reason)`), so code scanning shows it was not checked.
-fn skipped_note(k: &crate::engine::SkippedKind) -> Notification {
+fn skipped_note(k: &crate::engine::summary::SkippedKind) -> Notification {
     Notification::builder()
         .level(serde_json::Value::from("note"))
         .message(Message::builder().text(super::skipped_line(k)).build())
@@ -238,7 +239,7 @@ fn skipped_note(k: &crate::engine::SkippedKind) -> Notification {
 
 /// A chart or overlay left unrendered: a `note` notification with the
 /// command that renders it.
-fn skipped_input_note(s: &crate::engine::SkippedInput) -> Notification {
+fn skipped_input_note(s: &crate::engine::summary::SkippedInput) -> Notification {
     Notification::builder()
         .level(serde_json::Value::from("note"))
         .message(
@@ -348,7 +349,7 @@ pub(crate) fn write_document(
     rules: &[RuleMeta],
     extra: &[(&'static str, &'static str)],
     errors: &[InputError],
-    summary: &crate::engine::LintSummary,
+    summary: &crate::engine::summary::LintSummary,
     results: &mut Spool,
     base: Option<&Path>,
 ) -> io::Result<()> {

@@ -13,7 +13,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::Format;
-use crate::engine::{InputError, LintSummary, RuleMeta, SourceLines};
+use crate::engine::summary::{InputError, LintSummary};
+use crate::engine::{RuleMeta, SourceLines};
 use crate::finding::Finding;
 
 use super::spool::{Counts, Spool, spool_item};

@@ -602,7 +602,8 @@ fn whole_node_worker_needs_a_spare_node() {
 /// `--cluster`: free GPUs now (allocatable minus bound pods' requests).
 #[test]
 fn whole_node_worker_against_live_capacity() {
-    use crate::engine::{InventoryNode, lint_live};
+    use crate::engine::InventoryNode;
+    use crate::engine::live::lint_live;
     use crate::finding::Severity::{Error, Warning};
     let node = |name: &str, free: i64| InventoryNode {
         name: name.into(),
@@ -912,7 +913,7 @@ fn pinned_accelerator_and_instance_type_size_the_node() {
 /// is known (an error), and a worker a budget covers is not IR014's.
 #[test]
 fn live_budgets_and_claims_are_judged_with_their_workload() {
-    use crate::engine::lint_live;
+    use crate::engine::live::lint_live;
     let deployment = serde_json::json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "v", "namespace": "llm"},
