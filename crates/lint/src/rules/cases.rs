@@ -161,6 +161,8 @@ fn cases() -> Vec<(&'static str, &'static str, String, bool)> {
         // IR011 unresolved-placeholder
         ("IR011", "replicas placeholder", idep("{componentType: worker, replicas: \"${N}\"}"), true),
         ("IR011", "hostname placeholder", idep_pod(&format!("{{nodeSelector: {{kubernetes.io/hostname: <NODE>}}, containers: [{}]}}", engine(""))), true),
+        // Block style throughout: the text's only way to a `$` is the escape.
+        ("IR011", "placeholder spelled by a double-quoted escape", "apiVersion: infera.amd.com/v1alpha1\nkind: InferaDeployment\nmetadata:\n  name: t\nspec:\n  services:\n    w:\n      componentType: worker\n      replicas: \"\\u0024\\u007bN\\u007d\"\n".to_string(), true),
         ("IR011", "placeholder in a field no rule needs", idep("{componentType: worker, image: \"<IMAGE>\"}"), false),
         // IR012 multinode-gap
         ("IR012", "two nodes, one group", idep("{componentType: worker, numberOfNodes: 2, replicas: 1}"), true),

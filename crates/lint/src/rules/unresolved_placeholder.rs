@@ -28,7 +28,7 @@ declare_rule! {
     "a placeholder left in a field a rule needs"
 }
 
-/// Runs after every other rule (see `engine::run_rules`), so it knows which
+/// Runs after every other rule (see `runner::run_rules`), so it knows which
 /// verdicts each placeholder actually blocked.
 pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     let blocked = w.blocked.borrow();
