@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::auditor::RoleSpec;
 use infera_model::api::INFERA_DEPLOYMENT;
+use infera_model::operator::Role;
 use infera_model::selector::Selector;
 use infera_model::worker::LABEL_DEPLOYMENT;
 
@@ -123,7 +124,7 @@ pub fn is_worker_service(spec: &Value) -> bool {
 pub fn service_role(service: &str, spec: &Value) -> String {
     match spec.get("role").and_then(Value::as_str) {
         Some(role) => role.to_ascii_lowercase(),
-        None if is_worker_service(spec) => "mixed".to_string(),
+        None if is_worker_service(spec) => Role::Mixed.as_str().to_string(),
         None => service.to_string(),
     }
 }

@@ -48,7 +48,12 @@ pub const LWS: &str = "lws";
 /// `namespace/name` describes.
 pub fn key_of(kind: Option<&str>, reflector_key: &str) -> Option<WorkloadKey> {
     let (namespace, name) = reflector_key.split_once('/')?;
-    Some((namespace.to_string(), format!("{}/{name}", kind?)))
+    Some((namespace.to_string(), workload_label(kind?, name)))
+}
+
+/// The `workload` label of the object `name` of `kind` (`idep/NAME`).
+fn workload_label(kind: &str, name: &str) -> String {
+    format!("{kind}/{name}")
 }
 
 impl Workload {
@@ -79,7 +84,7 @@ pub fn of_inferadeployment(idep: &Value) -> Option<Workload> {
         .collect();
     Some(Workload {
         namespace,
-        name: format!("{IDEP}/{name}"),
+        name: workload_label(IDEP, name),
         roles,
         desired,
     })
@@ -129,7 +134,7 @@ fn single_role(
     }
     Some(Workload {
         namespace: meta.namespace.clone()?,
-        name: format!("{kind}/{name}"),
+        name: workload_label(kind, &name),
         roles: vec![RoleSpec {
             role: name.clone(),
             services: vec![name],
@@ -182,7 +187,7 @@ pub fn of_leaderworkerset(lws: &Value) -> Option<Workload> {
     ]);
     Some(Workload {
         namespace: meta.namespace?,
-        name: format!("{LWS}/{name}"),
+        name: workload_label(LWS, &name),
         roles: vec![RoleSpec {
             role: name.clone(),
             services: vec![name],
