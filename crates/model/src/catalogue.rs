@@ -209,16 +209,18 @@ pub const TRITON: Engine = Engine {
 /// Command and args of a container as one token list; shell strings
 /// (`sh -c "exec python3 -m ..."`) are split on whitespace and quotes
 /// stripped, so flags inside them are seen too.
-pub fn command_tokens(c: &Container) -> Vec<String> {
+/// The tokens borrow from the container (no copy: the catalogue asks for
+/// them several times per container of every linted object).
+pub fn command_tokens(c: &Container) -> Vec<&str> {
     let mut out = Vec::new();
     for part in c.command.iter().flatten().chain(c.args.iter().flatten()) {
         if part.contains(char::is_whitespace) {
             out.extend(
                 part.split_whitespace()
-                    .map(|t| t.trim_matches(|ch| ch == '"' || ch == '\'').to_string()),
+                    .map(|t| t.trim_matches(|ch| ch == '"' || ch == '\'')),
             );
         } else {
-            out.push(part.clone());
+            out.push(part.as_str());
         }
     }
     out
@@ -230,10 +232,10 @@ fn base(t: &str) -> &str {
 }
 
 /// The engine a token list launches, by its entrypoint.
-fn by_command(tokens: &[String]) -> Option<Engine> {
-    for (i, t) in tokens.iter().enumerate() {
-        let next = tokens.get(i + 1).map(String::as_str);
-        let module = t.as_str();
+fn by_command(tokens: &[&str]) -> Option<Engine> {
+    for (i, &t) in tokens.iter().enumerate() {
+        let next = tokens.get(i + 1).copied();
+        let module = t;
         if infera_module(module).is_some() {
             return Some(INFERA);
         }
@@ -323,20 +325,17 @@ pub fn infera_backend(c: &Container) -> Option<String> {
 }
 
 /// Flags of a token list as (name, value); `--flag=value` and `--flag value`.
-fn flags(tokens: &[String]) -> Vec<(&str, Option<&str>)> {
+fn flags<'t>(tokens: &[&'t str]) -> Vec<(&'t str, Option<&'t str>)> {
     let mut out = Vec::new();
-    for (i, t) in tokens.iter().enumerate() {
+    for (i, &t) in tokens.iter().enumerate() {
         if !t.starts_with('-') {
             continue;
         }
         match t.split_once('=') {
             Some((k, v)) => out.push((k, Some(v))),
             None => {
-                let v = tokens
-                    .get(i + 1)
-                    .filter(|v| !v.starts_with('-'))
-                    .map(String::as_str);
-                out.push((t.as_str(), v));
+                let v = tokens.get(i + 1).filter(|v| !v.starts_with('-')).copied();
+                out.push((t, v));
             }
         }
     }
@@ -446,9 +445,9 @@ impl Engine {
         for (i, t) in tokens.iter().enumerate() {
             for flag in setting.flags {
                 if t == flag {
-                    from_flag = Some((t.clone(), tokens.get(i + 1).cloned()));
+                    from_flag = Some((t.to_string(), tokens.get(i + 1).map(|v| v.to_string())));
                 } else if let Some(v) = t.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
-                    from_flag = Some((t.clone(), Some(v.to_string())));
+                    from_flag = Some((t.to_string(), Some(v.to_string())));
                 }
             }
         }

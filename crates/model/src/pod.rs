@@ -105,7 +105,7 @@ pub const MAX_DRAIN_SECONDS: i64 = 3600;
 pub fn drain_timeout_seconds(c: &Container) -> i64 {
     let tokens = catalogue::command_tokens(c);
     let mut from_flag = None;
-    for (i, t) in tokens.iter().enumerate() {
+    for (i, &t) in tokens.iter().enumerate() {
         if t == DRAIN_TIMEOUT_FLAG {
             from_flag = tokens.get(i + 1).and_then(|v| catalogue::parse_seconds(v));
         } else if let Some(v) = t.strip_prefix("--drain-timeout=") {

@@ -10,11 +10,14 @@
 //! disrupted pods and `generation` on the operator's: never a pod or node
 //! name, so the number of series is bounded by the workloads and roles.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeLabelSet, LabelSetEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -22,6 +25,7 @@ use prometheus_client::registry::{Registry, Unit};
 
 use infera_model::pod::disruption_label;
 use infera_model::scheduling::unfit_label_of_message;
+use infera_model::worker::LABEL_DEPLOYMENT;
 
 use crate::state::{Resource, State};
 use crate::workloads::{self, WorkloadKey};
@@ -29,20 +33,54 @@ use crate::workloads::{self, WorkloadKey};
 type Labels = Vec<(&'static str, String)>;
 type Gauges = Family<Labels, Gauge>;
 type FloatCounters = Family<Labels, Counter<f64, std::sync::atomic::AtomicU64>>;
-type Counters = Family<Labels, Counter>;
+type RoleGauges = Family<RoleKey, Gauge>;
+type RoleFloatCounters = Family<RoleKey, Counter<f64, std::sync::atomic::AtomicU64>>;
+type RoleCounters = Family<RoleKey, Counter>;
+
+/// One role's labels (namespace, workload, role), keyed in a family's
+/// hash map by the role's ordinal in this scrape: each scrape builds its
+/// families afresh, so the ordinal names the label set, and a lookup
+/// hashes one integer instead of three strings (with 1,000 roles, hashing
+/// the strings was a sixth of a scrape). The labels are shared, not copied,
+/// by the families that hold them.
+#[derive(Clone, Debug)]
+struct RoleKey {
+    ordinal: usize,
+    labels: Arc<[(&'static str, String)]>,
+}
+
+impl PartialEq for RoleKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.ordinal == other.ordinal
+    }
+}
+
+impl Eq for RoleKey {}
+
+impl Hash for RoleKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.ordinal.hash(state);
+    }
+}
+
+impl EncodeLabelSet for RoleKey {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        (&*self.labels).encode(encoder)
+    }
+}
 
 /// The metric families, one field each (names in [`Families::register`]).
 #[derive(Default)]
 struct Families {
-    ready: Gauges,
-    routable: Gauges,
-    desired: Gauges,
-    rollout: Gauges,
+    ready: RoleGauges,
+    routable: RoleGauges,
+    desired: RoleGauges,
+    rollout: RoleGauges,
     leg: Gauges,
-    below: FloatCounters,
-    gaps: Counters,
+    below: RoleFloatCounters,
+    gaps: RoleCounters,
     unschedulable: Gauges,
-    disruption: Gauges,
+    disruption: RoleGauges,
     disrupted: Gauges,
     generation: Gauges,
     watch_up: Gauges,
@@ -137,10 +175,12 @@ impl Snapshot {
             .into_iter()
             .all(up),
         );
-        roles(state, &f, now, pods_up, objects_up);
-        if pods_up {
-            pod_facts(state, &f);
-        }
+        let disrupted = if pods_up {
+            pod_facts(state, &f)
+        } else {
+            BTreeSet::new()
+        };
+        roles(state, &f, now, (pods_up, objects_up), &disrupted);
         Snapshot(f)
     }
 
@@ -174,36 +214,58 @@ fn ns_of(m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str
     m.namespace.as_deref().unwrap_or("")
 }
 
-fn object_facts(state: &State) -> ObjectFacts {
-    let mut by_ns: BTreeMap<&str, workloads::Objects<'_>> = BTreeMap::new();
+/// The watched objects each workload's facts are read from, indexed once
+/// per scrape by (namespace, kind, name) of the workload they belong to: an
+/// operator-rendered Deployment under its InferaDeployment (label
+/// `infera.amd.com/deployment`) as well as under its own name.
+fn objects_by_workload(state: &State) -> BTreeMap<(&str, &str, &str), workloads::Objects<'_>> {
+    let mut by: BTreeMap<(&str, &str, &str), workloads::Objects<'_>> = BTreeMap::new();
     for d in state.deployments.values() {
-        by_ns
-            .entry(ns_of(&d.metadata))
+        let (ns, name) = (ns_of(&d.metadata), d.metadata.name.as_deref().unwrap_or(""));
+        by.entry((ns, workloads::DEPLOY, name))
             .or_default()
             .deployments
             .push(d);
+        let labels = d.metadata.labels.as_ref();
+        if let Some(idep) = labels.and_then(|l| l.get(LABEL_DEPLOYMENT)) {
+            by.entry((ns, workloads::IDEP, idep.as_str()))
+                .or_default()
+                .deployments
+                .push(d);
+        }
     }
     for s in state.statefulsets.values() {
-        by_ns
-            .entry(ns_of(&s.metadata))
+        let name = s.metadata.name.as_deref().unwrap_or("");
+        by.entry((ns_of(&s.metadata), workloads::STS, name))
             .or_default()
             .statefulsets
             .push(s);
     }
     for l in state.leaderworkersets.values() {
-        let ns = l.pointer("/metadata/namespace").and_then(|v| v.as_str());
-        by_ns
-            .entry(ns.unwrap_or(""))
-            .or_default()
-            .leaderworkersets
-            .push(l);
+        let text = |p: &str| l.pointer(p).and_then(|v| v.as_str()).unwrap_or("");
+        by.entry((
+            text("/metadata/namespace"),
+            workloads::LWS,
+            text("/metadata/name"),
+        ))
+        .or_default()
+        .leaderworkersets
+        .push(l);
     }
+    by
+}
+
+fn object_facts(state: &State) -> ObjectFacts {
+    let by = objects_by_workload(state);
     let none = workloads::Objects::default();
     state
         .workloads
         .iter()
         .map(|(key, w)| {
-            let objects = by_ns.get(w.workload.namespace.as_str()).unwrap_or(&none);
+            let (kind, name) = w.workload.name.split_once('/').unwrap_or(("", ""));
+            let objects = by
+                .get(&(w.workload.namespace.as_str(), kind, name))
+                .unwrap_or(&none);
             let facts = (
                 workloads::rolling(&w.workload, objects),
                 workloads::operator_generation(&w.workload, &objects.deployments),
@@ -213,8 +275,18 @@ fn object_facts(state: &State) -> ObjectFacts {
         .collect()
 }
 
-fn roles(state: &mut State, f: &Families, now: Instant, pods_up: bool, objects_up: bool) {
+/// (namespace, workload, role) of the roles with a disrupted pod.
+type Disrupted = BTreeSet<(String, String, String)>;
+
+fn roles(
+    state: &mut State,
+    f: &Families,
+    now: Instant,
+    (pods_up, objects_up): (bool, bool),
+    disrupted: &Disrupted,
+) {
     let facts = object_facts(state);
+    let mut ordinal = 0;
     for (key, w) in state.workloads.iter_mut() {
         let (ns, name) = (w.workload.namespace.clone(), w.workload.name.clone());
         let current = pods_up && w.auditor.is_current();
@@ -231,11 +303,20 @@ fn roles(state: &mut State, f: &Families, now: Instant, pods_up: bool, objects_u
         }
         for (i, role) in w.workload.roles.iter().enumerate() {
             let labels = role_labels(&ns, &name, &role.role);
+            let key = RoleKey {
+                ordinal,
+                labels: labels.clone().into(),
+            };
+            ordinal += 1;
+            let is_disrupted = disrupted.contains(&(ns.clone(), name.clone(), role.role.clone()));
             if current && let Some(c) = counts.get(i) {
-                f.ready.get_or_create(&labels).set(i64::from(c.ready));
-                f.routable.get_or_create(&labels).set(i64::from(c.routable));
-                // Set to 1 by the pods' pass when a pod of the role is disrupted.
-                f.disruption.get_or_create(&labels).set(0);
+                f.ready.get_or_create(&key).set(i64::from(c.ready));
+                f.routable.get_or_create(&key).set(i64::from(c.routable));
+                f.disruption
+                    .get_or_create(&key)
+                    .set(i64::from(is_disrupted));
+            } else if is_disrupted {
+                f.disruption.get_or_create(&key).set(1);
             }
             if let Some(s) = stats.get(i)
                 && let Some(e) = w.exported.get_mut(i)
@@ -244,21 +325,21 @@ fn roles(state: &mut State, f: &Families, now: Instant, pods_up: bool, objects_u
                 e.1 = e.1.max(s.gaps);
             }
             if let Some(&(below, gaps)) = w.exported.get(i) {
-                f.below.get_or_create(&labels).inc_by(below);
-                f.gaps.get_or_create(&labels).inc_by(gaps);
+                f.below.get_or_create(&key).inc_by(below);
+                f.gaps.get_or_create(&key).inc_by(gaps);
             }
             if !objects_up {
                 continue;
             }
             if let Some(&d) = w.workload.desired.get(i) {
-                f.desired.get_or_create(&labels).set(d);
+                f.desired.get_or_create(&key).set(d);
             }
             let legs = extra
                 .and_then(|(r, _)| r.get(i))
                 .map(|r| r.legs.as_slice())
                 .unwrap_or(&[]);
             f.rollout
-                .get_or_create(&labels)
+                .get_or_create(&key)
                 .set(i64::from(!legs.is_empty()));
             for leg in legs {
                 let mut l = labels.clone();
@@ -330,8 +411,10 @@ fn role_of<'a>(state: &'a State, pod: &Pod) -> Option<(&'a str, &'a str, &'a str
 }
 
 /// Per pod: unschedulable (by the scheduler's reason) or the target of a
-/// disruption (by its `DisruptionTarget` reason), counted on its role.
-fn pod_facts(state: &State, f: &Families) {
+/// disruption (by its `DisruptionTarget` reason), counted on its role; the
+/// roles with a disrupted pod.
+fn pod_facts(state: &State, f: &Families) -> Disrupted {
+    let mut roles = Disrupted::new();
     for pod in state.pods.values() {
         let pending = unschedulable_reason(pod);
         let disrupted = infera_model::pod::disruption_reason(pod).map(disruption_label);
@@ -348,10 +431,11 @@ fn pod_facts(state: &State, f: &Families) {
             f.unschedulable.get_or_create(&l).inc();
         }
         if let Some(reason) = disrupted {
-            f.disruption.get_or_create(&labels).set(1);
+            roles.insert((ns.to_string(), workload.to_string(), role.to_string()));
             let mut l = labels;
             l.push(("reason", reason.to_string()));
             f.disrupted.get_or_create(&l).inc();
         }
     }
+    roles
 }

@@ -246,7 +246,8 @@ fn rolling_leaderworkerset(lws: &Value) -> bool {
             < want
 }
 
-/// The watched objects of one namespace that carry rollout state.
+/// The watched objects that carry rollout state (of one namespace, or only
+/// those of one workload: `rolling` filters them either way).
 #[derive(Default)]
 pub struct Objects<'a> {
     pub deployments: Vec<&'a Deployment>,

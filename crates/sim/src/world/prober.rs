@@ -58,10 +58,10 @@ pub(super) struct Engine {
     pub readiness_port: u16,
 }
 
-fn flag(tokens: &[String], name: &str) -> Option<String> {
-    tokens.iter().enumerate().find_map(|(i, t)| {
+fn flag(tokens: &[&str], name: &str) -> Option<String> {
+    tokens.iter().enumerate().find_map(|(i, &t)| {
         if t == name {
-            tokens.get(i + 1).cloned()
+            tokens.get(i + 1).map(|v| v.to_string())
         } else {
             t.strip_prefix(&format!("{name}=")).map(str::to_string)
         }
@@ -173,13 +173,13 @@ pub(super) fn probe_of(p: &Value, container: &Value, engine: Option<&Engine>) ->
 /// The preStop hook's duration: a `sleep N` exec or a `sleep` action.
 pub(super) fn prestop_seconds(main: &Value) -> Option<f64> {
     main.pointer("/lifecycle/preStop").map(|h| {
-        let cmd: Vec<String> = h
+        let cmd: Vec<&str> = h
             .pointer("/exec/command")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
             .filter_map(|v| v.as_str())
-            .flat_map(|s| s.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+            .flat_map(str::split_whitespace)
             .collect();
         flag(&cmd, "sleep")
             .and_then(|s| s.parse::<f64>().ok())
