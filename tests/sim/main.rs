@@ -19,6 +19,7 @@ mod rollout;
 mod rollout_gitops;
 mod rollout_history;
 mod rollout_interrupt;
+mod set_selector;
 mod sim_attach;
 mod sim_controllers;
 mod sim_kube;

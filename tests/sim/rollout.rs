@@ -38,7 +38,7 @@ fn restart(target: &str) -> Request {
     Request::restart(target.parse::<Target>().unwrap_or_else(|e| panic!("{e}")))
 }
 
-async fn roll(sim: &Sim, target: &str, opts: Options) -> RolloutOutcome {
+pub(crate) async fn roll(sim: &Sim, target: &str, opts: Options) -> RolloutOutcome {
     let conn = sim.connect().await;
     execute(&conn, restart(target), opts, std::future::pending())
         .await
@@ -351,7 +351,7 @@ async fn faults_never_invent_a_gap_and_the_minimum_contains_the_truth() {
 }
 
 /// `infera audit ARGV…` as library options.
-fn audit_args(argv: &[&str]) -> infera_audit::Options {
+pub(crate) fn audit_args(argv: &[&str]) -> infera_audit::Options {
     let mut full = vec!["infera", "audit"];
     full.extend_from_slice(argv);
     match Cli::try_parse_from(full)

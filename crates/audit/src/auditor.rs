@@ -11,7 +11,7 @@
 //! (no sleeping, no timing-dependent asserts). The watch loop that feeds it
 //! from a cluster lives in [`super::session`].
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -31,12 +31,14 @@ use super::timeline::TimelinePoint;
 
 // The worker's registration annotation and the operator's labels
 // (operator-semantics §1, §5).
+use infera_model::selector::Selector;
 use infera_model::worker::LABEL_SERVICE;
 
 /// One role of the audited target and how to recognise its pods.
 ///
-/// A pod belongs to the role when every `selector` pair matches its labels
-/// and — if `services` is non-empty and the pod carries the
+/// A pod belongs to the role when its labels satisfy `selector` (every
+/// requirement: equalities and set-based `in`/`notin`/exists alike) and —
+/// if `services` is non-empty and the pod carries the
 /// `infera.amd.com/service` label — that label is one of `services`. A pod
 /// matching several roles counts for the first one only.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,23 +47,18 @@ pub struct RoleSpec {
     pub role: String,
     /// Services (InferaDeployment) or Deployment names that make up the role.
     pub services: Vec<String>,
-    /// Equality label selector of the role's pods.
-    pub selector: BTreeMap<String, String>,
+    /// Label selector of the role's pods.
+    pub selector: Selector,
 }
 
 impl RoleSpec {
     /// Whether `pod` belongs to this role (see the type's documentation).
     pub fn matches(&self, pod: &Pod) -> bool {
         let labels = pod.metadata.labels.as_ref();
-        let label = |k: &str| labels.and_then(|l| l.get(k));
-        if !self
-            .selector
-            .iter()
-            .all(|(k, v)| label(k).is_some_and(|have| have == v))
-        {
+        if !self.selector.matches_labels(labels) {
             return false;
         }
-        match label(LABEL_SERVICE) {
+        match labels.and_then(|l| l.get(LABEL_SERVICE)) {
             Some(service) if !self.services.is_empty() => {
                 self.services.iter().any(|s| s == service)
             }

@@ -136,13 +136,14 @@ pub(crate) async fn resolve_roles(
                 let selector = common_selector(&flagged);
                 return Ok((flagged, selector));
             }
-            let (selector, labels) = deployment_selector(&deploy);
+            let selector = deployment_selector(&deploy)?;
+            let watch = selector.to_string();
             let role = RoleSpec {
                 role: name.clone(),
                 services: vec![name.clone()],
-                selector: labels,
+                selector,
             };
-            Ok((vec![role], (!selector.is_empty()).then_some(selector)))
+            Ok((vec![role], Some(watch)))
         }
     }
 }

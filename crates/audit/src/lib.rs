@@ -45,7 +45,7 @@ pub use report::{
 };
 pub use roles::{
     Target, TargetError, common_selector, deployment_selector, is_worker_service, parse_role_flag,
-    parse_selector, roles_from_inferadeployment, selector_string, service_role,
+    parse_selector, roles_from_inferadeployment, service_role,
 };
 pub use server_clock::{PROMPT, ServerClock, Timed};
 pub use session::{AuditError, AuditSession, date_deletions, run_auditor};

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::auditor::RoleSpec;
 use infera_model::api::INFERA_DEPLOYMENT;
-use infera_model::operator::Role;
+use infera_model::operator::{Component, Role};
 use infera_model::selector::Selector;
 use infera_model::worker::LABEL_DEPLOYMENT;
 
@@ -24,9 +24,9 @@ pub enum TargetError {
     #[error("cannot read target `{0}`: use idep/NAME, inferadeployment/NAME or deploy/NAME")]
     BadTarget(String),
     #[error(
-        "cannot read --role `{0}`: use NAME=SELECTOR with SELECTOR as key=value[,key=value], e.g. decode=app=dec"
+        "cannot read --role `{flag}`: {why}; use NAME=SELECTOR with SELECTOR a label selector, e.g. decode=app=dec or 'decode=app in (dec),!canary'"
     )]
-    BadRole(String),
+    BadRole { flag: String, why: String },
     #[error("{0}")]
     Spec(String),
 }
@@ -67,7 +67,8 @@ impl std::fmt::Display for Target {
 
 /// Parse an equality selector, `key=value[,key=value…]` (also
 /// `key==value`), with the model's selector grammar; `None` when it does
-/// not parse, is empty, or holds anything but equalities.
+/// not parse, is empty, or holds anything but equalities (drain's
+/// `--pod-selector`).
 pub fn parse_selector(s: &str) -> Option<BTreeMap<String, String>> {
     Selector::parse(s)
         .ok()?
@@ -75,46 +76,48 @@ pub fn parse_selector(s: &str) -> Option<BTreeMap<String, String>> {
         .filter(|pairs| !pairs.is_empty())
 }
 
-/// `--role NAME=SELECTOR`, e.g. `decode=app=dec,tier=gpu`.
+/// `--role NAME=SELECTOR`, e.g. `decode=app=dec,tier=gpu` or
+/// `decode=app in (dec),!canary` (any non-empty label selector).
 pub fn parse_role_flag(s: &str) -> Result<RoleSpec, TargetError> {
-    let bad = || TargetError::BadRole(s.to_string());
-    let (name, selector) = s.split_once('=').ok_or_else(bad)?;
+    let bad = |why: &str| TargetError::BadRole {
+        flag: s.to_string(),
+        why: why.to_string(),
+    };
+    let (name, selector) = s.split_once('=').ok_or_else(|| bad("no '='"))?;
     let name = name.trim();
     if name.is_empty() {
-        return Err(bad());
+        return Err(bad("the role has no name"));
+    }
+    let selector = Selector::parse(selector).map_err(|e| bad(&e.to_string()))?;
+    if selector.is_empty() {
+        return Err(bad("the selector is empty"));
     }
     Ok(RoleSpec {
         role: name.to_string(),
         services: Vec::new(),
-        selector: parse_selector(selector).ok_or_else(bad)?,
+        selector,
     })
 }
 
-/// The label selector string (`k=v,k2=v2`) of a map.
-pub fn selector_string(selector: &BTreeMap<String, String>) -> String {
-    Selector::from_labels(selector).to_string()
-}
-
-/// The pairs every role's selector shares: the narrowest single watch that
-/// still sees every role's pods (`None` = watch the whole namespace).
+/// The requirements every role's selector shares: the narrowest single
+/// watch that still sees every role's pods (`None` = watch the whole
+/// namespace).
 pub fn common_selector(roles: &[RoleSpec]) -> Option<String> {
     let first = roles.first()?;
-    let common: BTreeMap<String, String> = first
+    let common: Selector = first
         .selector
+        .requirements()
         .iter()
-        .filter(|(k, v)| roles.iter().all(|r| r.selector.get(*k) == Some(*v)))
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .filter(|r| roles.iter().all(|o| o.selector.requirements().contains(*r)))
+        .cloned()
         .collect();
-    (!common.is_empty()).then(|| selector_string(&common))
+    (!common.is_empty()).then(|| common.to_string())
 }
 
-/// Whether an InferaDeployment service is a worker (`componentType`,
-/// `worker` when absent; `server` is the router).
+/// Whether an InferaDeployment service is a worker: the model's one rule
+/// ([`Component::parse`], docs/operator-semantics.md §1).
 pub fn is_worker_service(spec: &Value) -> bool {
-    spec.get("componentType")
-        .and_then(Value::as_str)
-        .unwrap_or("worker")
-        .eq_ignore_ascii_case("worker")
+    Component::parse(spec.get("componentType").and_then(Value::as_str)) == Component::Worker
 }
 
 /// The role an InferaDeployment service is counted and printed under: its
@@ -168,26 +171,27 @@ pub fn roles_from_inferadeployment(idep: &Value) -> Result<Vec<RoleSpec>, Target
         .map(|(role, services)| RoleSpec {
             role,
             services,
-            selector: BTreeMap::from([(LABEL_DEPLOYMENT.to_string(), name.to_string())]),
+            selector: Selector::from_labels(&BTreeMap::from([(
+                LABEL_DEPLOYMENT.to_string(),
+                name.to_string(),
+            )])),
         })
         .collect();
     roles.sort_by(|a, b| rank(&a.role).cmp(&rank(&b.role)).then(a.role.cmp(&b.role)));
     Ok(roles)
 }
 
-/// The label selector (string form, for a watch) of a Deployment, and its
-/// `matchLabels` (for role matching). `matchExpressions` go into the string
-/// only.
+/// The label selector of a Deployment's pods (`matchLabels` and
+/// `matchExpressions`; its Display is the watch's selector string). One
+/// that is empty or does not convert (an unknown operator) is an error
+/// naming the Deployment, never "every pod".
 pub fn deployment_selector(
     deploy: &k8s_openapi::api::apps::v1::Deployment,
-) -> (String, BTreeMap<String, String>) {
-    let sel = deploy.spec.as_ref().map(|s| &s.selector);
-    let labels = sel.and_then(|s| s.match_labels.clone()).unwrap_or_default();
-    let string = sel
-        .and_then(|s| Selector::from_label_selector(s).ok())
-        .map(|s| s.to_string())
-        .unwrap_or_default();
-    (string, labels)
+) -> Result<Selector, TargetError> {
+    Selector::of_workload(deploy.spec.as_ref().map(|s| &s.selector)).map_err(|e| {
+        let name = deploy.metadata.name.as_deref().unwrap_or_default();
+        TargetError::Spec(format!("deploy/{name}: cannot read spec.selector: {e}"))
+    })
 }
 
 #[cfg(test)]
@@ -217,8 +221,7 @@ mod tests {
     fn role_flags() {
         let r = parse_role_flag("decode=app=dec,tier=gpu").unwrap();
         assert_eq!(r.role, "decode");
-        assert_eq!(r.selector.get("app").map(String::as_str), Some("dec"));
-        assert_eq!(r.selector.get("tier").map(String::as_str), Some("gpu"));
+        assert_eq!(r.selector.to_string(), "app=dec,tier=gpu");
         assert!(parse_role_flag("decode").is_err());
         assert!(parse_role_flag("decode=").is_err());
         assert!(parse_role_flag("=app=x").is_err());
@@ -229,7 +232,7 @@ mod tests {
         assert_eq!(common_selector(&roles).as_deref(), Some("team=t"));
     }
 
-    /// `--role`/`--pod-selector` take equalities only; anything else is refused.
+    /// `--pod-selector` takes equalities only; anything else is refused.
     #[test]
     fn equality_selectors() {
         let pairs = |p: &[(&str, &str)]| {
@@ -255,27 +258,89 @@ mod tests {
         }
     }
 
-    /// A Deployment's selector → the watch's selector string and its matchLabels.
+    /// `--role` takes any non-empty label selector, set-based too; what
+    /// does not parse is refused with the grammar's reason.
+    #[test]
+    fn set_based_role_flags() {
+        let r = parse_role_flag("web=app in (web,www),!canary").unwrap();
+        assert_eq!(r.role, "web");
+        assert_eq!(r.selector.to_string(), "app in (web,www),!canary");
+        let err = parse_role_flag("web=app in (web").unwrap_err().to_string();
+        assert!(
+            err.contains("cannot read --role `web=app in (web`"),
+            "{err}"
+        );
+        assert!(err.contains("expected"), "{err}");
+        let roles = vec![
+            parse_role_flag("a=app in (x),team=t").unwrap(),
+            parse_role_flag("b=app in (x),team=u").unwrap(),
+        ];
+        assert_eq!(common_selector(&roles).as_deref(), Some("app in (x)"));
+    }
+
+    /// A Deployment's selector: matchExpressions honoured in matching and in
+    /// the watch's string; an empty or unconvertible one is an error naming it.
     #[test]
     fn deployment_selectors() {
+        let labels = |app: &str| BTreeMap::from([("app".to_string(), app.to_string())]);
         let cases = [
-            (serde_json::json!({"matchLabels": {"app": "w"}}), "app=w"),
+            (
+                serde_json::json!({"matchLabels": {"app": "w"}}),
+                "app=w",
+                true,
+            ),
             (
                 serde_json::json!({"matchLabels": {"app": "w"}, "matchExpressions": [
                     {"key": "tier", "operator": "In", "values": ["b", "a"]},
                     {"key": "canary", "operator": "DoesNotExist"}]}),
                 "app=w,!canary,tier in (a,b)",
+                false,
             ),
-            (serde_json::json!({}), ""),
+            (
+                serde_json::json!({"matchExpressions": [
+                    {"key": "app", "operator": "In", "values": ["w"]}]}),
+                "app in (w)",
+                true,
+            ),
         ];
-        for (selector, want) in cases {
-            let deploy: k8s_openapi::api::apps::v1::Deployment = serde_json::from_value(
-                serde_json::json!({"spec": {"selector": selector, "template": {}}}),
-            )
-            .unwrap();
-            let (string, labels) = deployment_selector(&deploy);
-            assert_eq!(string, want);
-            assert_eq!(labels.contains_key("app"), want.starts_with("app=w"));
+        let deploy = |selector: serde_json::Value| -> k8s_openapi::api::apps::v1::Deployment {
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "web"},
+                "spec": {"selector": selector, "template": {}}}))
+            .unwrap()
+        };
+        for (selector, want, matches_app_w) in cases {
+            let s = deployment_selector(&deploy(selector)).unwrap();
+            assert_eq!(s.to_string(), want);
+            assert_eq!(s.matches(&labels("w")), matches_app_w, "{want}");
+            assert!(!s.matches(&labels("x")), "{want}");
+        }
+        let bad = [
+            serde_json::json!({}),
+            serde_json::json!({"matchExpressions": [{"key": "app", "operator": "Like", "values": ["w"]}]}),
+        ];
+        for selector in bad {
+            let err = deployment_selector(&deploy(selector))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with("deploy/web: cannot read spec.selector"),
+                "{err}"
+            );
+        }
+    }
+
+    /// One is-a-worker rule: the model's (everything but `server` is a
+    /// worker, as the operator's CRD enum admits only `server` and `worker`).
+    #[test]
+    fn worker_services_follow_the_model() {
+        for (component, worker) in [
+            (serde_json::json!({"componentType": "worker"}), true),
+            (serde_json::json!({}), true),
+            (serde_json::json!({"componentType": "server"}), false),
+            (serde_json::json!({"componentType": " server "}), false),
+            (serde_json::json!({"componentType": "Server"}), true),
+        ] {
+            assert_eq!(is_worker_service(&component), worker, "{component}");
         }
     }
 
@@ -301,8 +366,8 @@ mod tests {
         assert_eq!(role("decode-a"), "decode");
         assert_eq!(roles[2].services, ["decode-a", "decode-b"]);
         assert_eq!(
-            roles[0].selector.get(LABEL_DEPLOYMENT).map(String::as_str),
-            Some("llm")
+            roles[0].selector.to_string(),
+            format!("{LABEL_DEPLOYMENT}=llm")
         );
     }
 }

@@ -7,13 +7,17 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher::Event;
 
 use super::*;
+use infera_model::selector::Selector;
 use infera_model::worker::{LABEL_DEPLOYMENT, LABEL_SERVICE, WORKER_INFO_ANNOTATION};
 
 fn role(name: &str, service: &str) -> RoleSpec {
     RoleSpec {
         role: name.to_string(),
         services: vec![service.to_string()],
-        selector: BTreeMap::from([(LABEL_DEPLOYMENT.to_string(), "llm".to_string())]),
+        selector: Selector::from_labels(&BTreeMap::from([(
+            LABEL_DEPLOYMENT.to_string(),
+            "llm".to_string(),
+        )])),
     }
 }
 
@@ -45,6 +49,29 @@ fn pod(name: &str, service: &str, ready: bool, registered: bool, terminating: bo
         ]}
     }))
     .unwrap()
+}
+
+/// A role selected by set-based requirements (a Deployment's
+/// `matchExpressions`): its pods match, others do not, whatever the
+/// service label.
+#[test]
+fn a_role_follows_set_based_requirements() {
+    let spec = RoleSpec {
+        role: "web".into(),
+        services: Vec::new(),
+        selector: Selector::parse("app in (web),!canary").unwrap(),
+    };
+    let labelled = |labels: serde_json::Value| -> Pod {
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "p", "labels": labels}}))
+            .unwrap()
+    };
+    assert!(spec.matches(&labelled(serde_json::json!({"app": "web"}))));
+    assert!(spec.matches(&labelled(
+        serde_json::json!({"app": "web", LABEL_SERVICE: "x"})
+    )));
+    assert!(!spec.matches(&labelled(serde_json::json!({"app": "db"}))));
+    assert!(!spec.matches(&labelled(serde_json::json!({"app": "web", "canary": "1"}))));
+    assert!(!spec.matches(&labelled(serde_json::json!({}))));
 }
 
 fn secs(t0: Instant, s: f64) -> Instant {

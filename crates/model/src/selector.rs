@@ -127,6 +127,10 @@ pub enum SelectorError {
     /// `In`/`NotIn` without values, or `Exists`/`DoesNotExist` with some.
     #[error("key {key:?}: {why}")]
     Values { key: String, why: &'static str },
+    /// A workload's selector that is null or empty (it would select every
+    /// pod of the namespace; the API server refuses it on a Deployment).
+    #[error("the selector is empty, so it would select every pod")]
+    Empty,
 }
 
 /// A label selector: every requirement must hold. The empty selector
@@ -177,6 +181,17 @@ impl Selector {
             validate(r)?;
         }
         Ok(Selector::sorted(selector.requirements))
+    }
+
+    /// The selector of a workload's own pods (a Deployment's, StatefulSet's
+    /// `spec.selector`): as [`Selector::from_label_selector`], and a null or
+    /// empty one is refused rather than read as "every pod".
+    pub fn of_workload(sel: Option<&LabelSelector>) -> Result<Selector, SelectorError> {
+        let selector = Selector::from_label_selector(sel.ok_or(SelectorError::Empty)?)?;
+        if selector.is_empty() {
+            return Err(SelectorError::Empty);
+        }
+        Ok(selector)
     }
 
     /// The [`LabelSelector`] of this selector: `Equals` become `matchLabels`
@@ -237,6 +252,12 @@ impl Selector {
     /// Do these labels satisfy every requirement?
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.matches_with(|k| labels.get(k).map(String::as_str))
+    }
+
+    /// As [`Selector::matches`], for an object's `metadata.labels`
+    /// (absent: no labels).
+    pub fn matches_labels(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
+        self.matches_with(|k| labels.and_then(|l| l.get(k)).map(String::as_str))
     }
 
     /// As [`Selector::matches`], with the labels read through `get` (for

@@ -220,7 +220,7 @@ pub struct State {
 }
 
 fn labels_hold(selector: &Selector, labels: Option<&BTreeMap<String, String>>) -> bool {
-    selector.matches_with(|k| labels.and_then(|l| l.get(k)).map(String::as_str))
+    selector.matches_labels(labels)
 }
 
 impl State {

@@ -18,6 +18,7 @@ use infera_audit::{RoleSpec, roles_from_inferadeployment};
 use infera_cluster::{DeploymentProgress, deployment_progress};
 use infera_model::api::{LWS_NAME_LABEL, LWS_WORKER_INDEX_LABEL};
 use infera_model::generation::{self, Detection};
+use infera_model::selector::Selector;
 use infera_model::worker::{LABEL_DEPLOYMENT, LABEL_SERVICE};
 
 /// `namespace` and the workload's audit spelling (`idep/NAME`,
@@ -117,8 +118,11 @@ fn operator_rendered(meta: &ObjectMeta) -> bool {
             .any(|o| o.kind == infera_model::api::INFERA_DEPLOYMENT.kind)
 }
 
-/// One role named after the workload, selected by its `matchLabels` (as
-/// `infera audit deploy/NAME` reads a Deployment).
+/// One role named after the workload, selected by its `spec.selector`
+/// (`matchLabels` and `matchExpressions`, as `infera audit deploy/NAME`
+/// reads a Deployment). A selector that is empty or does not convert (the
+/// API server refuses both) is skipped with a warning naming the
+/// workload, never watched as "every pod".
 fn single_role(
     meta: &ObjectMeta,
     kind: &str,
@@ -126,19 +130,22 @@ fn single_role(
     replicas: Option<i32>,
 ) -> Option<Workload> {
     let name = meta.name.clone()?;
-    let labels: BTreeMap<String, String> = selector?.match_labels.clone().unwrap_or_default();
-    if labels.is_empty() {
-        // A selector of expressions only: the audit's equality matching
-        // cannot follow it.
-        return None;
-    }
+    let namespace = meta.namespace.clone()?;
+    let label = workload_label(kind, &name);
+    let selector = match Selector::of_workload(selector) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(target: infera_cluster::trace::target::MONITOR, "{namespace}/{label} not watched: cannot read spec.selector: {e}");
+            return None;
+        }
+    };
     Some(Workload {
-        namespace: meta.namespace.clone()?,
-        name: workload_label(kind, &name),
+        namespace,
+        name: label,
         roles: vec![RoleSpec {
             role: name.clone(),
             services: vec![name],
-            selector: labels,
+            selector,
         }],
         desired: vec![i64::from(replicas.unwrap_or(1))],
     })
@@ -181,10 +188,10 @@ pub fn of_leaderworkerset(lws: &Value) -> Option<Workload> {
         return None;
     }
     let name = meta.name.clone()?;
-    let selector = BTreeMap::from([
+    let selector = Selector::from_labels(&BTreeMap::from([
         (LWS_NAME_LABEL.to_string(), name.clone()),
         (LWS_WORKER_INDEX_LABEL.to_string(), "0".to_string()),
-    ]);
+    ]));
     Some(Workload {
         namespace: meta.namespace?,
         name: workload_label(LWS, &name),
@@ -369,10 +376,7 @@ mod tests {
             (w.name.as_str(), w.desired.as_slice()),
             ("deploy/chat", &[3][..])
         );
-        assert_eq!(
-            w.roles[0].selector.get("app").map(String::as_str),
-            Some("chat")
-        );
+        assert_eq!(w.roles[0].selector.to_string(), "app=chat");
         // Rendered by the operator: watched through its InferaDeployment.
         assert!(
             of_deployment(&vllm_deploy("llm-decode", json!({LABEL_DEPLOYMENT: "llm"}))).is_none()
@@ -383,6 +387,32 @@ mod tests {
             spec.containers[0].image = Some("nginx:1".into());
         }
         assert!(of_deployment(&web).is_none());
+    }
+
+    /// A Deployment selected by `matchExpressions` only is monitored: its
+    /// role matches its pods and no other app's. One whose selector does
+    /// not convert is skipped, never watched as every pod.
+    #[test]
+    fn a_deployment_selected_by_expressions_is_monitored() {
+        let mut d = vllm_deploy("chat", json!({}));
+        let exprs =
+            json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["chat"]}]});
+        if let Some(spec) = d.spec.as_mut() {
+            spec.selector = serde_json::from_value(exprs).unwrap();
+        }
+        let w = of_deployment(&d).unwrap();
+        let pod = |app: &str| -> k8s_openapi::api::core::v1::Pod {
+            serde_json::from_value(json!({"metadata": {"name": "p", "labels": {"app": app}}}))
+                .unwrap()
+        };
+        assert!(w.roles[0].matches(&pod("chat")));
+        assert!(!w.roles[0].matches(&pod("web")));
+        if let Some(spec) = d.spec.as_mut() {
+            spec.selector = serde_json::from_value(json!({"matchExpressions": [
+                {"key": "app", "operator": "Gt", "values": ["1"]}]}))
+            .unwrap();
+        }
+        assert!(of_deployment(&d).is_none());
     }
 
     #[test]
@@ -429,11 +459,8 @@ mod tests {
         );
         assert_eq!(w.roles[0].role, "big");
         assert_eq!(
-            w.roles[0]
-                .selector
-                .get(LWS_WORKER_INDEX_LABEL)
-                .map(String::as_str),
-            Some("0")
+            w.roles[0].selector.to_string(),
+            format!("{LWS_NAME_LABEL}=big,{LWS_WORKER_INDEX_LABEL}=0")
         );
         fn objects(l: &Value) -> Objects<'_> {
             Objects {

@@ -13,6 +13,7 @@ use kube::runtime::watcher::Event;
 
 use super::trigger::{Change, pod_has_change};
 use infera_cluster::reflect::{Delta, Reflector, name_key};
+use infera_model::selector::Selector;
 
 /// Worker registration annotation (operator-semantics §5).
 pub use infera_model::worker::WORKER_INFO_ANNOTATION;
@@ -201,7 +202,7 @@ struct Seen {
 #[derive(Debug, Clone)]
 pub struct LegTracker {
     pub leg: String,
-    selector: BTreeMap<String, String>,
+    selector: Selector,
     change: Change,
     inferadeployment: bool,
     pods: Reflector<PodFacts>,
@@ -212,11 +213,12 @@ pub struct LegTracker {
 }
 
 impl LegTracker {
-    /// `selector`: labels every pod of the leg carries (e.g.
-    /// `infera.amd.com/deployment=X, infera.amd.com/service=S`).
+    /// `selector`: the label selector of the leg's pods (e.g.
+    /// `infera.amd.com/deployment=X,infera.amd.com/service=S`, or a plain
+    /// Deployment's, set-based requirements included).
     pub fn new(
         leg: impl Into<String>,
-        selector: BTreeMap<String, String>,
+        selector: Selector,
         change: Change,
         inferadeployment: bool,
     ) -> Self {
@@ -235,10 +237,8 @@ impl LegTracker {
     pub fn apply(&mut self, event: &Event<Pod>) -> Vec<Observation> {
         let (selector, change, idep) = (&self.selector, &self.change, self.inferadeployment);
         let delta = self.pods.apply(event, name_key, |pod| {
-            let labels = pod.metadata.labels.as_ref();
             selector
-                .iter()
-                .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+                .matches_labels(pod.metadata.labels.as_ref())
                 .then(|| pod_facts(pod, change, idep))
         });
         match delta {
@@ -480,16 +480,21 @@ mod tests {
             "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}]}})
     }
 
-    fn tracker() -> LegTracker {
+    /// A tracker of a restart at `TS` of leg `leg`, its pods `selector`'s.
+    fn tracker_of(leg: &str, selector: &str, inferadeployment: bool) -> LegTracker {
         LegTracker::new(
-            "decode",
-            [("infera.amd.com/service".to_string(), "decode".to_string())].into(),
+            leg,
+            Selector::parse(selector).unwrap(),
             Change {
                 restart_at: Some(TS.into()),
                 ..Change::default()
             },
-            true,
+            inferadeployment,
         )
+    }
+
+    fn tracker() -> LegTracker {
+        tracker_of("decode", "infera.amd.com/service=decode", true)
     }
 
     fn kinds(obs: Vec<Observation>) -> Vec<StepKind> {
@@ -642,5 +647,21 @@ mod tests {
             kinds(t.apply(&Event::Apply(pod("new", true, running(false))))),
             vec![StepKind::NotReadyAgain]
         );
+    }
+
+    /// A plain Deployment's leg selected by `matchExpressions` (`app in
+    /// (web)`): its pods are tracked, another app's are not.
+    #[test]
+    fn a_set_based_leg_selector_is_honoured() {
+        let mut t = tracker_of("web", "app in (web)", false);
+        let labelled = |name: &str, app: &str| {
+            let mut p = pod(name, true, json!({}));
+            p.metadata.labels = Some([("app".to_string(), app.to_string())].into());
+            p
+        };
+        assert!(t.apply(&Event::Apply(labelled("db", "db"))).is_empty());
+        assert_eq!(t.pods().count(), 0);
+        t.apply(&Event::Apply(labelled("web", "web")));
+        assert_eq!(t.pods().count(), 1);
     }
 }

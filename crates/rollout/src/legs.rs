@@ -19,6 +19,7 @@ use super::target::TargetKind;
 use super::trigger;
 use infera_audit::{RoleSpec, is_worker_service, service_role};
 use infera_cluster::Connection;
+use infera_model::selector::Selector;
 
 use infera_model::worker::DEFAULT_READINESS_PORT;
 pub(crate) use infera_model::worker::{LABEL_DEPLOYMENT, LABEL_SERVICE};
@@ -30,7 +31,8 @@ pub(crate) struct Leg {
     pub(crate) name: String,
     pub(crate) role: String,
     pub(crate) replicas: u32,
-    pub(crate) selector: BTreeMap<String, String>,
+    /// The leg's own pods (the watch's selector for a plain Deployment).
+    pub(crate) selector: Selector,
     pub(crate) readiness_port: u16,
     pub(crate) workload: String,
 }
@@ -130,10 +132,10 @@ async fn idep_legs(
                 .and_then(Value::as_u64)
                 .and_then(|n| u32::try_from(n).ok())
                 .unwrap_or(1),
-            selector: BTreeMap::from([
+            selector: Selector::from_labels(&BTreeMap::from([
                 (LABEL_DEPLOYMENT.to_string(), req.target.name.clone()),
                 (LABEL_SERVICE.to_string(), name.clone()),
-            ]),
+            ])),
             readiness_port: readiness_port_of(&template),
             workload,
             name,
@@ -149,12 +151,13 @@ fn deployment_leg(req: &Request, live: &Value) -> Result<(Vec<RoleSpec>, Vec<Leg
             req.target.name
         ))
     })?;
-    let (_, labels) = infera_audit::deployment_selector(&dep);
+    let selector =
+        infera_audit::deployment_selector(&dep).map_err(|e| RolloutError::Usage(e.to_string()))?;
     let template = live.pointer("/spec/template").cloned().unwrap_or_default();
     let role = RoleSpec {
         role: req.target.name.clone(),
         services: Vec::new(),
-        selector: labels.clone(),
+        selector: selector.clone(),
     };
     Ok((
         vec![role],
@@ -162,7 +165,7 @@ fn deployment_leg(req: &Request, live: &Value) -> Result<(Vec<RoleSpec>, Vec<Leg
             name: req.target.name.clone(),
             role: req.target.name.clone(),
             replicas: replicas_of(live),
-            selector: labels,
+            selector,
             readiness_port: readiness_port_of(&template),
             workload: req.target.name.clone(),
         }],

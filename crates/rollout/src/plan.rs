@@ -16,13 +16,12 @@
 //! itself mid-replacement, and the last leg exercises the new prefill → new
 //! decode path with a real KV transfer before the last old pod retires.
 
-use std::collections::BTreeMap;
-
 use comfy_table::{Cell, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::Value;
 
 use infera_model::scheduling::{count_reasons, failed_scheduling_message, fit_pod};
+use infera_model::selector::Selector;
 
 /// How a leg's workload replaces its pods.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -255,8 +254,8 @@ pub struct LegPlan {
     pub verdict: Verdict,
     /// Port of the worker's `/ready` endpoint, when knowable.
     pub readiness_port: Option<u16>,
-    /// Labels selecting exactly this leg's pods.
-    pub selector: BTreeMap<String, String>,
+    /// The label selector of exactly this leg's pods.
+    pub selector: Selector,
 }
 
 /// Decide a leg's verdict. `others_in_role`: replicas of other services of
@@ -528,7 +527,7 @@ mod tests {
             findings: vec![],
             verdict: Verdict::Ok,
             readiness_port: Some(30090),
-            selector: BTreeMap::new(),
+            selector: Selector::default(),
         }
     }
 

@@ -41,9 +41,10 @@ pub(crate) fn watch_streams(
 ) -> BoxStream<'static, Watched> {
     let selector = match req.target.kind {
         TargetKind::InferaDeployment => format!("{LABEL_DEPLOYMENT}={}", req.target.name),
-        TargetKind::Deployment => infera_audit::selector_string(
-            &legs.first().map(|l| l.selector.clone()).unwrap_or_default(),
-        ),
+        TargetKind::Deployment => legs
+            .first()
+            .map(|l| l.selector.to_string())
+            .unwrap_or_default(),
     };
     let pods_api: Api<Pod> = Api::namespaced(conn.client.clone(), &conn.namespace);
     let deps_api: Api<Deployment> = Api::namespaced(conn.client.clone(), &conn.namespace);

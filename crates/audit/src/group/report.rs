@@ -310,7 +310,7 @@ mod tests {
         let role = RoleSpec {
             role: "w".into(),
             services: vec!["w".into()],
-            selector: [("app".to_string(), "w".to_string())].into(),
+            selector: infera_model::selector::Selector::parse("app=w").unwrap(),
         };
         let mut a = Auditor::new(vec![role], 1, Duration::from_secs(10), 1.0).with_target(target);
         let now = Instant::now();

@@ -218,6 +218,11 @@ pub enum Component {
 }
 
 impl Component {
+    /// The one "is a worker service" rule (operator semantics §1): a
+    /// service is the router exactly when its `componentType` is `server`;
+    /// anything else, absent included, is a worker. The operator's CRD
+    /// enum admits only `server` and `worker`, so the two agree on every
+    /// object the API server accepts.
     pub fn parse(s: Option<&str>) -> Component {
         match s.map(str::trim) {
             Some("server") => Component::Server,

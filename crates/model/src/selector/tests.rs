@@ -316,3 +316,39 @@ fn equality_pairs_only_for_equalities() {
     let map = labels(&[("b", "2"), ("a", "1")]);
     assert_eq!(Selector::from_labels(&map).to_string(), "a=1,b=2");
 }
+
+/// A workload's selector: expressions honoured, a null, empty or
+/// unconvertible one refused (never "every pod").
+#[test]
+fn workload_selectors_refuse_what_would_select_everything() {
+    let web = labels(&[("app", "web")]);
+    let db = labels(&[("app", "db")]);
+    let exprs = label_selector(
+        json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]}),
+    );
+    let s = Selector::of_workload(Some(&exprs)).unwrap();
+    assert_eq!(s.to_string(), "app in (web)");
+    assert!(s.matches(&web));
+    assert!(!s.matches(&db));
+    assert!(!s.matches(&BTreeMap::new()));
+    assert!(s.matches_labels(Some(&web)));
+    assert!(!s.matches_labels(None));
+    assert_eq!(Selector::of_workload(None), Err(SelectorError::Empty));
+    for empty in [
+        json!({}),
+        json!({"matchLabels": {}, "matchExpressions": []}),
+    ] {
+        let empty = label_selector(empty);
+        assert_eq!(
+            Selector::of_workload(Some(&empty)),
+            Err(SelectorError::Empty)
+        );
+    }
+    let bad = label_selector(
+        json!({"matchExpressions": [{"key": "app", "operator": "Gt", "values": ["1"]}]}),
+    );
+    assert!(matches!(
+        Selector::of_workload(Some(&bad)),
+        Err(SelectorError::Operator { .. })
+    ));
+}

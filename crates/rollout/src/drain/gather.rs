@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::Value;
 
@@ -20,6 +21,7 @@ use crate::plan::{deployment_strategy, ready_means_registered, replicas_of};
 use infera_audit::RoleSpec;
 use infera_cluster::{ClusterError, Connection, api_resource, inferadeployment_resource};
 use infera_model::api::{LEADER_WORKER_SET, LWS_NAME_LABEL};
+use infera_model::selector::Selector;
 use infera_model::worker::{LABEL_DEPLOYMENT, LABEL_MANAGED_BY, LABEL_SERVICE, MANAGED_BY_VALUE};
 
 const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
@@ -144,15 +146,22 @@ fn label<'v>(obj: &'v Value, key: &str) -> Option<&'v str> {
         .and_then(Value::as_str)
 }
 
-fn match_labels(obj: &Value, pointer: &str) -> BTreeMap<String, String> {
-    obj.pointer(pointer)
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default()
+/// The selector of a Deployment's or StatefulSet's own pods (`matchLabels`
+/// and `matchExpressions`); one that is missing, empty or does not convert
+/// stops the drain before any change, naming the workload, rather than
+/// counting every pod of the namespace as its own.
+fn workload_selector(obj: &Value, what: &str) -> Result<Selector, DrainError> {
+    let bad = |why: String| {
+        DrainError::Usage(format!(
+            "{what}: cannot read spec.selector: {why}; nothing was changed"
+        ))
+    };
+    let sel: Option<LabelSelector> = obj
+        .pointer("/spec/selector")
+        .map(|s| serde_json::from_value(s.clone()))
+        .transpose()
+        .map_err(|e| bad(e.to_string()))?;
+    Selector::of_workload(sel.as_ref()).map_err(|e| bad(e.to_string()))
 }
 
 /// Read everything the plan needs (see the module docs).
@@ -345,7 +354,7 @@ async fn workload_of(
             {
                 return Ok(Some(lws_workload(ns, lws, &obj)));
             }
-            Ok(Some(statefulset_workload(ns, name, &sts)))
+            statefulset_workload(ns, name, &sts).map(Some)
         }
         _ => Ok(None),
     }
@@ -361,10 +370,7 @@ async fn deployment_workload(
     };
     let template = dep.pointer("/spec/template").cloned().unwrap_or_default();
     let typed: Option<Deployment> = serde_json::from_value(dep.clone()).ok();
-    let selector = typed
-        .as_ref()
-        .map(|d| infera_audit::deployment_selector(d).1)
-        .unwrap_or_default();
+    let selector = workload_selector(&dep, &format!("deploy/{name} in {ns}"))?;
     let mut w = Workload {
         namespace: ns.to_string(),
         kind: OwnerKind::Deployment,
@@ -393,10 +399,10 @@ async fn deployment_workload(
         w.kind = OwnerKind::InferaDeployment;
         w.name = idep.to_string();
         w.leg = Some(service.to_string());
-        w.selector = BTreeMap::from([
+        w.selector = Selector::from_labels(&BTreeMap::from([
             (LABEL_DEPLOYMENT.to_string(), idep.to_string()),
             (LABEL_SERVICE.to_string(), service.to_string()),
-        ]);
+        ]));
         w.role_spec = infera_audit::roles_from_inferadeployment(&cr)
             .ok()
             .and_then(|roles| {
@@ -443,9 +449,9 @@ fn ready_means_serving(template: &Value) -> bool {
             .is_some_and(infera_model::pod::is_infera_worker)
 }
 
-fn statefulset_workload(ns: &str, name: &str, sts: &Value) -> Workload {
-    let selector = match_labels(sts, "/spec/selector/matchLabels");
-    Workload {
+fn statefulset_workload(ns: &str, name: &str, sts: &Value) -> Result<Workload, DrainError> {
+    let selector = workload_selector(sts, &format!("sts/{name} in {ns}"))?;
+    Ok(Workload {
         namespace: ns.to_string(),
         kind: OwnerKind::StatefulSet,
         name: name.to_string(),
@@ -462,11 +468,14 @@ fn statefulset_workload(ns: &str, name: &str, sts: &Value) -> Workload {
         },
         selector,
         generation: None,
-    }
+    })
 }
 
 fn lws_workload(ns: &str, name: &str, lws: &Value) -> Workload {
-    let selector = BTreeMap::from([(LWS_NAME_LABEL.to_string(), name.to_string())]);
+    let selector = Selector::from_labels(&BTreeMap::from([(
+        LWS_NAME_LABEL.to_string(),
+        name.to_string(),
+    )]));
     Workload {
         namespace: ns.to_string(),
         kind: OwnerKind::LeaderWorkerSet,

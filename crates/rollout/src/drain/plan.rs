@@ -13,8 +13,6 @@
 //! anything else is a **GAP**. An eviction a PodDisruptionBudget can never
 //! allow ([`infera_model::pdb::never_allows`]) is a **STALL**.
 
-use std::collections::BTreeMap;
-
 use comfy_table::{Cell, Table};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -25,6 +23,7 @@ use crate::plan::{
 };
 use infera_audit::RoleSpec;
 use infera_model::pod::{is_ready, is_serving};
+use infera_model::selector::Selector;
 
 /// What owns a pod on a draining node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,8 +74,8 @@ pub struct Workload {
     /// The pods counting for the role (in `namespace`), as the audit
     /// counts them.
     pub role_spec: RoleSpec,
-    /// Labels of this workload's own pods.
-    pub selector: BTreeMap<String, String>,
+    /// The label selector of this workload's own pods.
+    pub selector: Selector,
     /// The operator generation its worker Deployment shows (InferaDeployments).
     pub generation: Option<String>,
 }
@@ -219,10 +218,8 @@ pub struct PlanFlags {
     pub moving: Vec<String>,
 }
 
-fn labels_match(want: &BTreeMap<String, String>, pod: &Pod) -> bool {
-    let labels = pod.metadata.labels.as_ref();
-    want.iter()
-        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+fn labels_match(want: &Selector, pod: &Pod) -> bool {
+    want.matches_labels(pod.metadata.labels.as_ref())
 }
 
 fn pod_node(pod: &Pod) -> Option<&str> {

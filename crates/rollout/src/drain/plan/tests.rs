@@ -25,7 +25,7 @@ fn template() -> Value {
 }
 
 fn workload(kind: OwnerKind, replicas: u32, surge: u32) -> Workload {
-    let labels = BTreeMap::from([("app".to_string(), "w".to_string())]);
+    let labels = Selector::parse("app=w").unwrap();
     Workload {
         namespace: "llm".into(),
         kind,
@@ -87,6 +87,22 @@ fn the_only_pod_with_room_elsewhere_moves() {
         &[("a", "n0")],
         &["n1"],
     );
+    let u = decide_unit(&inv, 0, &flags()).unwrap();
+    assert_eq!(u.path, DrainPath::Move, "{}", u.why);
+    assert_eq!((u.ready_now, u.ready_without), (1, 0));
+    assert_eq!(u.capacity, Capacity::Room("n1".into()));
+}
+
+/// A Deployment selected by `matchExpressions` (`app in (w)`): another
+/// app's Ready pod is neither its own nor its role's, so its only pod is
+/// moved, not evicted as if the role kept a replica.
+#[test]
+fn a_set_based_selector_counts_only_its_own_pods() {
+    let mut w = workload(OwnerKind::Deployment, 1, 1);
+    w.selector = Selector::parse("app in (w)").unwrap();
+    w.role_spec.selector = w.selector.clone();
+    let mut inv = inventory(w, &[("a", "n0")], &["n1", "n2"]);
+    inv.pods.push(pod("other", "n2", json!({"app": "x"}), true));
     let u = decide_unit(&inv, 0, &flags()).unwrap();
     assert_eq!(u.path, DrainPath::Move, "{}", u.why);
     assert_eq!((u.ready_now, u.ready_without), (1, 0));
