@@ -88,3 +88,40 @@ fn from_docs() -> Graph {
 fn documented_crate_graph_matches_cargo_metadata() {
     assert_eq!(from_docs(), from_cargo());
 }
+
+/// No merge-conflict marker is left in a tracked text file (one sat in
+/// docs/monitor.md through a whole stop: nothing read it).
+#[test]
+fn no_merge_conflict_markers() {
+    let out = Command::new("git")
+        .args([
+            "ls-files", "-z", "--", "*.md", "*.rs", "*.toml", "*.yaml", "*.sh",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("git ls-files");
+    assert!(out.status.success(), "git ls-files failed");
+    let files = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        files.split('\0').any(|f| f == "README.md"),
+        "no files listed"
+    );
+    let mut found = Vec::new();
+    for file in files.split('\0') {
+        let Ok(text) = std::fs::read_to_string(root().join(file)) else {
+            continue;
+        };
+        for (i, line) in text.lines().enumerate() {
+            let marker =
+                ["<<<<<<< ", ">>>>>>> "].iter().any(|m| line.starts_with(m)) || line == "=======";
+            if marker {
+                found.push(format!("{file}:{}: {line}", i + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "merge-conflict markers:\n{}",
+        found.join("\n")
+    );
+}

@@ -20,16 +20,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::finding::ObjectRef;
-use super::rules::{ClaimedGpus, Hit, RollKind, Workload, deployment_roll};
+use super::rules::{ClaimedGpus, Hit, Workload};
 use super::runner::{Cx, ignored, run_rules};
 use infera_model::api::{INFERA_DEPLOYMENT, LEADER_WORKER_SET};
 use infera_model::catalogue;
-use infera_model::lws::{DEFAULT_MAX_SURGE, DEFAULT_MAX_UNAVAILABLE, LeaderWorkerSet};
+use infera_model::lws::LeaderWorkerSet;
 use infera_model::manifest::dynamo::{DynamoGraphDeployment, DynamoService};
 use infera_model::manifest::{self, Seg, TypedObject};
-use infera_model::operator::strategy::Strategy;
 use infera_model::operator::{self, Role};
 use infera_model::pod::{container_readiness_port, main_container_index};
+use infera_model::rolling::{Roll, RollKind, scaled_value};
 use infera_model::worker::NVIDIA_GPU;
 use infera_model::worker::{DEFAULT_READINESS_PORT, ReadinessPort};
 
@@ -102,16 +102,7 @@ fn lint_idep(
             continue;
         }
         let base = service_path(&rw.service);
-        let (roll, max_surge, max_unavailable) = match rw.strategy {
-            Strategy::SurgeFirst => (RollKind::SurgeFirst, 1, Some(0)),
-            Strategy::OldPodFirst => (RollKind::OldPodFirst, 0, Some(1)),
-            Strategy::Lws => (
-                RollKind::Lws,
-                i64::from(DEFAULT_MAX_SURGE),
-                Some(i64::from(DEFAULT_MAX_UNAVAILABLE)),
-            ),
-            Strategy::ServerDefault => (RollKind::SurgeOrRetire, 1, None),
-        };
+        let roll = rw.strategy.roll(i64::from(rw.replicas.unwrap_or(1)));
         let main = main_container_index(&rw.pod);
         let w = Workload {
             kind: INFERA_DEPLOYMENT.kind,
@@ -121,12 +112,12 @@ fn lint_idep(
             worker: true,
             serving: operator::is_serving_worker(svc),
             engine: rw.pod.containers.get(main).and_then(catalogue::recognize),
-            max_unavailable,
+            max_unavailable: Some(roll.unavailable),
             max_unavailable_spec: None,
             replicas: rw.replicas,
             number_of_nodes: rw.number_of_nodes,
-            roll,
-            max_surge,
+            roll: roll.kind,
+            max_surge: roll.surge,
             strategy: Some(rw.strategy),
             generation: Some(generation),
             pod: &rw.pod,
@@ -219,13 +210,7 @@ fn lint_deployment(
         ru.and_then(|r| r.max_surge.as_ref()),
         ru.and_then(|r| r.max_unavailable.as_ref()),
     );
-    let roll = deployment_roll(strategy_type, surge, unavailable, n);
-    let (max_surge, max_unavailable) = if roll == RollKind::Recreate {
-        (0, i64::from(n))
-    } else {
-        let quarter = || IntOrString::String("25%".to_string());
-        fenceposts(surge, unavailable, n, (quarter(), quarter()))
-    };
+    let roll = Roll::deployment(strategy_type, surge, unavailable, i64::from(n));
     let plain = Plain {
         kind: "Deployment",
         meta: &d.metadata,
@@ -234,37 +219,15 @@ fn lint_deployment(
         pod_labels: t.labels,
         replicas: t.replicas,
         number_of_nodes: None,
-        roll,
-        max_surge,
-        max_unavailable: Some(max_unavailable),
-        max_unavailable_spec: int_or_string(unavailable),
+        roll: roll.kind,
+        max_surge: roll.surge,
+        max_unavailable: Some(roll.unavailable),
+        max_unavailable_spec: unavailable.cloned(),
         base: keys(&["spec"]),
         service: None,
         crd: None,
     };
     plain_workload(plain, placeholders, cx)
-}
-
-fn int_or_string(v: Option<&IntOrString>) -> Option<serde_json::Value> {
-    v.map(|v| match v {
-        IntOrString::Int(n) => serde_json::Value::from(*n),
-        IntOrString::String(s) => serde_json::Value::from(s.as_str()),
-    })
-}
-
-/// maxSurge and maxUnavailable after upstream rounding, with the kind's
-/// defaults for absent fields.
-fn fenceposts(
-    surge: Option<&IntOrString>,
-    unavailable: Option<&IntOrString>,
-    replicas: i32,
-    defaults: (IntOrString, IntOrString),
-) -> (i64, i64) {
-    infera_model::rolling::resolve_fenceposts(
-        int_or_string(Some(surge.unwrap_or(&defaults.0))).as_ref(),
-        int_or_string(Some(unavailable.unwrap_or(&defaults.1))).as_ref(),
-        i64::from(replicas),
-    )
 }
 
 /// A plain apps/v1 StatefulSet: old pod first, `maxUnavailable` at a time.
@@ -286,15 +249,8 @@ fn lint_statefulset(
     let partitioned = ru
         .and_then(|r| r.partition)
         .is_some_and(|p| i64::from(p) >= n);
-    let max_unavailable = match ru.and_then(|r| r.max_unavailable.as_ref()) {
-        None => 1,
-        Some(IntOrString::Int(k)) => i64::from(*k).max(1),
-        Some(IntOrString::String(pct)) => pct
-            .trim_end_matches('%')
-            .parse::<i64>()
-            .map_or(1, |p| (p * n + 99) / 100)
-            .max(1),
-    };
+    let spec = ru.and_then(|r| r.max_unavailable.as_ref());
+    let max_unavailable = spec.map_or(1, |v| scaled_value(v, n, true).max(1));
     let plain = Plain {
         kind: "StatefulSet",
         meta: &s.metadata,
@@ -306,7 +262,7 @@ fn lint_statefulset(
         roll: RollKind::OldPodFirst,
         max_surge: 0,
         max_unavailable: (!on_delete && !partitioned).then_some(max_unavailable),
-        max_unavailable_spec: int_or_string(ru.and_then(|r| r.max_unavailable.as_ref())),
+        max_unavailable_spec: spec.cloned(),
         base: keys(&["spec"]),
         service: None,
         crd: None,
@@ -332,14 +288,10 @@ fn lint_lws(
     let replicas = lws.replicas();
     let size = lws.size();
     let ru = lws.rolling_update();
-    let (max_surge, max_unavailable) = fenceposts(
+    let roll = Roll::lws(
         ru.and_then(|r| r.max_surge.as_ref()),
         ru.and_then(|r| r.max_unavailable.as_ref()),
-        replicas.unwrap_or(1),
-        (
-            IntOrString::Int(DEFAULT_MAX_SURGE),
-            IntOrString::Int(DEFAULT_MAX_UNAVAILABLE),
-        ),
+        i64::from(replicas.unwrap_or(1)),
     );
     let plain = Plain {
         kind: LEADER_WORKER_SET.kind,
@@ -349,10 +301,10 @@ fn lint_lws(
         pod_labels: template_labels(template.and_then(|t| t.metadata.as_ref())),
         replicas,
         number_of_nodes: size,
-        roll: RollKind::Lws,
-        max_surge,
-        max_unavailable: Some(max_unavailable),
-        max_unavailable_spec: int_or_string(ru.and_then(|r| r.max_unavailable.as_ref())),
+        roll: roll.kind,
+        max_surge: roll.surge,
+        max_unavailable: Some(roll.unavailable),
+        max_unavailable_spec: ru.and_then(|r| r.max_unavailable.clone()),
         base: keys(&["spec"]),
         service: None,
         crd: None,
@@ -375,7 +327,7 @@ pub(crate) struct Plain<'a> {
     pub roll: RollKind,
     pub max_surge: i64,
     pub max_unavailable: Option<i64>,
-    pub max_unavailable_spec: Option<serde_json::Value>,
+    pub max_unavailable_spec: Option<IntOrString>,
     /// Where the workload's own fields live (`spec`, or one role's).
     pub base: manifest::Path,
     /// The role or service of a multi-part resource.

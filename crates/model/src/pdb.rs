@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec;
 
-use crate::rolling::scaled_int_or_percent;
+use crate::rolling::scaled_value;
 use crate::selector::label_selector_matches;
 
 /// Whether the budget selects a pod with these labels. policy/v1: a missing
@@ -37,18 +37,15 @@ pub struct Scale {
 pub fn expected_and_desired(spec: &PodDisruptionBudgetSpec, scale: Scale) -> (i32, i32) {
     let expected = i64::from(scale.expected);
     if let Some(max_unavailable) = &spec.max_unavailable {
-        let unavailable = scaled_int_or_percent(max_unavailable, expected, true);
+        let unavailable = scaled_value(max_unavailable, expected, true);
         return (scale.expected, clamp(expected - unavailable));
     }
     match &spec.min_available {
         Some(min @ k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(_)) => (
             scale.matched,
-            clamp(scaled_int_or_percent(min, i64::from(scale.matched), true)),
+            clamp(scaled_value(min, i64::from(scale.matched), true)),
         ),
-        Some(min) => (
-            scale.expected,
-            clamp(scaled_int_or_percent(min, expected, true)),
-        ),
+        Some(min) => (scale.expected, clamp(scaled_value(min, expected, true))),
         None => (0, 0),
     }
 }

@@ -166,7 +166,6 @@ pub fn pod_facts(pod: &Pod, change: &Change, inferadeployment: bool) -> PodFacts
                     .iter()
                     .all(|c| c.state.as_ref().is_some_and(|st| st.running.is_some()))
         });
-    let wire = serde_json::to_value(pod).unwrap_or_default();
     PodFacts {
         name: meta.name.clone().unwrap_or_default(),
         node: pod
@@ -186,7 +185,7 @@ pub fn pod_facts(pod: &Pod, change: &Change, inferadeployment: bool) -> PodFacts
             .is_some_and(|a| a.contains_key(WORKER_INFO_ANNOTATION)),
         routable: infera_model::pod::is_routable(pod),
         unschedulable,
-        new: pod_has_change(&wire, change, inferadeployment),
+        new: pod_has_change(pod, change, inferadeployment),
     }
 }
 
@@ -637,6 +636,31 @@ mod tests {
             Some([("infera.amd.com/service".to_string(), "prefill".to_string())].into());
         assert!(t.apply(&Event::Apply(other)).is_empty());
         assert_eq!(t.pods().count(), 0);
+    }
+
+    #[test]
+    fn new_is_read_from_the_typed_pod() {
+        let change = Change {
+            restart_at: Some(TS.into()),
+            image: Some("e:2".into()),
+            env: vec![crate::trigger::EnvSetting {
+                name: "B".into(),
+                value: "5".into(),
+            }],
+        };
+        let new_spec = json!({"spec": {"containers": [{"name": "infera", "image": "e:2",
+            "env": [{"name": "B", "value": "5"}]}]}});
+        let facts = pod_facts(&pod("p", true, new_spec.clone()), &change, true);
+        assert!(facts.new);
+        assert_eq!(
+            (facts.name.as_str(), facts.phase.as_str()),
+            ("p", "Pending")
+        );
+        // The marker with the old image; the new image without the marker;
+        // a Deployment's marker lives in annotations, not labels.
+        assert!(!pod_facts(&pod("p", true, json!({})), &change, true).new);
+        assert!(!pod_facts(&pod("p", false, new_spec.clone()), &change, true).new);
+        assert!(!pod_facts(&pod("p", true, new_spec), &change, false).new);
     }
 
     #[test]

@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 use super::api::{LIST, retrying};
 use super::options::{Request, RolloutError};
 use super::plan::{
-    Capacity, LegPlan, LegStrategy, Plan, PlanFinding, deployment_strategy, order_legs,
-    ready_means_registered, replicas_of, surge_capacity, verdict,
+    Capacity, LegPlan, Plan, PlanFinding, deployment_strategy, order_legs, ready_means_registered,
+    replicas_of, surge_capacity, verdict,
 };
 use super::target::TargetKind;
 use super::trigger;
@@ -21,6 +21,7 @@ use infera_audit::{RoleSpec, is_worker_service, service_role};
 use infera_cluster::Connection;
 use infera_model::selector::Selector;
 
+use infera_model::rolling::Roll;
 use infera_model::worker::DEFAULT_READINESS_PORT;
 pub(crate) use infera_model::worker::{LABEL_DEPLOYMENT, LABEL_SERVICE};
 use k8s_openapi::api::core::v1::PodSpec;
@@ -200,7 +201,7 @@ impl ClusterView {
         ClusterView { nodes, pods }
     }
 
-    fn capacity(&self, strategy: &LegStrategy, template: &Value, ns: &str) -> Capacity {
+    fn capacity(&self, strategy: &Roll, template: &Value, ns: &str) -> Capacity {
         if !strategy.surges() {
             return Capacity::NotNeeded;
         }
@@ -212,19 +213,14 @@ impl ClusterView {
 }
 
 /// The strategy a leg will roll with, and why (when not plain).
-fn leg_strategy(
-    req: &Request,
-    live: &Value,
-    leg: &Leg,
-    dep: Option<&Value>,
-) -> (LegStrategy, String) {
+fn leg_strategy(req: &Request, live: &Value, leg: &Leg, dep: Option<&Value>) -> (Roll, String) {
     let number_of_nodes = live
         .pointer(&format!("/spec/services/{}/numberOfNodes", leg.name))
         .and_then(Value::as_u64)
         .unwrap_or(1);
     match (dep, req.target.kind) {
         (_, TargetKind::InferaDeployment) if number_of_nodes > 1 => (
-            LegStrategy::Lws { surge: 0, unavailable: 1 },
+            Roll::lws(None, None, 1),
             "numberOfNodes > 1: a LeaderWorkerSet group with no readiness probe rolls one group down first".to_string(),
         ),
         (Some(v), TargetKind::Deployment) if req.surge => {
@@ -234,7 +230,7 @@ fn leg_strategy(
         }
         (Some(v), _) => (deployment_strategy(v), String::new()),
         (None, _) => (
-            LegStrategy::Rolling { surge: 0, unavailable: 1 },
+            Roll::rolling(0, 1),
             format!("{} does not exist yet", leg.workload),
         ),
     }

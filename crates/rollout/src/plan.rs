@@ -20,107 +20,34 @@ use comfy_table::{Cell, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED}
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::Value;
 
+use infera_model::rolling::{Roll, int_or_string};
 use infera_model::scheduling::{count_reasons, failed_scheduling_message, fit_pod};
 use infera_model::selector::Selector;
 
-/// How a leg's workload replaces its pods.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LegStrategy {
-    /// RollingUpdate, resolved for the replica count: `surge` extra pods
-    /// may exist, `unavailable` pods may be missing.
-    Rolling { surge: u32, unavailable: u32 },
-    /// Everything is killed first.
-    Recreate,
-    /// LeaderWorkerSet rolling update (default maxUnavailable 1, maxSurge 0).
-    Lws { surge: u32, unavailable: u32 },
-}
-
-impl LegStrategy {
-    pub fn surge_first(&self) -> bool {
-        matches!(self, LegStrategy::Rolling { surge, unavailable: 0 } if *surge > 0)
-    }
-    /// Old pods that may be missing at once during the leg.
-    pub fn unavailable(&self, replicas: u32) -> u32 {
-        match self {
-            LegStrategy::Rolling { unavailable, .. } | LegStrategy::Lws { unavailable, .. } => {
-                (*unavailable).min(replicas)
-            }
-            LegStrategy::Recreate => replicas,
-        }
-    }
-    pub fn surges(&self) -> bool {
-        matches!(self, LegStrategy::Rolling { surge, .. } | LegStrategy::Lws { surge, .. } if *surge > 0)
-    }
-    pub fn describe(&self) -> String {
-        match self {
-            LegStrategy::Rolling {
-                surge: 1,
-                unavailable: 0,
-            } => "surge-first (maxSurge 1, maxUnavailable 0)".into(),
-            LegStrategy::Rolling {
-                surge: 0,
-                unavailable,
-            } => {
-                format!("old-pod-first (maxSurge 0, maxUnavailable {unavailable})")
-            }
-            LegStrategy::Rolling { surge, unavailable } => {
-                format!("rolling (maxSurge {surge}, maxUnavailable {unavailable})")
-            }
-            LegStrategy::Recreate => "Recreate (every pod killed first)".into(),
-            LegStrategy::Lws { surge, unavailable } => {
-                format!("LeaderWorkerSet (maxSurge {surge}, maxUnavailable {unavailable})")
-            }
-        }
-    }
-}
-
-fn count(v: i64) -> u32 {
-    u32::try_from(v.max(0)).unwrap_or(u32::MAX)
-}
-
 /// The strategy of an apps/v1 Deployment object (operator-semantics §3:
 /// upstream arithmetic, both 0 → maxUnavailable 1; see [`infera_model::rolling`]).
-pub fn deployment_strategy(dep: &Value) -> LegStrategy {
-    let replicas = replicas_of(dep);
+pub fn deployment_strategy(dep: &Value) -> Roll {
     let strategy = dep.pointer("/spec/strategy");
-    if strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("Recreate") {
-        return LegStrategy::Recreate;
-    }
     let rolling = strategy.and_then(|s| s.get("rollingUpdate"));
-    let (surge, unavailable) = infera_model::rolling::resolve_fenceposts(
-        rolling.and_then(|r| r.get("maxSurge")),
-        rolling.and_then(|r| r.get("maxUnavailable")),
-        i64::from(replicas),
-    );
-    LegStrategy::Rolling {
-        surge: count(surge),
-        unavailable: count(unavailable),
-    }
+    let field = |name: &str| rolling.and_then(|r| r.get(name)).and_then(int_or_string);
+    Roll::deployment(
+        strategy.and_then(|s| s.get("type")).and_then(Value::as_str),
+        field("maxSurge").as_ref(),
+        field("maxUnavailable").as_ref(),
+        i64::from(replicas_of(dep)),
+    )
 }
 
 /// The strategy of a LeaderWorkerSet object (the LeaderWorkerSet's
 /// defaults where absent: maxSurge 0, maxUnavailable 1).
-pub fn lws_strategy(lws: &Value) -> LegStrategy {
-    use infera_model::lws::{DEFAULT_MAX_SURGE, DEFAULT_MAX_UNAVAILABLE};
-    use infera_model::rolling::scaled_value;
-    let replicas = i64::from(replicas_of(lws));
+pub fn lws_strategy(lws: &Value) -> Roll {
     let rolling = lws.pointer("/spec/rolloutStrategy/rollingUpdateConfiguration");
-    let surge = scaled_value(
-        rolling.and_then(|r| r.get("maxSurge")),
-        &DEFAULT_MAX_SURGE.to_string(),
-        replicas,
-        true,
-    );
-    let unavailable = scaled_value(
-        rolling.and_then(|r| r.get("maxUnavailable")),
-        &DEFAULT_MAX_UNAVAILABLE.to_string(),
-        replicas,
-        false,
-    );
-    LegStrategy::Lws {
-        surge: count(surge),
-        unavailable: count(unavailable),
-    }
+    let field = |name: &str| rolling.and_then(|r| r.get(name)).and_then(int_or_string);
+    Roll::lws(
+        field("maxSurge").as_ref(),
+        field("maxUnavailable").as_ref(),
+        i64::from(replicas_of(lws)),
+    )
 }
 
 pub fn replicas_of(obj: &Value) -> u32 {
@@ -244,7 +171,7 @@ pub struct LegPlan {
     /// The workload the pods come from (`deploy/qwen-decode`).
     pub workload: String,
     pub replicas: u32,
-    pub strategy: LegStrategy,
+    pub strategy: Roll,
     /// Why the operator chose it (from its model), or empty.
     pub why: String,
     /// Whether Ready on these pods means registered (a `/ready` probe).
@@ -469,52 +396,50 @@ mod tests {
         let dep = |strategy: Value, replicas: u32| json!({"spec": {"replicas": replicas, "strategy": strategy}});
         assert_eq!(
             deployment_strategy(&dep(json!(null), 1)),
-            LegStrategy::Rolling {
-                surge: 1,
-                unavailable: 0
-            }
+            Roll::rolling(1, 0)
         );
         assert_eq!(
             deployment_strategy(&dep(json!(null), 4)),
-            LegStrategy::Rolling {
-                surge: 1,
-                unavailable: 1
-            }
+            Roll::rolling(1, 1)
         );
         assert_eq!(
             deployment_strategy(&dep(
                 json!({"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}),
                 1
             )),
-            LegStrategy::Rolling {
-                surge: 0,
-                unavailable: 1
-            }
+            Roll::rolling(0, 1)
         );
         assert_eq!(
             deployment_strategy(&dep(
                 json!({"rollingUpdate": {"maxSurge": "50%", "maxUnavailable": "50%"}}),
                 3
             )),
-            LegStrategy::Rolling {
-                surge: 2,
-                unavailable: 1
-            }
+            Roll::rolling(2, 1)
         );
         assert_eq!(
-            deployment_strategy(&dep(json!({"type": "Recreate"}), 2)),
-            LegStrategy::Recreate
+            deployment_strategy(&dep(json!({"type": "Recreate"}), 2)).kind,
+            infera_model::rolling::RollKind::Recreate
         );
-        assert!(
-            LegStrategy::Rolling {
-                surge: 1,
-                unavailable: 0
-            }
-            .surge_first()
+        assert!(Roll::rolling(1, 0).surge_first());
+    }
+
+    #[test]
+    fn lws_defaults_and_overrides() {
+        let lws = |rolling: Value| {
+            json!({"spec": {"replicas": 4,
+            "rolloutStrategy": {"rollingUpdateConfiguration": rolling}}})
+        };
+        assert_eq!(
+            lws_strategy(&lws(json!(null))).describe(),
+            "LeaderWorkerSet (maxSurge 0, maxUnavailable 1)"
+        );
+        assert_eq!(
+            lws_strategy(&lws(json!({"maxSurge": 1, "maxUnavailable": "50%"}))).describe(),
+            "LeaderWorkerSet (maxSurge 1, maxUnavailable 2)"
         );
     }
 
-    fn leg(strategy: LegStrategy, capacity: Capacity, probed: bool) -> LegPlan {
+    fn leg(strategy: Roll, capacity: Capacity, probed: bool) -> LegPlan {
         LegPlan {
             leg: "decode".into(),
             role: "decode".into(),
@@ -533,23 +458,17 @@ mod tests {
 
     #[test]
     fn verdicts() {
-        let surge = LegStrategy::Rolling {
-            surge: 1,
-            unavailable: 0,
-        };
-        let old_first = LegStrategy::Rolling {
-            surge: 0,
-            unavailable: 1,
-        };
+        let surge = Roll::rolling(1, 0);
+        let old_first = Roll::rolling(0, 1);
         assert_eq!(
-            verdict(&leg(surge.clone(), Capacity::Room("n1".into()), true), 0, 1),
+            verdict(&leg(surge, Capacity::Room("n1".into()), true), 0, 1),
             Verdict::Ok
         );
         assert!(
-            matches!(verdict(&leg(surge.clone(), Capacity::NoRoom("0/2 nodes".into()), true), 0, 1), Verdict::Stall(m) if m.contains("0/2 nodes"))
+            matches!(verdict(&leg(surge, Capacity::NoRoom("0/2 nodes".into()), true), 0, 1), Verdict::Stall(m) if m.contains("0/2 nodes"))
         );
         assert!(matches!(
-            verdict(&leg(old_first.clone(), Capacity::NotNeeded, false), 0, 1),
+            verdict(&leg(old_first, Capacity::NotNeeded, false), 0, 1),
             Verdict::Gap(_)
         ));
         // Another service of the same role keeps serving: no gap.

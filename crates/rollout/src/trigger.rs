@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::Pod;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -465,18 +466,19 @@ pub fn deployment_undo_patch(dep: &Value, original: &Original) -> Result<Value, 
     Ok(with_rv(dep, json!({ "spec": spec_patch })))
 }
 
-/// Whether a pod (wire JSON) was created from a template that carries `change`.
+/// Whether a pod was created from a template that carries `change`.
 /// `inferadeployment` selects where the restart marker lives.
-pub fn pod_has_change(pod: &Value, change: &Change, inferadeployment: bool) -> bool {
+pub fn pod_has_change(pod: &Pod, change: &Change, inferadeployment: bool) -> bool {
     if let Some(at) = &change.restart_at {
+        let meta = &pod.metadata;
         let found = if inferadeployment {
-            pod.pointer("/metadata/labels")
-                .and_then(|l| l.get(RESTARTED_AT_LABEL))
+            meta.labels.as_ref().and_then(|l| l.get(RESTARTED_AT_LABEL))
         } else {
-            pod.pointer("/metadata/annotations")
+            meta.annotations
+                .as_ref()
                 .and_then(|a| a.get(KUBECTL_RESTARTED_AT))
         };
-        if found.and_then(Value::as_str) != Some(at.as_str()) {
+        if found.map(String::as_str) != Some(at.as_str()) {
             return false;
         }
     }
@@ -484,27 +486,26 @@ pub fn pod_has_change(pod: &Value, change: &Change, inferadeployment: bool) -> b
         return true;
     }
     let containers = pod
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
-    let Some(main) = main_container_index(containers).and_then(|i| containers.get(i)) else {
+        .spec
+        .as_ref()
+        .map_or(&[][..], |s| s.containers.as_slice());
+    let Some(main) =
+        infera_model::worker::main_container_position(containers.iter().map(|c| c.name.as_str()))
+            .and_then(|i| containers.get(i))
+    else {
         return false;
     };
     if let Some(image) = &change.image
-        && main.get("image").and_then(Value::as_str) != Some(image.as_str())
+        && main.image.as_deref() != Some(image.as_str())
     {
         return false;
     }
     change.env.iter().all(|setting| {
-        main.get("env")
-            .and_then(Value::as_array)
-            .is_some_and(|env| {
-                env.iter().any(|e| {
-                    e.get("name").and_then(Value::as_str) == Some(setting.name.as_str())
-                        && e.get("value").and_then(Value::as_str) == Some(setting.value.as_str())
-                })
+        main.env.as_ref().is_some_and(|env| {
+            env.iter().any(|e| {
+                e.name == setting.name && e.value.as_deref() == Some(setting.value.as_str())
             })
+        })
     })
 }
 
@@ -687,22 +688,56 @@ mod tests {
         assert_eq!(back["spec"]["strategy"], surge_strategy());
     }
 
+    fn typed(pod: &Value) -> Pod {
+        serde_json::from_value(pod.clone()).unwrap()
+    }
+
     #[test]
     fn pods_are_matched_by_the_change_they_carry() {
         let c = change(true, Some("eng:2"), &[("B", "5")]);
         let new_pod = json!({"metadata": {"labels": {RESTARTED_AT_LABEL: "20261202T184512Z"}},
             "spec": {"containers": [{"name": "main", "image": "eng:2", "env": [{"name": "B", "value": "5"}]}]}});
-        assert!(pod_has_change(&new_pod, &c, true));
+        assert!(pod_has_change(&typed(&new_pod), &c, true));
         let mut old_pod = new_pod.clone();
         old_pod["metadata"]["labels"] = json!({});
-        assert!(!pod_has_change(&old_pod, &c, true));
+        assert!(!pod_has_change(&typed(&old_pod), &c, true));
         let mut other_image = new_pod.clone();
         other_image["spec"]["containers"][0]["image"] = json!("eng:1");
-        assert!(!pod_has_change(&other_image, &c, true));
+        assert!(!pod_has_change(&typed(&other_image), &c, true));
         assert!(
-            !pod_has_change(&new_pod, &c, false),
+            !pod_has_change(&typed(&new_pod), &c, false),
             "deploy restart lives in annotations"
         );
+    }
+
+    #[test]
+    fn the_main_container_carries_the_change() {
+        let c = change(false, Some("eng:2"), &[("B", "5")]);
+        let pod = |containers: Value| typed(&json!({"spec": {"containers": containers}}));
+        // The sidecar has the change, the main container (named `main`, not first) does not.
+        let sidecar =
+            json!({"name": "side", "image": "eng:2", "env": [{"name": "B", "value": "5"}]});
+        let main = |image: &str, env: Value| json!({"name": "main", "image": image, "env": env});
+        let old = pod(json!([
+            sidecar,
+            main("eng:1", json!([{"name": "B", "value": "5"}]))
+        ]));
+        assert!(!pod_has_change(&old, &c, false));
+        let new = pod(json!([
+            sidecar,
+            main("eng:2", json!([{"name": "B", "value": "5"}]))
+        ]));
+        assert!(pod_has_change(&new, &c, false));
+        // An env var set from a reference is not the value the change wrote.
+        let by_ref =
+            json!([{"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]);
+        assert!(!pod_has_change(
+            &pod(json!([main("eng:2", by_ref)])),
+            &c,
+            false
+        ));
+        assert!(!pod_has_change(&pod(json!([])), &c, false), "no container");
+        assert!(!pod_has_change(&typed(&json!({})), &c, false), "no spec");
     }
 
     #[test]

@@ -15,6 +15,7 @@ use infera_model::generation::Generation;
 use infera_model::manifest::node::{Path, Seg};
 use infera_model::operator::Role;
 use infera_model::operator::strategy::Strategy;
+use infera_model::rolling::RollKind;
 use infera_model::selector::label_selector_matches;
 use infera_model::worker::ReadinessPort;
 
@@ -235,21 +236,6 @@ impl Hit {
     }
 }
 
-/// How a workload's pods will be replaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RollKind {
-    /// Replacement first, old pod retired only when it is Ready (maxUnavailable 0).
-    SurgeFirst,
-    /// Surge allowed but old pods may also go first (maxSurge > 0, maxUnavailable > 0).
-    SurgeOrRetire,
-    /// Old pod first (maxSurge 0 after rounding).
-    OldPodFirst,
-    /// Everything killed first.
-    Recreate,
-    /// LeaderWorkerSet group rolling update.
-    Lws,
-}
-
 /// A node of the inventory (`--nodes FILE`).
 #[derive(Debug, Clone)]
 pub struct InventoryNode {
@@ -295,7 +281,7 @@ pub struct Workload<'a> {
     pub max_unavailable: Option<i64>,
     /// maxUnavailable as written, when the kind lets the manifest set it
     /// (a percentage is re-rounded for another replica count).
-    pub max_unavailable_spec: Option<serde_json::Value>,
+    pub max_unavailable_spec: Option<k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>,
     pub replicas: Option<i32>,
     pub number_of_nodes: Option<i32>,
     pub roll: RollKind,
@@ -675,61 +661,9 @@ fn join(base: &Path, segs: &[&str]) -> Path {
     p
 }
 
-/// Roll kind of an apps/v1 Deployment strategy with upstream arithmetic:
-/// percentages: surge rounds up, unavailable rounds down; both 0 → unavailable 1.
-pub fn deployment_roll(
-    strategy_type: Option<&str>,
-    max_surge: Option<&k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>,
-    max_unavailable: Option<&k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>,
-    replicas: i32,
-) -> RollKind {
-    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-    if strategy_type == Some("Recreate") {
-        return RollKind::Recreate;
-    }
-    let as_json = |v: Option<&IntOrString>| match v {
-        Some(IntOrString::Int(n)) => Some(serde_json::Value::from(*n)),
-        Some(IntOrString::String(s)) => Some(serde_json::Value::from(s.as_str())),
-        None => None,
-    };
-    let (surge, unavailable) = infera_model::rolling::resolve_fenceposts(
-        as_json(max_surge).as_ref(),
-        as_json(max_unavailable).as_ref(),
-        i64::from(replicas),
-    );
-    match (surge > 0, unavailable > 0) {
-        (true, false) => RollKind::SurgeFirst,
-        (true, true) => RollKind::SurgeOrRetire,
-        _ => RollKind::OldPodFirst,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-
-    #[test]
-    fn upstream_rounding() {
-        let pct = |s: &str| IntOrString::String(s.into());
-        assert_eq!(deployment_roll(None, None, None, 1), RollKind::SurgeFirst);
-        assert_eq!(
-            deployment_roll(None, None, None, 4),
-            RollKind::SurgeOrRetire
-        );
-        assert_eq!(
-            deployment_roll(None, Some(&IntOrString::Int(0)), Some(&pct("0%")), 1),
-            RollKind::OldPodFirst
-        );
-        assert_eq!(
-            deployment_roll(None, Some(&pct("10%")), Some(&pct("10%")), 1),
-            RollKind::SurgeFirst
-        );
-        assert_eq!(
-            deployment_roll(Some("Recreate"), None, None, 3),
-            RollKind::Recreate
-        );
-    }
 
     #[test]
     fn registry_codes_are_unique_and_ordered() {

@@ -1,5 +1,6 @@
 use super::{Hit, RollKind, Workload, declare_rule};
 use crate::finding::Severity;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 declare_rule! {
     /// ## What it does
@@ -44,11 +45,15 @@ declare_rule! {
 /// than maxUnavailable, re-rounded when it is a percentage (None when no
 /// count does, e.g. 100%).
 fn groups_for_one_up(w: &Workload<'_>, groups: i32, unavailable: i64) -> Option<i32> {
-    let Some(spec) = w.max_unavailable_spec.as_ref().filter(|v| v.is_string()) else {
+    let Some(spec) = w
+        .max_unavailable_spec
+        .as_ref()
+        .filter(|v| matches!(v, IntOrString::String(_)))
+    else {
         return i32::try_from(unavailable + 1).ok().filter(|&n| n > groups);
     };
     (groups + 1..=groups.saturating_add(64)).find(|&n| {
-        let down = infera_model::rolling::scaled_value(Some(spec), "1", i64::from(n), false);
+        let down = infera_model::rolling::scaled_value(spec, i64::from(n), false);
         i64::from(n) - down.max(1) >= 1
     })
 }

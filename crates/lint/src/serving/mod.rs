@@ -21,6 +21,7 @@
 
 use k8s_openapi::api::core::v1::{PodSpec, Probe, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
 
 mod aibrix;
@@ -34,10 +35,11 @@ mod tests;
 
 use super::finding::ObjectRef;
 use super::kinds::{Plain, plain_workload};
-use super::rules::{CrdRollout, Hit, RollKind};
+use super::rules::{CrdRollout, Hit};
 use super::runner::Cx;
 use infera_model::manifest::serving::{ServingKind, ServingObject};
 use infera_model::manifest::{self, Seg};
+use infera_model::rolling::{self, RollKind};
 
 type Placeholders = Vec<(manifest::Path, String)>;
 type Out = Vec<(Hit, ObjectRef)>;
@@ -75,32 +77,6 @@ fn count(v: Option<&Value>, default: i32) -> Option<i32> {
     }
 }
 
-/// maxSurge and maxUnavailable after the controller's rounding (surge up,
-/// unavailable down, both 0 → unavailable 1), with its defaults.
-fn fenceposts(
-    surge: Option<&Value>,
-    unavailable: Option<&Value>,
-    n: i32,
-    defaults: (&str, &str),
-) -> (i64, i64) {
-    use infera_model::rolling::scaled_value;
-    let total = i64::from(n);
-    let s = scaled_value(surge, defaults.0, total, true);
-    let mut u = scaled_value(unavailable, defaults.1, total, false);
-    if s == 0 && u == 0 {
-        u = 1;
-    }
-    (s, u)
-}
-
-fn roll_of(surge: i64, unavailable: i64) -> RollKind {
-    match (surge > 0, unavailable > 0) {
-        (true, false) => RollKind::SurgeFirst,
-        (true, true) => RollKind::SurgeOrRetire,
-        _ => RollKind::OldPodFirst,
-    }
-}
-
 fn pod_at(obj: &ServingObject, p: &manifest::Path) -> Option<PodSpec> {
     serde_json::from_value(obj.at(&pointer(p))?.clone()).ok()
 }
@@ -112,25 +88,34 @@ struct Roll {
     roll: RollKind,
     max_surge: i64,
     max_unavailable: i64,
-    max_unavailable_spec: Option<Value>,
+    max_unavailable_spec: Option<IntOrString>,
 }
 
 impl Roll {
+    /// A Deployment's rolling update as its operator renders it: maxSurge
+    /// and maxUnavailable as written (JSON), else the operator's defaults.
     fn deployment(
         replicas: Option<i32>,
         surge: Option<&Value>,
         unavailable: Option<&Value>,
         defaults: (&str, &str),
     ) -> Roll {
-        let (max_surge, max_unavailable) =
-            fenceposts(surge, unavailable, replicas.unwrap_or(1), defaults);
+        let or_default = |v: Option<IntOrString>, default: &str| {
+            v.unwrap_or_else(|| IntOrString::String(default.to_string()))
+        };
+        let spec = unavailable.and_then(rolling::int_or_string);
+        let (max_surge, max_unavailable) = rolling::fenceposts(
+            &or_default(surge.and_then(rolling::int_or_string), defaults.0),
+            &or_default(spec.clone(), defaults.1),
+            i64::from(replicas.unwrap_or(1)),
+        );
         Roll {
             replicas,
             number_of_nodes: None,
-            roll: roll_of(max_surge, max_unavailable),
+            roll: rolling::Roll::rolling(max_surge, max_unavailable).kind,
             max_surge,
             max_unavailable,
-            max_unavailable_spec: unavailable.cloned(),
+            max_unavailable_spec: spec,
         }
     }
 

@@ -2,12 +2,14 @@
 //! of rolling update for each service, predicted from what it renders.
 
 use k8s_openapi::api::core::v1::PodSpec;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::{Deserialize, Serialize};
 
 use super::{Component, ServiceSpec};
 use crate::generation::Generation;
 use crate::lws::{DEFAULT_MAX_SURGE, DEFAULT_MAX_UNAVAILABLE};
 use crate::pod::probed_on_readiness_port;
+use crate::rolling::{APPS_V1_DEFAULT, Roll};
 use crate::worker::{READINESS_PORT_ENV, READY_PATH, ReadinessPort};
 
 /// How the rendered workload will roll (§3).
@@ -32,6 +34,29 @@ impl Strategy {
             Strategy::Lws => "lws",
             Strategy::ServerDefault => "server-default",
         }
+    }
+
+    /// The maxSurge and maxUnavailable the operator writes on the rendered
+    /// Deployment.
+    pub fn rolling_update(self) -> (IntOrString, IntOrString) {
+        match self {
+            Strategy::SurgeFirst => (IntOrString::Int(1), IntOrString::Int(0)),
+            Strategy::OldPodFirst | Strategy::Lws => (IntOrString::Int(0), IntOrString::Int(1)),
+            Strategy::ServerDefault => (
+                IntOrString::String(APPS_V1_DEFAULT.to_string()),
+                IntOrString::String(APPS_V1_DEFAULT.to_string()),
+            ),
+        }
+    }
+
+    /// How the rendered workload replaces its `replicas` pods (a
+    /// LeaderWorkerSet with its defaults, else the Deployment as rendered).
+    pub fn roll(self, replicas: i64) -> Roll {
+        if self == Strategy::Lws {
+            return Roll::lws(None, None, replicas);
+        }
+        let (surge, unavailable) = self.rolling_update();
+        Roll::deployment(None, Some(&surge), Some(&unavailable), replicas)
     }
 }
 

@@ -12,7 +12,6 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Serialize;
 
 use super::discovery::{discovery_account, k8s_discovery};
@@ -118,14 +117,7 @@ fn deployment_object(
     replicas: i32,
     strategy: Strategy,
 ) -> serde_json::Value {
-    let (surge, unavailable) = match strategy {
-        Strategy::SurgeFirst => (IntOrString::Int(1), IntOrString::Int(0)),
-        Strategy::OldPodFirst | Strategy::Lws => (IntOrString::Int(0), IntOrString::Int(1)),
-        Strategy::ServerDefault => (
-            IntOrString::String("25%".to_string()),
-            IntOrString::String("25%".to_string()),
-        ),
-    };
+    let (surge, unavailable) = strategy.rolling_update();
     let d = Deployment {
         metadata,
         spec: Some(DeploymentSpec {
@@ -304,6 +296,7 @@ mod tests {
     use crate::pod::DRAIN_TIMEOUT_ENV;
     use crate::worker::{LABEL_MANAGED_BY, LABEL_SERVICE, MANAGED_BY_VALUE, READINESS_PORT_ENV};
     use k8s_openapi::api::core::v1::Container;
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
     use serde_json::json;
 
     /// [`render`] of a wire-form InferaDeployment, as the latest operator.

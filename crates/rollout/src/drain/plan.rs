@@ -18,11 +18,10 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::Value;
 
-use crate::plan::{
-    Capacity, LegPlan, LegStrategy, Verdict, plan_table, role_rank, surge_capacity, verdict,
-};
+use crate::plan::{Capacity, LegPlan, Verdict, plan_table, role_rank, surge_capacity, verdict};
 use infera_audit::RoleSpec;
 use infera_model::pod::{is_ready, is_serving};
+use infera_model::rolling::Roll;
 use infera_model::selector::Selector;
 
 /// What owns a pod on a draining node.
@@ -66,7 +65,7 @@ pub struct Workload {
     pub role: String,
     pub replicas: u32,
     /// How a restart replaces its pods (movable kinds).
-    pub strategy: Option<LegStrategy>,
+    pub strategy: Option<Roll>,
     /// The pod template (wire JSON) a replacement is built from.
     pub template: Value,
     /// Whether Ready means registered (a `/ready` probe).
@@ -375,7 +374,7 @@ fn judge(
         "evicting leaves role {} with {ready_without} Ready and routable pod(s) (< --min-ready {min}) for the replacement's whole start",
         w.role
     );
-    let Some(strategy) = w.strategy.clone().filter(|_| w.kind.movable()) else {
+    let Some(strategy) = w.strategy.filter(|_| w.kind.movable()) else {
         return (
             DrainPath::Gap,
             format!(

@@ -33,10 +33,7 @@ fn workload(kind: OwnerKind, replicas: u32, surge: u32) -> Workload {
         leg: None,
         role: "decode".into(),
         replicas,
-        strategy: Some(LegStrategy::Rolling {
-            surge,
-            unavailable: 1 - surge.min(1),
-        }),
+        strategy: Some(Roll::rolling(i64::from(surge), i64::from(1 - surge.min(1)))),
         template: template(),
         ready_means_registered: true,
         role_spec: RoleSpec {

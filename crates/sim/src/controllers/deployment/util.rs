@@ -16,7 +16,7 @@ pub const DESIRED_REPLICAS_ANNOTATION: &str = "deployment.kubernetes.io/desired-
 pub const MAX_REPLICAS_ANNOTATION: &str = "deployment.kubernetes.io/max-replicas";
 pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
 
-pub use infera_model::rolling::{resolve_fenceposts, scaled_value};
+use infera_model::rolling::{int_or_string, resolve_fenceposts};
 
 pub(super) fn replicas(d: &Value) -> i64 {
     i64_at(d, "/spec/replicas").unwrap_or(1)
@@ -26,16 +26,21 @@ pub(super) fn is_rolling(d: &Value) -> bool {
     str_at(d, "/spec/strategy/type") != "Recreate"
 }
 
+/// (maxSurge, maxUnavailable) of a rolling Deployment, resolved for its replicas.
+fn fenceposts(d: &Value) -> (i64, i64) {
+    let field = |pointer: &str| d.pointer(pointer).and_then(int_or_string);
+    resolve_fenceposts(
+        field("/spec/strategy/rollingUpdate/maxSurge").as_ref(),
+        field("/spec/strategy/rollingUpdate/maxUnavailable").as_ref(),
+        replicas(d),
+    )
+}
+
 pub(super) fn max_surge(d: &Value) -> i64 {
     if !is_rolling(d) {
         return 0;
     }
-    resolve_fenceposts(
-        d.pointer("/spec/strategy/rollingUpdate/maxSurge"),
-        d.pointer("/spec/strategy/rollingUpdate/maxUnavailable"),
-        replicas(d),
-    )
-    .0
+    fenceposts(d).0
 }
 
 pub(super) fn max_unavailable(d: &Value) -> i64 {
@@ -43,12 +48,7 @@ pub(super) fn max_unavailable(d: &Value) -> i64 {
     if !is_rolling(d) || desired == 0 {
         return 0;
     }
-    let (_, unavailable) = resolve_fenceposts(
-        d.pointer("/spec/strategy/rollingUpdate/maxSurge"),
-        d.pointer("/spec/strategy/rollingUpdate/maxUnavailable"),
-        desired,
-    );
-    unavailable.min(desired)
+    fenceposts(d).1.min(desired)
 }
 
 /// The new ReplicaSet count for a rolling update (upstream `NewRSNewReplicas`,
@@ -236,7 +236,11 @@ mod tests {
         ];
         for (replicas, surge, unavailable, want) in cases {
             assert_eq!(
-                resolve_fenceposts(Some(&surge), Some(&unavailable), replicas),
+                resolve_fenceposts(
+                    int_or_string(&surge).as_ref(),
+                    int_or_string(&unavailable).as_ref(),
+                    replicas
+                ),
                 want,
                 "replicas {replicas} surge {surge} unavailable {unavailable}"
             );
