@@ -233,9 +233,8 @@ fn base(t: &str) -> &str {
 
 /// The engine a token list launches, by its entrypoint.
 fn by_command(tokens: &[&str]) -> Option<Engine> {
-    for (i, &t) in tokens.iter().enumerate() {
+    for (i, &module) in tokens.iter().enumerate() {
         let next = tokens.get(i + 1).copied();
-        let module = t;
         if infera_module(module).is_some() {
             return Some(INFERA);
         }

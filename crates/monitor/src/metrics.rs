@@ -178,7 +178,7 @@ impl Snapshot {
         let disrupted = if pods_up {
             pod_facts(state, &f)
         } else {
-            BTreeSet::new()
+            Disrupted::new()
         };
         roles(state, &f, now, (pods_up, objects_up), &disrupted);
         Snapshot(f)
@@ -275,8 +275,8 @@ fn object_facts(state: &State) -> ObjectFacts {
         .collect()
 }
 
-/// (namespace, workload, role) of the roles with a disrupted pod.
-type Disrupted = BTreeSet<(String, String, String)>;
+/// The roles with a disrupted pod, by workload.
+type Disrupted = BTreeMap<WorkloadKey, BTreeSet<String>>;
 
 fn roles(
     state: &mut State,
@@ -290,6 +290,7 @@ fn roles(
     for (key, w) in state.workloads.iter_mut() {
         let (ns, name) = (w.workload.namespace.clone(), w.workload.name.clone());
         let current = pods_up && w.auditor.is_current();
+        let disrupted_roles = disrupted.get(key);
         let counts = w.auditor.counts();
         let stats = w.auditor.stats_now(now);
         let extra = facts.get(key);
@@ -302,21 +303,22 @@ fn roles(
             f.generation.get_or_create(&labels).set(1);
         }
         for (i, role) in w.workload.roles.iter().enumerate() {
-            let labels = role_labels(&ns, &name, &role.role);
-            let key = RoleKey {
+            let role_key = RoleKey {
                 ordinal,
-                labels: labels.clone().into(),
+                labels: role_labels(&ns, &name, &role.role).into(),
             };
             ordinal += 1;
-            let is_disrupted = disrupted.contains(&(ns.clone(), name.clone(), role.role.clone()));
+            let is_disrupted = disrupted_roles.is_some_and(|r| r.contains(&role.role));
             if current && let Some(c) = counts.get(i) {
-                f.ready.get_or_create(&key).set(i64::from(c.ready));
-                f.routable.get_or_create(&key).set(i64::from(c.routable));
+                f.ready.get_or_create(&role_key).set(i64::from(c.ready));
+                f.routable
+                    .get_or_create(&role_key)
+                    .set(i64::from(c.routable));
                 f.disruption
-                    .get_or_create(&key)
+                    .get_or_create(&role_key)
                     .set(i64::from(is_disrupted));
             } else if is_disrupted {
-                f.disruption.get_or_create(&key).set(1);
+                f.disruption.get_or_create(&role_key).set(1);
             }
             if let Some(s) = stats.get(i)
                 && let Some(e) = w.exported.get_mut(i)
@@ -325,24 +327,24 @@ fn roles(
                 e.1 = e.1.max(s.gaps);
             }
             if let Some(&(below, gaps)) = w.exported.get(i) {
-                f.below.get_or_create(&key).inc_by(below);
-                f.gaps.get_or_create(&key).inc_by(gaps);
+                f.below.get_or_create(&role_key).inc_by(below);
+                f.gaps.get_or_create(&role_key).inc_by(gaps);
             }
             if !objects_up {
                 continue;
             }
             if let Some(&d) = w.workload.desired.get(i) {
-                f.desired.get_or_create(&key).set(d);
+                f.desired.get_or_create(&role_key).set(d);
             }
             let legs = extra
                 .and_then(|(r, _)| r.get(i))
                 .map(|r| r.legs.as_slice())
                 .unwrap_or(&[]);
             f.rollout
-                .get_or_create(&key)
+                .get_or_create(&role_key)
                 .set(i64::from(!legs.is_empty()));
             for leg in legs {
-                let mut l = labels.clone();
+                let mut l = role_key.labels.to_vec();
                 l.push(("leg", leg.clone()));
                 f.leg.get_or_create(&l).set(1);
             }
@@ -431,7 +433,10 @@ fn pod_facts(state: &State, f: &Families) -> Disrupted {
             f.unschedulable.get_or_create(&l).inc();
         }
         if let Some(reason) = disrupted {
-            roles.insert((ns.to_string(), workload.to_string(), role.to_string()));
+            roles
+                .entry((ns.to_string(), workload.to_string()))
+                .or_default()
+                .insert(role.to_string());
             let mut l = labels;
             l.push(("reason", reason.to_string()));
             f.disrupted.get_or_create(&l).inc();
