@@ -323,56 +323,106 @@ pub fn infera_backend(c: &Container) -> Option<String> {
         .find_map(|t| infera_module(t).map(str::to_string))
 }
 
-/// Flags of a token list as (name, value); `--flag=value` and `--flag value`.
-fn flags<'t>(tokens: &[&'t str]) -> Vec<(&'t str, Option<&'t str>)> {
-    let mut out = Vec::new();
-    for (i, &t) in tokens.iter().enumerate() {
-        if !t.starts_with('-') {
-            continue;
-        }
-        match t.split_once('=') {
-            Some((k, v)) => out.push((k, Some(v))),
-            None => {
-                let v = tokens.get(i + 1).filter(|v| !v.starts_with('-')).copied();
-                out.push((t, v));
+/// One flag as written: `--port 8000` or `--port=8000` (`joined`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flag<'t> {
+    pub name: &'t str,
+    /// None for a flag given no value (`--enforce-eager`, or `--tp $TP`
+    /// split away by the shell is still a value: only a following flag
+    /// leaves it empty).
+    pub value: Option<&'t str>,
+    pub joined: bool,
+}
+
+/// A command line's flags, read as the engines' argparse reads them: the
+/// one home for every flag lookup (engines' parallelism, ports and drain,
+/// the infera engine's drain timeout, the simulated kubelet's engine). A
+/// value is `--flag=value` or the next token, unless that token is another
+/// flag (a negative number is a value); the last one given wins.
+pub struct Flags<'t>(Vec<Flag<'t>>);
+
+impl<'t> Flags<'t> {
+    pub fn parse(tokens: &[&'t str]) -> Self {
+        let is_value = |v: &&&str| !v.starts_with('-') || v.parse::<f64>().is_ok();
+        let mut out = Vec::new();
+        for (i, &t) in tokens.iter().enumerate() {
+            if !t.starts_with('-') || t.parse::<f64>().is_ok() {
+                continue;
             }
+            out.push(match t.split_once('=') {
+                Some((name, v)) => Flag {
+                    name,
+                    value: Some(v),
+                    joined: true,
+                },
+                None => Flag {
+                    name: t,
+                    value: tokens.get(i + 1).filter(is_value).copied(),
+                    joined: false,
+                },
+            });
+        }
+        Flags(out)
+    }
+
+    /// The last of any of `names` given (argparse: later wins).
+    pub fn last(&self, names: &[&str]) -> Option<Flag<'t>> {
+        self.0
+            .iter()
+            .rev()
+            .find(|f| names.contains(&f.name))
+            .copied()
+    }
+
+    /// The value of the last of `names` given, when it has one.
+    pub fn value(&self, names: &[&str]) -> Option<&'t str> {
+        self.last(names)?.value
+    }
+
+    /// Whether `name` is given at all.
+    pub fn has(&self, name: &str) -> bool {
+        self.0.iter().any(|f| f.name == name)
+    }
+
+    /// The last of `names` as a number: `Ok(None)` when absent, `Err` when
+    /// present but not a number (a placeholder, `$TP`).
+    fn number(&self, names: &[&str]) -> Result<Option<i64>, ()> {
+        match self.last(names) {
+            None => Ok(None),
+            Some(f) => f
+                .value
+                .and_then(|v| v.trim().parse().ok())
+                .map(Some)
+                .ok_or(()),
         }
     }
-    out
 }
 
-/// The last value of any of `names` (argparse: later wins): `Ok(None)`
-/// when absent, `Err` when present but not a number (a placeholder, `$TP`).
-fn flag_value(flags: &[(&str, Option<&str>)], names: &[&str]) -> Result<Option<i64>, ()> {
-    let found = flags
-        .iter()
-        .rev()
-        .find(|(k, _)| names.contains(k))
-        .map(|(_, v)| *v);
-    match found {
-        None => Ok(None),
-        Some(Some(v)) => v.trim().parse::<i64>().map(Some).map_err(|_| ()),
-        Some(None) => Err(()),
-    }
-}
-
-fn vllm_gpus(f: &[(&str, Option<&str>)]) -> Option<i64> {
-    let tp = flag_value(f, &["--tensor-parallel-size", "-tp", "--tp"]).ok()?;
-    let pp = flag_value(f, &["--pipeline-parallel-size", "-pp", "--pp"]).ok()?;
-    let dp = match flag_value(f, &["--data-parallel-size-local", "-dpl"]).ok()? {
+fn vllm_gpus(f: &Flags<'_>) -> Option<i64> {
+    let tp = f.number(&["--tensor-parallel-size", "-tp", "--tp"]).ok()?;
+    let pp = f
+        .number(&["--pipeline-parallel-size", "-pp", "--pp"])
+        .ok()?;
+    let dp = match f.number(&["--data-parallel-size-local", "-dpl"]).ok()? {
         Some(n) => Some(n),
-        None => flag_value(f, &["--data-parallel-size", "-dp", "--dp"]).ok()?,
+        None => f.number(&["--data-parallel-size", "-dp", "--dp"]).ok()?,
     };
     tp.unwrap_or(1)
         .checked_mul(pp.unwrap_or(1))?
         .checked_mul(dp.unwrap_or(1))
 }
 
-fn sglang_gpus(f: &[(&str, Option<&str>)]) -> Option<i64> {
-    let tp = flag_value(f, &["--tp-size", "--tp", "--tensor-parallel-size", "-tp"]).ok()?;
-    let pp = flag_value(f, &["--pp-size", "--pp", "--pipeline-parallel-size", "-pp"]).ok()?;
-    let dp = flag_value(f, &["--dp-size", "--dp", "--data-parallel-size", "-dp"]).ok()?;
-    let dp = if f.iter().any(|(k, _)| *k == "--enable-dp-attention") {
+fn sglang_gpus(f: &Flags<'_>) -> Option<i64> {
+    let tp = f
+        .number(&["--tp-size", "--tp", "--tensor-parallel-size", "-tp"])
+        .ok()?;
+    let pp = f
+        .number(&["--pp-size", "--pp", "--pipeline-parallel-size", "-pp"])
+        .ok()?;
+    let dp = f
+        .number(&["--dp-size", "--dp", "--data-parallel-size", "-dp"])
+        .ok()?;
+    let dp = if f.has("--enable-dp-attention") {
         1
     } else {
         dp.unwrap_or(1)
@@ -390,7 +440,7 @@ impl Engine {
     /// profile, Triton's built engine).
     pub fn gpus_needed(&self, c: &Container) -> Option<i64> {
         let tokens = command_tokens(c);
-        let f = flags(&tokens);
+        let f = Flags::parse(&tokens);
         match self.kind {
             EngineKind::Vllm => vllm_gpus(&f),
             EngineKind::Sglang => sglang_gpus(&f),
@@ -408,7 +458,7 @@ impl Engine {
                     .flatten()
                     .find(|e| e.name == "NUM_SHARD")
                     .and_then(|e| e.value.as_deref());
-                match flag_value(&f, &["--num-shard"]).ok()? {
+                match f.number(&["--num-shard"]).ok()? {
                     Some(n) => Some(n),
                     None => env.map_or(Some(1), |v| v.trim().parse().ok()),
                 }
@@ -440,22 +490,13 @@ impl Engine {
     pub fn drain(&self, c: &Container) -> Option<Drain> {
         let setting = self.drain;
         let tokens = command_tokens(c);
-        let mut from_flag = None;
-        for (i, t) in tokens.iter().enumerate() {
-            for flag in setting.flags {
-                if t == flag {
-                    from_flag = Some((t.to_string(), tokens.get(i + 1).map(|v| v.to_string())));
-                } else if let Some(v) = t.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
-                    from_flag = Some((t.to_string(), Some(v.to_string())));
-                }
-            }
-        }
-        if let Some((written, value)) = from_flag {
-            let seconds = parse_seconds(&value?)?;
-            let from = if written.contains('=') {
-                written
+        if let Some(flag) = Flags::parse(&tokens).last(setting.flags) {
+            let value = flag.value?;
+            let seconds = parse_seconds(value)?;
+            let from = if flag.joined {
+                format!("{}={value}", flag.name)
             } else {
-                format!("{written} {seconds}")
+                format!("{} {seconds}", flag.name)
             };
             return Some(Drain {
                 seconds: seconds.max(0),
@@ -571,17 +612,19 @@ impl Engine {
     /// `--port=N`, the last one wins), then its env, then its default.
     pub fn listen_port(&self, c: &Container) -> ListenPort {
         let tokens = command_tokens(c);
-        let f = flags(&tokens);
+        let f = Flags::parse(&tokens);
         for setting in self.port_settings(c) {
             let (raw, from) = match setting {
                 PortSetting::Flag(names) => {
-                    let Some((k, v)) = f.iter().rev().find(|(k, _)| names.contains(k)) else {
+                    let Some(Flag { name, value, .. }) = f.last(names) else {
                         continue;
                     };
-                    let raw = v.and_then(|v| expand(c, v));
+                    let raw = value.and_then(|v| expand(c, v));
                     (
                         raw,
-                        format!("{k} {}", v.unwrap_or("")).trim_end().to_string(),
+                        format!("{name} {}", value.unwrap_or(""))
+                            .trim_end()
+                            .to_string(),
                     )
                 }
                 PortSetting::Env(name) => match env_value(c, name) {
@@ -949,5 +992,33 @@ mod tests {
         for (args, want) in infera {
             assert_eq!(gpus("x", &py, args), want, "{args:?}");
         }
+    }
+
+    #[test]
+    fn flags_read_as_argparse_reads_them() {
+        // (command line, names, the value read)
+        let cases: &[(&str, &[&str], Option<&str>)] = &[
+            ("--port 8000", &["--port"], Some("8000")),
+            ("--port=8000", &["--port"], Some("8000")),
+            ("--port 1 --port=2", &["--port"], Some("2")),
+            ("-p 1 --port 2", &["--port", "-p"], Some("2")),
+            ("--port --model m", &["--port"], None),
+            ("--shutdown-timeout -1", &["--shutdown-timeout"], Some("-1")),
+            ("--tp $TP", &["--tp"], Some("$TP")),
+            ("serve --port", &["--port"], None),
+            ("serve m", &["--port"], None),
+        ];
+        for (line, names, want) in cases {
+            let tokens: Vec<&str> = line.split(' ').collect();
+            let flags = Flags::parse(&tokens);
+            assert_eq!(flags.value(names), *want, "{line}");
+        }
+        let tokens = ["--enforce-eager", "-7", "--port=80"];
+        let flags = Flags::parse(&tokens);
+        assert!(flags.has("--enforce-eager") && !flags.has("-7"));
+        let port = flags.last(&["--port"]).unwrap();
+        assert!(port.joined && port.name == "--port");
+        assert_eq!(flags.number(&["--port"]), Ok(Some(80)));
+        assert_eq!(Flags::parse(&["--tp", "$TP"]).number(&["--tp"]), Err(()));
     }
 }

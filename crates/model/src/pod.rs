@@ -104,14 +104,9 @@ pub const MAX_DRAIN_SECONDS: i64 = 3600;
 /// command/args, else `INFERA_DRAIN_TIMEOUT`, else 30; capped at 3600.
 pub fn drain_timeout_seconds(c: &Container) -> i64 {
     let tokens = catalogue::command_tokens(c);
-    let mut from_flag = None;
-    for (i, &t) in tokens.iter().enumerate() {
-        if t == DRAIN_TIMEOUT_FLAG {
-            from_flag = tokens.get(i + 1).and_then(|v| catalogue::parse_seconds(v));
-        } else if let Some(v) = t.strip_prefix("--drain-timeout=") {
-            from_flag = catalogue::parse_seconds(v);
-        }
-    }
+    let from_flag = catalogue::Flags::parse(&tokens)
+        .value(&[DRAIN_TIMEOUT_FLAG])
+        .and_then(catalogue::parse_seconds);
     let from_env = || {
         c.env
             .iter()

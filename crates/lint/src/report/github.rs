@@ -6,6 +6,7 @@
 
 use std::io::{self, Write};
 
+use super::emit::{Emitter, End};
 use crate::engine::LintOutcome;
 use crate::engine::summary::InputError;
 use crate::finding::{Finding, Severity};
@@ -35,7 +36,7 @@ fn location(file: &str, line: usize, column: usize) -> String {
     props
 }
 
-pub(crate) fn finding_line(f: &Finding) -> String {
+fn finding_line(f: &Finding) -> String {
     let command = match f.severity {
         Severity::Error => "error",
         Severity::Warning => "warning",
@@ -48,13 +49,41 @@ pub(crate) fn finding_line(f: &Finding) -> String {
     )
 }
 
-pub(crate) fn input_error_line(e: &InputError) -> String {
+fn input_error_line(e: &InputError) -> String {
     format!(
         "::error {},title={}::{}",
         location(&e.file, e.line.unwrap_or(0), e.column.unwrap_or(0)),
         escape_property("infera input error"),
         escape_data(&e.message)
     )
+}
+
+/// One annotation per finding as it arrives; at the end one per input
+/// error, then a notice per skipped kind and input.
+pub(crate) struct GithubEmitter;
+
+impl Emitter for GithubEmitter {
+    fn finding(&mut self, out: &mut dyn Write, f: &Finding, _: Option<&str>) -> io::Result<()> {
+        writeln!(out, "{}", finding_line(f))
+    }
+
+    fn finish(&mut self, out: &mut dyn Write, end: &End<'_>) -> io::Result<()> {
+        for e in end.errors {
+            writeln!(out, "{}", input_error_line(e))?;
+        }
+        for k in &end.summary.skipped_kinds {
+            writeln!(
+                out,
+                "::notice title=infera lint::{}",
+                super::skipped_line(k)
+            )?;
+        }
+        for i in &end.summary.skipped_inputs {
+            let line = super::skipped_input_line(i);
+            writeln!(out, "::notice title=infera lint::{line}")?;
+        }
+        Ok(())
+    }
 }
 
 /// One annotation per finding, then one per input error.

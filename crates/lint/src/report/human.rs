@@ -11,6 +11,7 @@ use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet}
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Attribute, Cell, CellAlignment, Color, ContentArrangement, Table};
 
+use super::emit::{Emitter, End};
 use super::spool::Counts;
 use super::{Format, describe_object, plural};
 use crate::engine::LintOutcome;
@@ -22,8 +23,33 @@ pub fn write(out: &mut dyn Write, outcome: &LintOutcome, color: bool) -> io::Res
     super::write_outcome(out, Format::Human, outcome, &[], None, color)
 }
 
+/// Code frames as the findings arrive, the tables at the end.
+pub(crate) struct HumanEmitter {
+    renderer: Renderer,
+    color: bool,
+}
+
+impl HumanEmitter {
+    pub(crate) fn new(color: bool) -> Self {
+        HumanEmitter {
+            renderer: renderer(color),
+            color,
+        }
+    }
+}
+
+impl Emitter for HumanEmitter {
+    fn finding(&mut self, out: &mut dyn Write, f: &Finding, line: Option<&str>) -> io::Result<()> {
+        write_finding(out, &self.renderer, f, line)
+    }
+
+    fn finish(&mut self, out: &mut dyn Write, end: &End<'_>) -> io::Result<()> {
+        write_summary(out, end.summary, end.counts, end.errors.len(), self.color)
+    }
+}
+
 /// The code-frame renderer, with or without colour.
-pub(crate) fn renderer(color: bool) -> Renderer {
+fn renderer(color: bool) -> Renderer {
     if color {
         Renderer::styled()
     } else {
@@ -34,7 +60,7 @@ pub(crate) fn renderer(color: bool) -> Renderer {
 
 /// One finding's code frame (`source`: the text of its line, when known)
 /// and a blank line.
-pub(crate) fn write_finding(
+fn write_finding(
     out: &mut dyn Write,
     renderer: &Renderer,
     finding: &Finding,
@@ -145,7 +171,7 @@ fn count_cell(n: usize) -> Cell {
 }
 
 /// Per-rule counts (when there are findings), the totals, and one sentence.
-pub(crate) fn write_summary(
+fn write_summary(
     out: &mut dyn Write,
     s: &LintSummary,
     seen: &Counts,

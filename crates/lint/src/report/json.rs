@@ -9,8 +9,9 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+use super::emit::{Emitter, End};
 use super::rule_counts;
-use super::spool::{Counts, Entry, Spool, write_map, write_spooled_array};
+use super::spool::{Counts, Entry, Spool, spool_item, write_map, write_spooled_array};
 use crate::engine::LintOutcome;
 use crate::engine::summary::{InputError, LintSummary};
 use crate::finding::Finding;
@@ -50,14 +51,31 @@ pub fn write(out: &mut dyn Write, outcome: &LintOutcome) -> io::Result<()> {
     super::write_outcome(out, super::Format::Json, outcome, &[], None, false)
 }
 
+/// Findings spooled as they arrive; the document (errors first, as its
+/// keys sort) written at the end.
+#[derive(Default)]
+pub(crate) struct JsonEmitter {
+    spool: Spool,
+}
+
+impl Emitter for JsonEmitter {
+    fn finding(&mut self, _: &mut dyn Write, f: &Finding, _: Option<&str>) -> io::Result<()> {
+        spool_item(&mut self.spool, &sorted(f)?, 2)
+    }
+
+    fn finish(&mut self, out: &mut dyn Write, end: &End<'_>) -> io::Result<()> {
+        write_document(out, end.errors, &mut self.spool, end.summary, end.counts)
+    }
+}
+
 /// A finding as `serde_json::Value` prints it (keys sorted).
-pub(crate) fn sorted<T: Serialize>(item: &T) -> io::Result<serde_json::Value> {
+fn sorted<T: Serialize>(item: &T) -> io::Result<serde_json::Value> {
     serde_json::to_value(item).map_err(io::Error::other)
 }
 
 /// The whole document, keys in the order a `serde_json::Value` prints them
 /// (sorted): `errors`, the spooled `findings`, `summary`.
-pub(crate) fn write_document(
+fn write_document(
     out: &mut dyn Write,
     errors: &[InputError],
     findings: &mut Spool,

@@ -3,6 +3,7 @@
 //! Each printer renders the same [`LintOutcome`] (findings, input errors,
 //! summary) and knows nothing of the command line; `lint::run` picks one.
 
+mod emit;
 pub mod github;
 pub mod human;
 pub mod json;

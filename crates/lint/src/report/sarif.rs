@@ -7,7 +7,7 @@
 //! location naming the object instead.
 
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_sarif::sarif::{
     ArtifactChange, ArtifactContent, ArtifactLocation, Fix as SarifFix, Invocation, Location,
@@ -17,7 +17,8 @@ use serde_sarif::sarif::{
 };
 
 use super::describe_object;
-use super::spool::{Entry, Spool, indent, write_map, write_spooled_array};
+use super::emit::{Emitter, End};
+use super::spool::{Entry, Spool, indent, spool_item, write_map, write_spooled_array};
 use crate::engine::summary::InputError;
 use crate::engine::{LintOutcome, RuleMeta};
 use crate::finding::{Finding, Severity};
@@ -143,7 +144,7 @@ fn physical(file: &str, line: usize, column: usize, base: Option<&Path>) -> Phys
         .build()
 }
 
-pub(crate) fn result(finding: &Finding, rule_index: usize, base: Option<&Path>) -> SarifResult {
+fn result(finding: &Finding, rule_index: usize, base: Option<&Path>) -> SarifResult {
     let object = &finding.object;
     let mut qualified = vec![object.kind.as_str()];
     if let Some(ns) = &object.namespace {
@@ -339,12 +340,70 @@ pub fn write(
     super::write_outcome(out, super::Format::Sarif, outcome, rules, base, false)
 }
 
+/// Results spooled as they arrive; the run (rules, invocation with the
+/// input errors, then the results) written at the end.
+pub(crate) struct SarifEmitter<'a> {
+    rules: &'a [RuleMeta],
+    base: Option<PathBuf>,
+    /// Codes results used that the registry lacks, in first-use order.
+    extra: Vec<(&'static str, &'static str)>,
+    spool: Spool,
+}
+
+impl<'a> SarifEmitter<'a> {
+    /// `rules`: the registry (`tool.driver.rules`); `base`: the directory
+    /// absolute paths are made relative to.
+    pub(crate) fn new(rules: &'a [RuleMeta], base: Option<&Path>) -> Self {
+        SarifEmitter {
+            rules,
+            base: base.map(Path::to_path_buf),
+            extra: Vec::new(),
+            spool: Spool::default(),
+        }
+    }
+
+    /// The `ruleIndex` of a finding's code: its place in the registry, or
+    /// after it (codes outside the registry get descriptors of their own, in
+    /// the order results first use them).
+    fn rule_index(&mut self, f: &Finding) -> usize {
+        if let Some(i) = self.rules.iter().position(|r| r.code == f.code) {
+            return i;
+        }
+        let known = self.extra.iter().position(|(c, _)| *c == f.code);
+        let i = known.unwrap_or_else(|| {
+            self.extra.push((f.code, f.name));
+            self.extra.len() - 1
+        });
+        self.rules.len() + i
+    }
+}
+
+impl Emitter for SarifEmitter<'_> {
+    fn finding(&mut self, _: &mut dyn Write, f: &Finding, _: Option<&str>) -> io::Result<()> {
+        let index = self.rule_index(f);
+        spool_item(&mut self.spool, &result(f, index, self.base.as_deref()), 4)
+    }
+
+    fn finish(&mut self, out: &mut dyn Write, end: &End<'_>) -> io::Result<()> {
+        let base = self.base.as_deref();
+        write_document(
+            out,
+            self.rules,
+            &self.extra,
+            end.errors,
+            end.summary,
+            &mut self.spool,
+            base,
+        )
+    }
+}
+
 /// The document around the spooled `results`: only the small parts (rules,
 /// invocation) are built as SARIF objects. `extra` are the codes results
 /// used that the registry lacks (each gets a descriptor after the
 /// registry's). Keys are written in sorted order, as a `serde_json::Value`
 /// prints them (serde-sarif's fields are alphabetical).
-pub(crate) fn write_document(
+fn write_document(
     out: &mut dyn Write,
     rules: &[RuleMeta],
     extra: &[(&'static str, &'static str)],

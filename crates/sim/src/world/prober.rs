@@ -58,16 +58,6 @@ pub(super) struct Engine {
     pub readiness_port: u16,
 }
 
-fn flag(tokens: &[&str], name: &str) -> Option<String> {
-    tokens.iter().enumerate().find_map(|(i, &t)| {
-        if t == name {
-            tokens.get(i + 1).map(|v| v.to_string())
-        } else {
-            t.strip_prefix(&format!("{name}=")).map(str::to_string)
-        }
-    })
-}
-
 pub(super) fn main_container(pod: &Value) -> Value {
     let containers = pod
         .pointer("/spec/containers")
@@ -96,12 +86,15 @@ pub(super) fn engine_of(pod: &Value) -> Option<Engine> {
     let main = spec.containers.get(engine_container_index(&spec))?;
     let engine = catalogue::infera_backend(main)?;
     let toks = catalogue::command_tokens(main);
-    let role = flag(&toks, "--disaggregation-mode").unwrap_or_else(|| "mixed".into());
-    let model = flag(&toks, "--served-model-name")
-        .or_else(|| flag(&toks, "--model-path"))
-        .or_else(|| flag(&toks, "--model"))
-        .unwrap_or_else(|| "unknown".into());
-    let port = flag(&toks, "--port")
+    let flags = catalogue::Flags::parse(&toks);
+    let role = flags.value(&["--disaggregation-mode"]).unwrap_or("mixed");
+    let model = flags
+        .value(&["--served-model-name"])
+        .or_else(|| flags.value(&["--model-path"]))
+        .or_else(|| flags.value(&["--model"]))
+        .unwrap_or("unknown");
+    let port = flags
+        .value(&["--port"])
         .and_then(|p| p.parse().ok())
         .or_else(|| {
             let ports = main.ports.as_deref().unwrap_or_default();
@@ -109,9 +102,9 @@ pub(super) fn engine_of(pod: &Value) -> Option<Engine> {
         })
         .unwrap_or(30000);
     Some(Engine {
-        role,
+        role: role.to_string(),
         engine,
-        model,
+        model: model.to_string(),
         port,
         readiness_port: pod_facts::readiness_port(&spec),
     })
@@ -181,7 +174,9 @@ pub(super) fn prestop_seconds(main: &Value) -> Option<f64> {
             .filter_map(|v| v.as_str())
             .flat_map(str::split_whitespace)
             .collect();
-        flag(&cmd, "sleep")
+        let after_sleep = cmd.iter().position(|t| *t == "sleep").map(|i| i + 1);
+        after_sleep
+            .and_then(|i| cmd.get(i))
             .and_then(|s| s.parse::<f64>().ok())
             .or_else(|| h.pointer("/sleep/seconds").and_then(Value::as_f64))
             .unwrap_or(0.0)
