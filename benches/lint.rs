@@ -35,7 +35,10 @@
 //! by `benches/lint-rss.sh`.
 //!
 //! Under `cargo test --benches` (criterion's test mode) the corpus is 1 MiB
-//! and each benchmark runs once. With `INFERA_BENCH_ONE` set it runs one of
+//! and each benchmark runs once. After criterion, `INFERA_BENCH_PAIRS` rounds
+//! (default 15) of one generic pass and one lint pass, interleaved, give
+//! the lint / generic ratio steadier than two benchmarks run minutes apart (see
+//! [`interleaved`]). With `INFERA_BENCH_ONE` set it runs one of
 //! them once and exits, for a profiler (see [`run_one`]).
 
 use std::collections::BTreeMap;
@@ -578,11 +581,89 @@ fn cli_summary(out: &mut std::io::StdoutLock<'_>, corpus: &Corpus, cli: &CliFigu
     }
 }
 
+/// CPU time of this process, all threads (`CLOCK_PROCESS_CPUTIME_ID`;
+/// lint's one worker may not be the calling thread).
+fn process_cpu() -> Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec for the call to fill in.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// One pass of `f`: (wall, the process's CPU time).
+fn timed(f: &mut dyn FnMut()) -> (Duration, Duration) {
+    let (wall, cpu) = (Instant::now(), process_cpu());
+    f();
+    (wall.elapsed(), process_cpu() - cpu)
+}
+
+/// lint / generic parse, interleaved: `pairs` rounds of one generic pass
+/// and one lint pass (1 thread each; the order alternates per round), each
+/// round's ratio taken from its own two passes. A slow minute of the
+/// machine slows both halves of a round, so the median of the per-round
+/// ratios holds where two benchmarks measured minutes apart do not.
+/// Returns the sorted per-round (wall ratio, CPU ratio).
+fn interleaved(corpus: &Corpus, pairs: usize) -> Vec<(f64, f64)> {
+    let paths = vec![corpus.dir.path().to_path_buf()];
+    let effective = config::resolve(
+        engine::rules(),
+        &config::LoadedConfig::default(),
+        &config::CliOverrides::default(),
+    )
+    .expect("the default configuration");
+    let mut generic = || {
+        black_box(generic_parse(corpus.dir.path()));
+    };
+    let mut lint = || {
+        black_box(lint_json(&paths, 1, &effective));
+    };
+    timed(&mut generic);
+    timed(&mut lint);
+    let mut ratios: Vec<(f64, f64)> = (0..pairs)
+        .map(|round| {
+            let (g, l) = if round % 2 == 0 {
+                let g = timed(&mut generic);
+                (g, timed(&mut lint))
+            } else {
+                let l = timed(&mut lint);
+                (timed(&mut generic), l)
+            };
+            (
+                g.0.as_secs_f64() / l.0.as_secs_f64(),
+                g.1.as_secs_f64() / l.1.as_secs_f64(),
+            )
+        })
+        .collect();
+    ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
+    ratios
+}
+
+/// The interleaved ratio's line: median, quartiles, and the CPU-time ratio.
+fn interleaved_summary(ratios: &[(f64, f64)]) {
+    let Some(&(median, _)) = ratios.get(ratios.len() / 2) else {
+        return;
+    };
+    let q = |f: f64| ratios[((ratios.len() - 1) as f64 * f).round() as usize].0;
+    let mut cpu: Vec<f64> = ratios.iter().map(|r| r.1).collect();
+    cpu.sort_by(f64::total_cmp);
+    let cpu_median = cpu[cpu.len() / 2];
+    println!(
+        "\ninterleaved ({} rounds of generic + lint, 1 thread)\n  lint / generic parse, wall   median {median:.2} (quartiles {:.2} .. {:.2})   target >= {TARGET_LINT_VS_GENERIC:.2}  {}\n  lint / generic parse, CPU time   median {cpu_median:.2}",
+        ratios.len(),
+        q(0.25),
+        q(0.75),
+        verdict(median >= TARGET_LINT_VS_GENERIC)
+    );
+}
+
 fn env_number<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
-/// `INFERA_BENCH_ONE=parse-only|lint-json|none`: generate the corpus, run
+/// `INFERA_BENCH_ONE=parse-only|lint-json|generic-parse|interleaved|none`: generate the corpus, run
 /// that once on `INFERA_BENCH_THREADS` threads (default 1) and exit: for
 /// instruction counts under `valgrind --tool=callgrind`, which do not move
 /// with the machine's load (`benches/lint-harness.sh --callgrind`).
@@ -599,9 +680,14 @@ fn run_one(what: &str, corpus: &Corpus) {
         "parse-only" => parse_only(&paths, threads),
         "lint-json" => lint_json(&paths, threads, &effective),
         "generic-parse" => generic_parse(corpus.dir.path()),
+        "interleaved" => {
+            let pairs = env_number("INFERA_BENCH_PAIRS").unwrap_or(15);
+            interleaved_summary(&interleaved(corpus, pairs));
+            pairs
+        }
         "none" => 0,
         other => panic!(
-            "INFERA_BENCH_ONE={other}: expected parse-only, lint-json, generic-parse or none"
+            "INFERA_BENCH_ONE={other}: expected parse-only, lint-json, generic-parse, interleaved or none"
         ),
     };
     println!(
@@ -628,4 +714,6 @@ fn main() {
     bench_in_process(&mut c, &corpus);
     c.final_summary();
     summary(&corpus, cli.as_ref());
+    let pairs = env_number("INFERA_BENCH_PAIRS").unwrap_or(if bench_mode { 15 } else { 1 });
+    interleaved_summary(&interleaved(&corpus, pairs));
 }

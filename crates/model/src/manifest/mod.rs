@@ -241,6 +241,9 @@ pub fn read_source(path: &FsPath) -> Result<Vec<u8>, ManifestError> {
     if size > MAX_FILE_BYTES {
         return Err(too_big(size));
     }
+    // Sized from the metadata (one allocation, no regrowth); `+ 1` so a
+    // file that grew since is still read to its end, and refused above.
+    buf.reserve_exact(size as usize + 1);
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut buf)
         .map_err(|e| ManifestError::new(&name, None, None, format!("cannot read: {e}")))?;
@@ -305,10 +308,7 @@ pub fn split_documents(bytes: &[u8]) -> Vec<RawDocument<'_>> {
         }
     }
     while pos < bytes.len() {
-        let end = bytes[pos..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(bytes.len(), |i| pos + i + 1);
+        let end = memchr::memchr(b'\n', &bytes[pos..]).map_or(bytes.len(), |i| pos + i + 1);
         let line = &bytes[pos..end];
         if is_marker(line, b"---") {
             if has_content || has_marker {
@@ -327,7 +327,7 @@ pub fn split_documents(bytes: &[u8]) -> Vec<RawDocument<'_>> {
             start_line = line_no + 1;
             has_content = false;
             has_marker = false;
-        } else if line_has_content(line) {
+        } else if !has_content && line_has_content(line) {
             has_content = true;
         }
         pos = end;
