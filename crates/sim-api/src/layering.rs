@@ -14,6 +14,9 @@ const DISPATCHER: &str = "handler::";
 /// The accept loop, the one file allowed to name it.
 const ACCEPT_LOOP: &str = "lib.rs";
 
+/// This test, which spells the dispatcher's path without naming it.
+const THIS_TEST: &str = "layering.rs";
+
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     for entry in entries.flatten() {
@@ -28,9 +31,9 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// `file:line: names the dispatcher` for every code line (comments aside)
 /// of `text` that names it, unless `rel` (relative to `src/`) is the accept
-/// loop.
+/// loop or this test.
 fn violations(rel: &str, text: &str) -> Vec<String> {
-    if rel == ACCEPT_LOOP {
+    if rel == ACCEPT_LOOP || rel == THIS_TEST {
         return Vec::new();
     }
     let mut found = Vec::new();
