@@ -23,9 +23,10 @@ use clap::Parser;
 use infera::cli::Cli;
 use infera_rollout::leg_tracker::{Observation, StepKind};
 use infera_rollout::{Options, Request, execute};
-use infera_sim::scenario::Scenario;
-use infera_sim::store::{EventType, Kind};
 use infera_sim::{RunningSim, SimOptions};
+use infera_sim_core::kind::Kind;
+use infera_sim_scenario::Scenario;
+use infera_sim_store::EventType;
 use serde_json::Value;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -248,7 +249,7 @@ fn spawn_kubectl_watchers(
         let kubeconfig = kubeconfig.to_path_buf();
         watchers.push(tokio::task::spawn_blocking(move || {
             let name = format!("llama-{service}");
-            let generation = |s: &infera_sim::store::Store| {
+            let generation = |s: &infera_sim_store::Store| {
                 s.get(Kind::Deployment, Some("llm"), &name)
                     .and_then(|d| d.pointer("/metadata/generation").and_then(Value::as_i64))
                     .unwrap_or(0)

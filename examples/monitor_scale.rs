@@ -41,7 +41,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use infera_sim::scenario::{CrashTarget, NodeSpec, PodFault, Scenario, Timings};
+use infera_sim_scenario::{CrashTarget, NodeSpec, PodFault, Scenario, Timings};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Client, Config};

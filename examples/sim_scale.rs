@@ -38,10 +38,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use futures::StreamExt;
-use infera_sim::faults::FaultConfig;
-use infera_sim::scenario::{NodeSpec, Scenario, Timings};
-use infera_sim::store::{Kind, Store};
 use infera_sim::{RunningSim, SimOptions};
+use infera_sim_core::faults::FaultConfig;
+use infera_sim_core::kind::Kind;
+use infera_sim_scenario::{NodeSpec, Scenario, Timings};
+use infera_sim_store::Store;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, Patch, PatchParams, WatchEvent, WatchParams};

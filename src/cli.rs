@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use infera_sim::partition::{PartitionKind, ScheduledPartition};
+use infera_sim_core::partition::{PartitionKind, ScheduledPartition};
 
 /// Make rolling an LLM-serving worker on Kubernetes safe, and prove it was.
 #[derive(Debug, Parser)]

@@ -12,10 +12,11 @@ use serde_json::Value;
 
 use infera_rollout::target::{Target, TargetKind};
 use infera_rollout::{Reporter, Request, RolloutOutcome, execute_with};
-use infera_sim::scenario::Scenario;
-use infera_sim::store::{Kind, Store};
-use infera_sim::world::kubelet::is_infera_worker;
 use infera_sim::{RunningSim, SimOptions};
+use infera_sim_core::kind::Kind;
+use infera_sim_scenario::Scenario;
+use infera_sim_store::Store;
+use infera_sim_world::kubelet::is_infera_worker;
 
 /// How long (wall) the demo waits for the scenario's workloads to be serving
 /// before it starts the rollout.
@@ -120,7 +121,7 @@ pub struct Options {
 #[derive(Debug, thiserror::Error)]
 pub enum DemoError {
     #[error(transparent)]
-    Scenario(#[from] infera_sim::scenario::ScenarioError),
+    Scenario(#[from] infera_sim_scenario::ScenarioError),
     #[error("scenario {0} has no InferaDeployment or Deployment to roll")]
     NoTarget(String),
     #[error("--speed must be a positive number")]

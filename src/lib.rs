@@ -4,7 +4,7 @@
 //! `*Args` into library options, print, prompt and map outcomes to exit
 //! codes (`commands`, `console`, `demo`), and `generate`. The work is done
 //! by the workspace's library crates (see `docs/architecture.md`); tests,
-//! benches and fuzz targets name those crates (`infera_sim::…`) directly.
+//! benches and fuzz targets name those crates (`infera_sim::…`, `infera_sim_store::…`) directly.
 
 pub mod app;
 pub mod cli;

@@ -1,7 +1,7 @@
 //! `infera sim serve` and `infera sim scenarios`.
 
-use infera_sim::faults::FaultConfig;
-use infera_sim::{RunningSim, SimOptions, scenario};
+use infera_sim::{RunningSim, SimOptions};
+use infera_sim_core::faults::FaultConfig;
 
 use crate::cli::{FaultArgs, SimServeArgs};
 use infera_audit::exit::Exit;
@@ -24,7 +24,7 @@ impl From<&FaultArgs> for FaultConfig {
 
 /// `infera sim serve`: run until Ctrl-C.
 pub async fn serve(args: SimServeArgs) -> anyhow::Result<Exit> {
-    let scenario = match scenario::Scenario::load(&args.scenario) {
+    let scenario = match infera_sim_scenario::Scenario::load(&args.scenario) {
         Ok(mut s) => {
             if let Some(g) = args.operator {
                 s.operator = g.into();
@@ -37,7 +37,7 @@ pub async fn serve(args: SimServeArgs) -> anyhow::Result<Exit> {
         }
     };
     if let Some(skew) = args.clock_skew {
-        infera_sim::clock::set_server_skew(skew);
+        infera_sim_core::clock::set_server_skew(skew);
     }
     let mut options = SimOptions::new(scenario, args.speed);
     options.seed = args.seed;
@@ -103,7 +103,7 @@ pub fn list_scenarios() -> anyhow::Result<Exit> {
     table.load_preset(comfy_table::presets::NOTHING);
     table.set_header(["NAME", "DESCRIPTION"]);
     table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
-    for (name, description) in scenario::builtins() {
+    for (name, description) in infera_sim_scenario::builtins() {
         table.add_row([name, description]);
     }
     println!("{table}");

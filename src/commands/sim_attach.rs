@@ -1,4 +1,4 @@
-//! `infera sim attach`: the simulated [`world`](infera_sim::world) on any
+//! `infera sim attach`: the simulated [`world`](infera_sim_world) on any
 //! Kubernetes API server, until Ctrl-C (which removes what it created), or
 //! `--cleanup` alone.
 
@@ -6,9 +6,9 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::cli::SimAttachArgs;
 use infera_audit::exit::Exit;
-use infera_sim::clock::SimClock;
-use infera_sim::scenario::Scenario;
-use infera_sim::world::{Cidr, SIMULATED_NODE_LABEL, World, WorldOptions};
+use infera_sim_core::clock::SimClock;
+use infera_sim_scenario::Scenario;
+use infera_sim_world::{Cidr, SIMULATED_NODE_LABEL, World, WorldOptions};
 
 async fn client(args: &SimAttachArgs) -> Result<kube::Client, String> {
     let options = KubeConfigOptions {

@@ -7,7 +7,7 @@
 
 use infera_lint::engine::lint_source;
 use infera_lint::options::LintOptions;
-use infera_sim::world::kubelet;
+use infera_sim_world::kubelet;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 

@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use infera_cluster::{Connection, connect_with};
-use infera_sim::scenario::Scenario;
-use infera_sim::store::{Kind, Store};
 use infera_sim::{RunningSim, SimOptions};
+use infera_sim_core::kind::Kind;
+use infera_sim_scenario::Scenario;
+use infera_sim_store::Store;
 use serde_json::Value;
 
 /// How long a scenario may take to reach its steady state (real time).

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use crate::common::lab::{
     Attached, Lab, SCENARIO_NAMESPACE, SPEED, is_ready, json, lab_or_skip, wait_steady,
 };
-use infera_sim::scenario::Scenario;
 use infera_sim::{RunningSim, SimOptions};
+use infera_sim_scenario::Scenario;
 use serde_json::Value;
 
 /// A scenario, what to roll in it, how many Deployments its steady state

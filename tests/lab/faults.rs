@@ -507,7 +507,7 @@ async fn controller_down_on_the_embedded_sim() {
     let store = sim.store().clone();
     let pods = move || {
         let mut names: Vec<String> = store
-            .list(infera_sim::store::Kind::Pod, Some(SCENARIO_NAMESPACE))
+            .list(infera_sim_core::kind::Kind::Pod, Some(SCENARIO_NAMESPACE))
             .0
             .iter()
             .filter_map(|p| p.pointer("/metadata/name")?.as_str().map(str::to_string))

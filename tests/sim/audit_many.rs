@@ -9,9 +9,9 @@ use assert_cmd::Command;
 use infera_audit::exit::Exit;
 use infera_audit::{Outcome, Report, Selected, Target};
 use infera_cluster::connect_with;
-use infera_sim::scenario::Scenario;
-use infera_sim::store::Kind;
 use infera_sim::{RunningSim, SimOptions};
+use infera_sim_core::kind::Kind;
+use infera_sim_scenario::Scenario;
 use serde_json::Value;
 
 /// Two InferaDeployments (one rolls old-pod-first: a gap per role) and a

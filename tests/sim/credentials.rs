@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use infera_sim::RunningSim;
-use infera_sim::faults::FaultConfig;
+use infera_sim_core::faults::FaultConfig;
 use rand::{Rng, SeedableRng};
 
 use crate::common::sim::{self, Sim};

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use infera_sim::store::Kind;
+use infera_sim_core::kind::Kind;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
@@ -261,7 +261,7 @@ async fn kubectl_drain_waits_for_the_budget() {
 async fn a_stopped_kubelets_node_turns_unknown_after_the_grace_period() {
     let sim = Sim::start("pd-1p1d", 20.0).await;
     let node = "gpu-node-2";
-    let stopped = infera_sim::clock::now_timestamp();
+    let stopped = infera_sim_core::clock::now_timestamp();
     sim.stop_kubelet(node);
     let ready = |sim: &Sim| {
         let n = sim.store().get(Kind::Node, None, node).unwrap_or_default();

@@ -14,8 +14,8 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use infera_sim::kind::Kind;
-use infera_sim::store::Store;
+use infera_sim_core::kind::Kind;
+use infera_sim_store::Store;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use infera_model::api::LEADER_WORKER_SET;
-use infera_sim::kind::Kind;
-use infera_sim::store::Store;
+use infera_sim_core::kind::Kind;
+use infera_sim_store::Store;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;

@@ -723,7 +723,7 @@ async fn an_eviction_is_a_disruption_in_progress_until_the_pod_is_gone() {
     let pod = sim.pod_names("decode").remove(0);
     let hold = |finalizers: Value| {
         sim.store()
-            .mutate(infera_sim::kind::Kind::Pod, Some("llm"), &pod, |p| {
+            .mutate(infera_sim_core::kind::Kind::Pod, Some("llm"), &pod, |p| {
                 p["metadata"]["finalizers"] = finalizers;
             })
             .expect("the decode pod");
@@ -749,7 +749,7 @@ async fn an_eviction_is_a_disruption_in_progress_until_the_pod_is_gone() {
     .unwrap();
     let node = sim
         .store()
-        .get(infera_sim::kind::Kind::Pod, Some("llm"), &pod)
+        .get(infera_sim_core::kind::Kind::Pod, Some("llm"), &pod)
         .and_then(|p| p.pointer("/spec/nodeName").cloned())
         .and_then(|n| n.as_str().map(str::to_string))
         .expect("the evicted pod's node");
@@ -776,7 +776,7 @@ async fn an_eviction_is_a_disruption_in_progress_until_the_pod_is_gone() {
 /// written here (the sim does not simulate LWS status).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaderworkerset_is_one_role_counted_by_its_leaders() {
-    use infera_sim::kind::Kind;
+    use infera_sim_core::kind::Kind;
     let sim = Sim::start("pd-1p1d", 20.0).await;
     let lws = serde_json::json!({
         "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use infera_audit::{Options as AuditOptions, Report};
 use infera_rollout::target::Target;
 use infera_rollout::{Options, Request, execute};
-use infera_sim::partition::PartitionKind;
-use infera_sim::store::Kind;
+use infera_sim_core::kind::Kind;
+use infera_sim_core::partition::PartitionKind;
 
 use crate::common::sim::{self, Sim, now_ms};
 

@@ -14,9 +14,10 @@ use infera_rollout::{
     execute_with,
 };
 use infera_sim::SimOptions;
-use infera_sim::faults::FaultConfig;
-use infera_sim::scenario::Scenario;
-use infera_sim::store::{Kind, Store};
+use infera_sim_core::faults::FaultConfig;
+use infera_sim_core::kind::Kind;
+use infera_sim_scenario::Scenario;
+use infera_sim_store::Store;
 
 use crate::common::sim::{self, Sim, now_ms};
 use serde_json::Value;

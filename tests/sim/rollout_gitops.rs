@@ -9,7 +9,7 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use infera_sim::RunningSim;
-use infera_sim::store::Kind;
+use infera_sim_core::kind::Kind;
 use serde_json::Value;
 
 use crate::common::sim::Sim;

@@ -10,7 +10,7 @@ use infera_cluster::{Connection, connect};
 use infera_rollout::history::{HISTORY_ANNOTATION, HistoryEntry, KEEP, sha256_hex};
 use infera_rollout::target::Target;
 use infera_rollout::{Options, Request, RolloutOutcome, execute};
-use infera_sim::store::Kind;
+use infera_sim_core::kind::Kind;
 use serde_json::Value;
 
 use crate::common::sim::Sim;

@@ -5,7 +5,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use infera_sim::store::Store;
+use infera_sim_store::Store;
 
 use crate::common::process::{infera, lines, read_until, wait_exit};
 use crate::common::sim::{Sim, ready_pods};

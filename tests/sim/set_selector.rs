@@ -7,8 +7,8 @@
 use infera_audit::{Outcome, Report};
 use infera_rollout::Options;
 use infera_sim::SimOptions;
-use infera_sim::scenario::Scenario;
-use infera_sim::store::Kind;
+use infera_sim_core::kind::Kind;
+use infera_sim_scenario::Scenario;
 use serde_json::Value;
 
 use crate::common::sim::{Sim, is_ready};

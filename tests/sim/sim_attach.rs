@@ -10,10 +10,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use infera_sim::scenario::Scenario;
-use infera_sim::store::Kind;
-use infera_sim::world::SIMULATED_NODE_LABEL;
 use infera_sim::{RunningSim, SimOptions};
+use infera_sim_core::kind::Kind;
+use infera_sim_scenario::Scenario;
+use infera_sim_world::SIMULATED_NODE_LABEL;
 use serde_json::Value;
 
 use crate::common::process::{self, lines, wait_exit};

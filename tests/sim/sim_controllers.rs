@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use infera_sim::SimOptions;
-use infera_sim::scenario::Scenario;
-use infera_sim::store::{Kind, Store};
+use infera_sim_core::kind::Kind;
+use infera_sim_scenario::Scenario;
+use infera_sim_store::Store;
 use serde_json::Value;
 
 use crate::common::sim::Sim;

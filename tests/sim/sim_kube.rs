@@ -18,8 +18,8 @@ use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
-use infera_sim::scenario::Scenario;
 use infera_sim::{RunningSim, SimOptions};
+use infera_sim_scenario::Scenario;
 
 use crate::common::sim::{self, Sim};
 

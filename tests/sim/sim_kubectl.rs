@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use infera_sim::scenario::Scenario;
 use infera_sim::{RunningSim, SimOptions};
+use infera_sim_scenario::Scenario;
 
 const TOKEN: &str = "sim-kubectl-test-token";
 

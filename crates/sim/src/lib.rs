@@ -1,50 +1,43 @@
 //! `infera sim`: a simulated cluster speaking the real Kubernetes API.
 //!
-//! [`RunningSim`] ties the parts together: a [`store::Store`] seeded from a
-//! [`scenario::Scenario`], the [`controllers`] a real cluster has
-//! (Deployment, ReplicaSet, scheduler, GC) on a [`clock::SimClock`], the
-//! HTTP(S) [`api::ApiServer`] on loopback, and the [`world`] — nodes,
-//! kubelet, infera operator, podFaults — which reaches the API server over
-//! HTTP through a `kube::Client` built from the simulator's own kubeconfig
-//! (the same code `infera sim attach` runs against any cluster). Clients —
-//! `kubectl`, `infera rollout`, tests — reach it only through a kubeconfig
-//! and HTTP.
+//! [`RunningSim`] ties the parts together: an [`infera_sim_store::Store`]
+//! seeded from an [`infera_sim_scenario::Scenario`] (`seed.rs`, the one place
+//! that names both), the [`infera_sim_controllers`] a real cluster has
+//! (Deployment, ReplicaSet, scheduler, GC) on an
+//! [`infera_sim_core::clock::SimClock`], the HTTP(S)
+//! [`infera_sim_api::ApiServer`] on loopback, and the [`infera_sim_world`] —
+//! nodes, kubelet, infera operator, podFaults — which reaches the API server
+//! over HTTP through a `kube::Client` built from the simulator's own
+//! kubeconfig (the same code `infera sim attach` runs against any cluster).
+//! Clients — `kubectl`, `infera rollout`, tests — reach it only through a
+//! kubeconfig and HTTP.
 //!
-//! Dependencies point one way: the API server, the controllers and the
-//! world never name each other; all three stand on the [`store`], the
-//! [`scenario`] and the modules below them ([`kind`], [`defaults`],
-//! [`json`], [`net`], [`clock`], [`faults`], [`recorder`]), which know nothing
-//! of the three (a unit test, `layering.rs`, checks this).
+//! Dependencies point one way, and the crate graph says so (Cargo refuses a
+//! back-edge): `infera-sim-core` (kind, clock, faults, json, net, defaults,
+//! partition, budget) knows nothing above it; `infera-sim-scenario` and
+//! `infera-sim-store` (with its recorder and truth) stand on the core and not
+//! on each other; the API server (`infera-sim-api`: core, store), the
+//! controllers (`infera-sim-controllers`: core, store, scenario) and the
+//! world (`infera-sim-world`: core, scenario; no store, so it reaches the
+//! store only over HTTP) never depend on each other; this crate wires them.
+//! Inside the API server only the accept loop names the dispatcher (its
+//! `layering.rs` test checks that, which no crate boundary can express).
 
-pub mod api;
-pub mod budget;
-pub mod clock;
-pub mod controllers;
-pub mod defaults;
-pub mod faults;
-pub mod json;
-pub mod kind;
 #[cfg(test)]
-mod layering;
-pub mod net;
-pub mod partition;
-pub mod recorder;
-pub mod scenario;
-pub mod store;
-pub mod truth;
-pub mod world;
+mod kubelet_probes;
+mod seed;
 
 use std::path::Path;
 
 use base64::Engine as _;
 use serde_json::json;
 
-use api::{ApiConfig, ApiServer};
-use clock::SimClock;
-use controllers::ControllerHandle;
-use faults::FaultConfig;
-use scenario::Scenario;
-use store::Store;
+use infera_sim_api::{ApiConfig, ApiServer};
+use infera_sim_controllers::ControllerHandle;
+use infera_sim_core::clock::SimClock;
+use infera_sim_core::faults::FaultConfig;
+use infera_sim_scenario::Scenario;
+use infera_sim_store::Store;
 
 /// The kubeconfig context (and cluster and user) name the simulator writes.
 pub const CONTEXT: &str = "infera-sim";
@@ -64,7 +57,7 @@ pub struct SimOptions {
     pub token: Option<String>,
     /// Overrides the scenario's `faults:` field by field.
     pub faults: FaultConfig,
-    /// Run the [`world`] (nodes, kubelet, operator) and seed the store from
+    /// Run the [`infera_sim_world`] (nodes, kubelet, operator) and seed the store from
     /// the scenario. Without it the cluster starts empty, for `infera sim
     /// attach` to bring the world.
     pub world: bool,
@@ -110,11 +103,11 @@ impl SimOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     #[error(transparent)]
-    Scenario(#[from] scenario::ScenarioError),
+    Scenario(#[from] infera_sim_scenario::ScenarioError),
     #[error(transparent)]
-    Api(#[from] api::ApiError),
+    Api(#[from] infera_sim_api::ApiError),
     #[error(transparent)]
-    World(#[from] world::WorldError),
+    World(#[from] infera_sim_world::WorldError),
     #[error("cannot build a client for the simulator's own API: {0}")]
     Client(String),
     #[error("cannot write the kubeconfig to {path}: {source}")]
@@ -129,15 +122,15 @@ pub enum SimError {
 pub struct RunningSim {
     api: ApiServer,
     /// Where clients reach the API server (partitions happen here).
-    door: partition::FrontDoor,
-    truth: truth::Truth,
+    door: infera_sim_core::partition::FrontDoor,
+    truth: infera_sim_store::truth::Truth,
     clock: SimClock,
     scenario: Scenario,
     token: String,
     controllers: Option<ControllerHandle>,
-    world: Option<world::WorldHandle>,
+    world: Option<infera_sim_world::WorldHandle>,
     /// Kubelets stopped through [`RunningSim::stop_kubelet`].
-    kubelets: controllers::StoppedKubelets,
+    kubelets: infera_sim_controllers::StoppedKubelets,
 }
 
 impl std::fmt::Debug for RunningSim {
@@ -164,10 +157,10 @@ impl RunningSim {
             scenario.seed = seed;
         }
         let faults = scenario.faults.overridden_by(&options.faults);
-        let store = Store::with_options(scenario.seed, store::DEFAULT_HISTORY);
+        let store = Store::with_options(scenario.seed, infera_sim_store::DEFAULT_HISTORY);
         if options.world {
             // Seeded directly (the world finds everything there already).
-            scenario.apply(&store)?;
+            seed::seed(&scenario, &store)?;
         }
         let token = options.token.unwrap_or_else(random_token);
         let mut config = ApiConfig::new(token.clone());
@@ -175,12 +168,12 @@ impl RunningSim {
         config.faults = faults.clone();
         config.seed = scenario.seed;
         let api = ApiServer::start(store.clone(), config).await?;
-        let door = partition::FrontDoor::start(options.port, api.addr()).map_err(|source| {
-            api::ApiError::Bind {
+        let door = infera_sim_core::partition::FrontDoor::start(options.port, api.addr()).map_err(
+            |source| infera_sim_api::ApiError::Bind {
                 port: options.port,
                 source,
-            }
-        })?;
+            },
+        )?;
         for p in &faults.partitions {
             let (door, p) = (door.clone(), p.clone());
             tokio::spawn(async move {
@@ -188,10 +181,11 @@ impl RunningSim {
                 door.partition(p.kind, p.lasting);
             });
         }
-        let truth = truth::Truth::start(&store);
+        let truth = infera_sim_store::truth::Truth::start(&store);
         let clock = SimClock::new(options.speed);
-        let kubelets = controllers::StoppedKubelets::default();
-        let controllers = controllers::start(store, clock.clone(), &scenario, kubelets.clone());
+        let kubelets = infera_sim_controllers::StoppedKubelets::default();
+        let controllers =
+            infera_sim_controllers::start(store, clock.clone(), &scenario, kubelets.clone());
         let mut sim = RunningSim {
             api,
             door,
@@ -215,7 +209,7 @@ impl RunningSim {
         Ok(sim)
     }
 
-    async fn start_world(&self) -> Result<world::WorldHandle, SimError> {
+    async fn start_world(&self) -> Result<infera_sim_world::WorldHandle, SimError> {
         // The world is inside the cluster: it reaches the API server
         // directly, not through the clients' front door.
         let kubeconfig = kube::config::Kubeconfig::from_yaml(&self.kubeconfig_for(&self.api.url()))
@@ -227,13 +221,14 @@ impl RunningSim {
         .await
         .map_err(|e| SimError::Client(e.to_string()))?;
         config.headers.push((
-            http::HeaderName::from_static(api::WORLD_HEADER),
+            http::HeaderName::from_static(infera_sim_api::WORLD_HEADER),
             http::HeaderValue::from_static("embedded"),
         ));
         let client = kube::Client::try_from(config).map_err(|e| SimError::Client(e.to_string()))?;
-        let options = world::WorldOptions::embedded();
+        let options = infera_sim_world::WorldOptions::embedded();
         let handle =
-            world::World::start(client, &self.scenario, self.clock.clone(), options).await?;
+            infera_sim_world::World::start(client, &self.scenario, self.clock.clone(), options)
+                .await?;
         Ok(handle)
     }
 
@@ -249,13 +244,17 @@ impl RunningSim {
 
     /// Partition the clients from the API server for `duration` (a cut or
     /// a blackhole); the cluster itself goes on.
-    pub fn partition(&self, kind: partition::PartitionKind, duration: std::time::Duration) {
+    pub fn partition(
+        &self,
+        kind: infera_sim_core::partition::PartitionKind,
+        duration: std::time::Duration,
+    ) {
         self.door.partition(kind, duration);
     }
 
     /// The ground truth: every InferaDeployment service's Ready and
     /// routable counts as the store saw them.
-    pub fn truth(&self) -> &truth::Truth {
+    pub fn truth(&self) -> &infera_sim_store::truth::Truth {
         &self.truth
     }
 
@@ -337,7 +336,7 @@ impl RunningSim {
     /// Stop `node`'s kubelet ("the node is shut down"): its heartbeats
     /// end now, and the node-lifecycle controller turns it `Ready=Unknown`
     /// after the node-monitor grace period (50 s scenario time; see
-    /// `controllers::nodelifecycle`).
+    /// `infera_sim_controllers::nodelifecycle`).
     pub fn stop_kubelet(&self, node: &str) {
         if let Some(world) = &self.world {
             world.stop_heartbeats(node);
@@ -356,7 +355,7 @@ impl RunningSim {
     pub fn start_controllers(&mut self) {
         if self.controllers.is_none() {
             let store = self.store().clone();
-            let started = controllers::start(
+            let started = infera_sim_controllers::start(
                 store,
                 self.clock.clone(),
                 &self.scenario,
