@@ -95,6 +95,10 @@ struct GateState {
     next: usize,
     handed_over: usize,
     stop: bool,
+    /// Workers waiting for the window to move: the hand-over wakes them
+    /// only when there are some (a wake is a futex syscall, once per file
+    /// otherwise, and lint with one worker mostly has none waiting).
+    waiting: usize,
 }
 
 impl Gate {
@@ -103,7 +107,9 @@ impl Gate {
     fn take(&self, len: usize, window: usize) -> Option<usize> {
         let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while !g.stop && g.next < len && g.next >= g.handed_over + window {
+            g.waiting += 1;
             g = self.moved.wait(g).unwrap_or_else(|e| e.into_inner());
+            g.waiting -= 1;
         }
         if g.stop || g.next >= len {
             return None;
@@ -116,7 +122,9 @@ impl Gate {
         let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
         g.handed_over = count;
         g.stop |= stop;
-        self.moved.notify_all();
+        if g.waiting > 0 {
+            self.moved.notify_all();
+        }
     }
 }
 
