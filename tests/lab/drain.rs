@@ -1,5 +1,6 @@
-//! `infera drain` on the upstream lab (one lab, the phases in order): a
-//! ServiceAccount bound to the namespace Role only is refused naming the
+//! `infera drain` on the upstream lab (one lab, the phases in order): an
+//! unknown node and a node selector matching nothing are one clear error
+//! each with nothing changed; a ServiceAccount bound to the namespace Role only is refused naming the
 //! missing verb, with nothing changed; bound to `infera rbac --drain` it
 //! drains the node holding the only decode pod with every role kept Ready
 //! and routable; a drain SIGKILLed while it moves decode, rerun, resumes
@@ -109,6 +110,8 @@ fn drain_on_the_real_control_plane() {
     kubectl_ok(&lab, &["create", "serviceaccount", "infera", "-n", NS]);
     let decode = node_with(&lab, "infera.amd.com/service", "decode");
 
+    bad_input_is_one_clear_line_and_changes_nothing(&lab);
+
     // Namespace Role only: no right on nodes. Refused, naming the verb.
     rbac(&lab, &[]).iter().take(2).for_each(|o| apply(&lab, o));
     let (sa, _) = lab.sa_kubeconfig(NS, "infera");
@@ -165,6 +168,29 @@ fn drain_on_the_real_control_plane() {
     timed("StatefulSet pod", t);
     budget_blocks(&lab, &decode);
     no_capacity_is_a_gap(&lab, &decode);
+}
+
+/// An unknown node and a node selector that matches nothing, on the real
+/// API server (admin rights): one `error:` line each, exit 2, and no node
+/// cordoned or annotated.
+fn bad_input_is_one_clear_line_and_changes_nothing(lab: &Lab) {
+    let cases: [(&[&str], &str); 2] = [
+        (&["gpu-node-9"], "node \"gpu-node-9\" not found"),
+        (&["-l", "pool=none"], "no node matches -l pool=none"),
+    ];
+    for (args, expected) in cases {
+        let (code, text) = drain(lab, &lab.kubeconfig(), args);
+        assert_eq!(code, 2, "{args:?}: {text}");
+        assert!(text.contains(expected), "{args:?}: {text}");
+        let errors = text.lines().filter(|l| l.starts_with("error:")).count();
+        assert_eq!(errors, 1, "{args:?}: {text}");
+    }
+    let nodes = json(&lab.kubectl(&["get", "nodes", "-o", "json"]));
+    for n in nodes["items"].as_array().into_iter().flatten() {
+        let name = n["metadata"]["name"].as_str().unwrap_or_default();
+        assert!(!cordoned(lab, name), "{name} was cordoned");
+        assert_eq!(drain_record(lab, name), None, "{name} has a drain record");
+    }
 }
 
 /// The Deployment the operator renders for decode: its

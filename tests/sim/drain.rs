@@ -302,7 +302,8 @@ async fn a_rerun_after_a_manual_uncordon_resumes_without_a_second_restart() {
 
 /// The router (`componentType: server`, no `role`) moved off its node:
 /// the drain plan and the move's rollout preflight both call its role
-/// `router`, the manifest's word, never the workers' default `mixed`.
+/// `router`, the manifest's word, never the workers' default `mixed`, and
+/// both count its Ready as serving (no GAP for a missing `/ready`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn moving_the_router_prints_its_own_role() {
     let sim = Sim::start("pd-1p1d", 20.0).await;
@@ -335,6 +336,9 @@ async fn moving_the_router_prints_its_own_role() {
         (&legs[0]["leg"], &legs[0]["role"]),
         (&json!("router"), &json!("router"))
     );
+    // One "serving" rule: the router loads nothing and registers nowhere,
+    // so its Ready means serving and the move's preflight sees no gap.
+    assert_eq!(legs[0]["verdict"], "ok", "{text}");
     let routers = pods_of(sim.store(), NS, "router");
     assert!(
         routers.iter().all(|p| node_of(p) != target) && routers.iter().any(is_ready),

@@ -186,6 +186,32 @@ pub fn is_serving(pod: &Pod) -> bool {
     }
 }
 
+/// Why Ready on pods of `spec` falls short of serving, or `None` when Ready
+/// means serving (operator-semantics §5). The one rule for the rollout's
+/// preflight and the drain plan, the template-side twin of [`is_serving`]:
+/// - an infera worker serves once it has registered: Ready means that only
+///   with a `/ready` probe on its readiness port ([`probed_on_readiness_port`]);
+/// - another model server the catalogue knows serves once its weights are
+///   loaded: Ready means that once its engine container has a readiness
+///   probe at all (lint's IR007 judges the probe's port and path);
+/// - any other pod (the router, a web server) loads nothing and registers
+///   nowhere: Ready is all there is.
+pub fn ready_short_of_serving(spec: &PodSpec) -> Option<String> {
+    let c = spec.containers.get(engine_container_index(spec))?;
+    let engine = catalogue::recognize(c)?;
+    if engine.kind == catalogue::EngineKind::Infera {
+        return (!probed_on_readiness_port(spec)).then(|| {
+            "no /ready readiness probe on its readiness port: the replacement turns Ready before it has loaded weights and registered".to_string()
+        });
+    }
+    c.readiness_probe.is_none().then(|| {
+        format!(
+            "no readiness probe on its {} container {:?}: the replacement turns Ready at Running, before it has loaded weights",
+            engine.name, c.name
+        )
+    })
+}
+
 /// The Ready condition: whether it is True, and its `lastTransitionTime`.
 pub fn ready_condition(pod: &Pod) -> Option<(bool, Option<Timestamp>)> {
     let cond = pod
@@ -371,6 +397,50 @@ mod tests {
                 worker,
                 "{containers} annotated={annotated}"
             );
+        }
+    }
+
+    /// The one "Ready means serving" rule for templates, case by case:
+    /// (containers, falls short, and a word of the reason).
+    #[test]
+    fn ready_means_serving_by_what_the_pod_runs() {
+        use serde_json::json;
+        let infera = |probe: serde_json::Value| {
+            json!({"name": "main", "image": "x", "readinessProbe": probe,
+                "command": ["python3", "-m", "infera.engine.vllm"]})
+        };
+        let vllm = |probe: serde_json::Value| {
+            json!({"name": "vllm", "image": "x", "readinessProbe": probe,
+                "command": ["vllm", "serve", "m"]})
+        };
+        let on = |path: &str, port: i32| json!({"httpGet": {"path": path, "port": port}});
+        let cases = [
+            // An infera worker: only /ready on its readiness port means registered.
+            (json!([infera(on("/ready", 30090))]), None),
+            (json!([infera(json!(null))]), Some("/ready")),
+            (json!([infera(on("/health", 30090))]), Some("/ready")),
+            (json!([infera(on("/ready", 8000))]), Some("/ready")),
+            // Another catalogued server: any readiness probe on it.
+            (json!([vllm(on("/health", 8000))]), None),
+            (json!([vllm(json!(null))]), Some("vLLM")),
+            // The router, a web server: Ready is all there is.
+            (
+                json!([{"name": "router", "image": "x", "args": ["--port", "8080"]}]),
+                None,
+            ),
+            (json!([]), None),
+        ];
+        for (containers, short) in cases {
+            let spec: PodSpec =
+                serde_json::from_value(json!({"containers": containers.clone()})).expect("a spec");
+            let got = ready_short_of_serving(&spec);
+            match short {
+                None => assert_eq!(got, None, "{containers}"),
+                Some(word) => assert!(
+                    got.as_deref().is_some_and(|m| m.contains(word)),
+                    "{containers}: {got:?}"
+                ),
+            }
         }
     }
 

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use super::api::{LIST, retrying};
 use super::options::{Request, RolloutError};
 use super::plan::{
-    Capacity, LegPlan, Plan, PlanFinding, deployment_strategy, order_legs, ready_means_registered,
+    Capacity, LegPlan, Plan, PlanFinding, deployment_strategy, order_legs, ready_short_of_serving,
     replicas_of, surge_capacity, verdict,
 };
 use super::target::TargetKind;
@@ -278,7 +278,7 @@ pub(crate) async fn preflight(
             capacity: view.capacity(&strategy, &template, ns),
             strategy,
             why,
-            ready_means_registered: ready_means_registered(&template),
+            ready_short_of_serving: ready_short_of_serving(&template),
             findings: Vec::new(),
             verdict: super::plan::Verdict::Ok,
             readiness_port: Some(leg.readiness_port),

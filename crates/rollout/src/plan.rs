@@ -17,7 +17,7 @@
 //! decode path with a real KV transfer before the last old pod retires.
 
 use comfy_table::{Cell, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, PodTemplateSpec};
 use serde_json::Value;
 
 use infera_model::rolling::{Roll, int_or_string};
@@ -57,19 +57,17 @@ pub fn replicas_of(obj: &Value) -> u32 {
         .unwrap_or(1)
 }
 
-/// Whether a pod template's Ready condition means "registered" (a
-/// `readinessProbe.httpGet` on path `/ready`, operator-semantics §3–4).
-pub fn ready_means_registered(template: &Value) -> bool {
-    template
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .is_some_and(|cs| {
-            cs.iter().any(|c| {
-                c.pointer("/readinessProbe/httpGet/path")
-                    .and_then(Value::as_str)
-                    == Some(infera_model::worker::READY_PATH)
-            })
-        })
+/// Why Ready on the pods of a pod template (wire JSON) falls short of
+/// serving, or `None` when it means serving: the model's one rule
+/// ([`infera_model::pod::ready_short_of_serving`]); a template that cannot
+/// be read shows nothing, so it falls short.
+pub fn ready_short_of_serving(template: &Value) -> Option<String> {
+    match serde_json::from_value::<PodTemplateSpec>(template.clone()) {
+        Ok(PodTemplateSpec {
+            spec: Some(spec), ..
+        }) => infera_model::pod::ready_short_of_serving(&spec),
+        _ => Some("its pod template cannot be read".to_string()),
+    }
 }
 
 /// Room for one more pod of this template on some node, right now?
@@ -174,8 +172,9 @@ pub struct LegPlan {
     pub strategy: Roll,
     /// Why the operator chose it (from its model), or empty.
     pub why: String,
-    /// Whether Ready on these pods means registered (a `/ready` probe).
-    pub ready_means_registered: bool,
+    /// Why Ready on these pods falls short of serving (`None`: it means
+    /// serving), from [`ready_short_of_serving`].
+    pub ready_short_of_serving: Option<String>,
     pub capacity: Capacity,
     pub findings: Vec<PlanFinding>,
     pub verdict: Verdict,
@@ -203,11 +202,11 @@ pub fn verdict(leg: &LegPlan, others_in_role: u32, min_ready: u32) -> Verdict {
                 "the surge pod cannot be scheduled ({message}); the rollout would wait with the old pod serving and never finish"
             ));
         }
-        if !leg.ready_means_registered
+        if let Some(why) = &leg.ready_short_of_serving
             && others_in_role + leg.replicas.saturating_sub(1) < min_ready
         {
             return Verdict::Gap(format!(
-                "no /ready readiness probe: the replacement turns Ready before it has loaded weights and registered, so the old pod is retired while role {} has nothing routable",
+                "{why}, so the old pod is retired while role {} has nothing routable",
                 leg.role
             ));
         }
@@ -447,7 +446,7 @@ mod tests {
             replicas: 1,
             strategy,
             why: String::new(),
-            ready_means_registered: probed,
+            ready_short_of_serving: (!probed).then(|| "no /ready probe".to_string()),
             capacity,
             findings: vec![],
             verdict: Verdict::Ok,

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::DrainError;
 use super::plan::{Inventory, NodePod, OwnerKind, PodAction, Workload};
 use crate::api::retrying;
-use crate::plan::{deployment_strategy, ready_means_registered, replicas_of};
+use crate::plan::{deployment_strategy, replicas_of};
 use infera_audit::RoleSpec;
 use infera_cluster::{ClusterError, Connection, api_resource, inferadeployment_resource};
 use infera_model::api::{LEADER_WORKER_SET, LWS_NAME_LABEL};
@@ -379,7 +379,6 @@ async fn deployment_workload(
         role: name.to_string(),
         replicas: replicas_of(&dep),
         strategy: Some(deployment_strategy(&dep)),
-        ready_means_registered: ready_means_serving(&template),
         template,
         role_spec: RoleSpec {
             role: name.to_string(),
@@ -433,22 +432,6 @@ async fn deployment_workload(
     Ok(Some(w))
 }
 
-/// Whether Ready on pods of this template means serving: a worker's Ready
-/// does when it is probed on `/ready`; any other pod (a router, a web
-/// server) registers nowhere, so Ready is all there is
-/// ([`infera_model::pod::is_serving`]).
-fn ready_means_serving(template: &Value) -> bool {
-    let pod: Option<Pod> = serde_json::from_value(serde_json::json!({
-        "metadata": template.get("metadata").cloned().unwrap_or(Value::Null),
-        "spec": template.get("spec").cloned().unwrap_or(Value::Null),
-    }))
-    .ok();
-    ready_means_registered(template)
-        || !pod
-            .as_ref()
-            .is_some_and(infera_model::pod::is_infera_worker)
-}
-
 fn statefulset_workload(ns: &str, name: &str, sts: &Value) -> Result<Workload, DrainError> {
     let selector = workload_selector(sts, &format!("sts/{name} in {ns}"))?;
     Ok(Workload {
@@ -460,7 +443,6 @@ fn statefulset_workload(ns: &str, name: &str, sts: &Value) -> Result<Workload, D
         replicas: replicas_of(sts),
         strategy: None,
         template: sts.pointer("/spec/template").cloned().unwrap_or_default(),
-        ready_means_registered: false,
         role_spec: RoleSpec {
             role: name.to_string(),
             services: Vec::new(),
@@ -488,7 +470,6 @@ fn lws_workload(ns: &str, name: &str, lws: &Value) -> Workload {
             .pointer("/spec/leaderWorkerTemplate/workerTemplate")
             .cloned()
             .unwrap_or_default(),
-        ready_means_registered: false,
         role_spec: RoleSpec {
             role: name.to_string(),
             services: Vec::new(),

@@ -68,8 +68,6 @@ pub struct Workload {
     pub strategy: Option<Roll>,
     /// The pod template (wire JSON) a replacement is built from.
     pub template: Value,
-    /// Whether Ready means registered (a `/ready` probe).
-    pub ready_means_registered: bool,
     /// The pods counting for the role (in `namespace`), as the audit
     /// counts them.
     pub role_spec: RoleSpec,
@@ -391,7 +389,7 @@ fn judge(
         role: w.role.clone(),
         workload: w.label(),
         replicas: w.replicas,
-        ready_means_registered: w.ready_means_registered,
+        ready_short_of_serving: crate::plan::ready_short_of_serving(&w.template),
         capacity: capacity.clone(),
         strategy,
         why: String::new(),

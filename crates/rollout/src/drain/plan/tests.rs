@@ -35,7 +35,6 @@ fn workload(kind: OwnerKind, replicas: u32, surge: u32) -> Workload {
         replicas,
         strategy: Some(Roll::rolling(i64::from(surge), i64::from(1 - surge.min(1)))),
         template: template(),
-        ready_means_registered: true,
         role_spec: RoleSpec {
             role: "decode".into(),
             services: Vec::new(),
