@@ -88,7 +88,8 @@ fn service_hits(w: &Workload<'_>, meta: &ObjectMeta, cx: Cx<'_>, out: &mut Vec<(
 }
 
 /// Each worker service of an InferaDeployment, as the operator renders it
-/// (the services' own pods move into the render: `idep` is done with).
+/// (the services' own pods move into the render: the caller is done with
+/// `idep`).
 fn lint_idep(
     idep: &mut operator::InferaDeployment,
     placeholders: &Placeholders,
@@ -98,7 +99,10 @@ fn lint_idep(
     let name = idep.metadata.name.clone().unwrap_or_default();
     let generation = cx.opts.generation_for(idep);
     // Read before the pods move: one per service, in the render's order.
-    let serving: Vec<bool> = (idep.spec.services.values())
+    let serving: Vec<bool> = idep
+        .spec
+        .services
+        .values()
         .map(operator::is_serving_worker)
         .collect();
     let rendered = operator::workload::render_taking_pods(idep, generation);
