@@ -45,18 +45,20 @@ fn service_path(service: &str) -> manifest::Path {
     p
 }
 
+/// Lint one typed object, consuming it (an InferaDeployment's pods move
+/// into its render rather than being copied).
 pub(crate) fn lint_typed(
-    object: &TypedObject,
+    object: TypedObject,
     placeholders: Placeholders,
     cx: Cx<'_>,
 ) -> Vec<(Hit, ObjectRef)> {
     match object {
-        TypedObject::InferaDeployment(idep) => lint_idep(idep, &placeholders, cx),
-        TypedObject::Deployment(d) => lint_deployment(d, placeholders, cx),
-        TypedObject::StatefulSet(s) => lint_statefulset(s, placeholders, cx),
-        TypedObject::LeaderWorkerSet(lws) => lint_lws(lws, placeholders, cx),
-        TypedObject::DynamoGraphDeployment(g) => lint_dynamo(g, &placeholders, cx),
-        TypedObject::Serving(s) => super::serving::lint_serving(s, &placeholders, cx),
+        TypedObject::InferaDeployment(mut idep) => lint_idep(&mut idep, &placeholders, cx),
+        TypedObject::Deployment(d) => lint_deployment(&d, placeholders, cx),
+        TypedObject::StatefulSet(s) => lint_statefulset(&s, placeholders, cx),
+        TypedObject::LeaderWorkerSet(lws) => lint_lws(&lws, placeholders, cx),
+        TypedObject::DynamoGraphDeployment(g) => lint_dynamo(&g, &placeholders, cx),
+        TypedObject::Serving(s) => super::serving::lint_serving(&s, &placeholders, cx),
     }
 }
 
@@ -85,16 +87,26 @@ fn service_hits(w: &Workload<'_>, meta: &ObjectMeta, cx: Cx<'_>, out: &mut Vec<(
     }
 }
 
-/// Each worker service of an InferaDeployment, as the operator renders it.
+/// Each worker service of an InferaDeployment, as the operator renders it
+/// (the services' own pods move into the render: the caller is done with
+/// `idep`).
 fn lint_idep(
-    idep: &operator::InferaDeployment,
+    idep: &mut operator::InferaDeployment,
     placeholders: &Placeholders,
     cx: Cx<'_>,
 ) -> Vec<(Hit, ObjectRef)> {
     let mut out = Vec::new();
     let name = idep.metadata.name.clone().unwrap_or_default();
     let generation = cx.opts.generation_for(idep);
-    for rw in operator::workload::render(idep, generation) {
+    // Read before the pods move: one per service, in the render's order.
+    let serving: Vec<bool> = idep
+        .spec
+        .services
+        .values()
+        .map(operator::is_serving_worker)
+        .collect();
+    let rendered = operator::workload::render_taking_pods(idep, generation);
+    for (rw, serving) in rendered.into_iter().zip(serving) {
         let Some(svc) = idep.spec.services.get(&rw.service) else {
             continue;
         };
@@ -110,7 +122,7 @@ fn lint_idep(
             service: Some(rw.service.clone()),
             role: rw.role,
             worker: true,
-            serving: operator::is_serving_worker(svc),
+            serving,
             engine: rw.pod.containers.get(main).and_then(catalogue::recognize),
             max_unavailable: Some(roll.unavailable),
             max_unavailable_spec: None,
@@ -121,9 +133,9 @@ fn lint_idep(
             strategy: Some(rw.strategy),
             generation: Some(generation),
             pod: &rw.pod,
-            pod_labels: rw.pod_labels.clone(),
+            pod_labels: rw.pod_labels,
             main,
-            readiness_port: rw.readiness_port.clone(),
+            readiness_port: rw.readiness_port,
             skip_readiness_probe: svc.skip_readiness_probe == Some(true),
             pod_path: (!rw.flat).then(|| {
                 let mut p = base.clone();

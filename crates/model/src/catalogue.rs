@@ -212,7 +212,9 @@ pub const TRITON: Engine = Engine {
 /// The tokens borrow from the container (no copy: the catalogue asks for
 /// them several times per container of every linted object).
 pub fn command_tokens(c: &Container) -> Vec<&str> {
-    let mut out = Vec::new();
+    // One token a part in the common exec form: no regrowth for it.
+    let parts = c.command.as_ref().map_or(0, Vec::len) + c.args.as_ref().map_or(0, Vec::len);
+    let mut out = Vec::with_capacity(parts);
     for part in c.command.iter().flatten().chain(c.args.iter().flatten()) {
         if part.contains(char::is_whitespace) {
             out.extend(

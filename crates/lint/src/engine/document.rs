@@ -191,7 +191,7 @@ pub(super) fn lint_node(
                     progress: crate::rules::Progress::of(node),
                 },
             };
-            for (hit, mut object_ref) in crate::kinds::lint_typed(&object, placeholders, cx) {
+            for (hit, mut object_ref) in crate::kinds::lint_typed(object, placeholders, cx) {
                 let Some(meta) = rule(hit.code) else { continue };
                 let (mut line, mut column) = place.locate(&hit.path);
                 let mut fix = hit.fix.map(|f| place.fix(f));

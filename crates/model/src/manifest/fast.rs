@@ -33,15 +33,16 @@ use super::node::{Key, Node, Value};
 /// the error.
 const FAST_MAX_DEPTH: usize = MAX_DEPTH - 2;
 
-/// A collection being filled.
+/// A collection being filled: its children so far are the builder's
+/// scratch stack from `start` on.
 enum Frame<'a> {
     Seq {
-        items: Vec<Node<'a>>,
+        start: usize,
         line: u32,
         column: u32,
     },
     Map {
-        entries: Vec<(Key<'a>, Node<'a>)>,
+        start: usize,
         key: Option<Key<'a>>,
         line: u32,
         column: u32,
@@ -107,8 +108,15 @@ fn parser_options(budget: &serde_saphyr::Budget) -> serde_saphyr::granit_parser:
     options
 }
 
+/// The children of every open collection live on two scratch stacks (items,
+/// entries), each collection's on top of its parent's; a closed collection
+/// takes its own off in one exactly sized `Vec`. One allocation per
+/// collection instead of a `Vec` grown by doubling (a reallocation and a
+/// copy at 4, 8, 16 … children), and no spare capacity kept in the tree.
 struct Builder<'a> {
     stack: Vec<Frame<'a>>,
+    items: Vec<Node<'a>>,
+    entries: Vec<(Key<'a>, Node<'a>)>,
     root: Option<Node<'a>>,
     nodes: usize,
     max_nodes: usize,
@@ -118,6 +126,8 @@ impl<'a> Builder<'a> {
     fn new(max_nodes: usize) -> Self {
         Builder {
             stack: Vec::new(),
+            items: Vec::new(),
+            entries: Vec::new(),
             root: None,
             nodes: 0,
             max_nodes,
@@ -170,14 +180,14 @@ impl<'a> Builder<'a> {
         }
         self.stack.push(if is_map {
             Frame::Map {
-                entries: Vec::new(),
+                start: self.entries.len(),
                 key: None,
                 line,
                 column,
             }
         } else {
             Frame::Seq {
-                items: Vec::new(),
+                start: self.items.len(),
                 line,
                 column,
             }
@@ -188,25 +198,25 @@ impl<'a> Builder<'a> {
     fn close(&mut self) -> Option<()> {
         let node = match self.stack.pop()? {
             Frame::Seq {
-                items,
+                start,
                 line,
                 column,
             } => Node {
-                value: Value::Seq(items),
+                value: Value::Seq(self.items.drain(start..).collect()),
                 line,
                 column,
             },
             Frame::Map {
-                entries,
+                start,
                 key: None,
                 line,
                 column,
             } => {
-                if has_duplicate_key(&entries) {
+                if has_duplicate_key(&self.entries[start..]) {
                     return None;
                 }
                 Node {
-                    value: Value::Map(entries),
+                    value: Value::Map(self.entries.drain(start..).collect()),
                     line,
                     column,
                 }
@@ -222,14 +232,14 @@ impl<'a> Builder<'a> {
         match self.stack.last_mut() {
             None if self.root.is_none() => self.root = Some(node),
             None => return None,
-            Some(Frame::Seq { items, .. }) => items.push(node),
-            Some(Frame::Map { entries, key, .. }) => {
+            Some(Frame::Seq { .. }) => self.items.push(node),
+            Some(Frame::Map { key, .. }) => {
                 let key = key.take()?;
                 if key.name == "<<" {
                     // A merge key: serde-saphyr merges it.
                     return None;
                 }
-                entries.push((key, Node::new(node.value)));
+                self.entries.push((key, Node::new(node.value)));
             }
         }
         Some(())

@@ -209,43 +209,37 @@ fn serving(node: &Node, kind: super::serving::ServingKind) -> ConvertOutcome {
 }
 
 /// The CRD's integer fields accept placeholders here (IR011 reports them),
-/// but not other text.
+/// but not other text. The path is built only for a field that fails (this
+/// runs on every InferaDeployment lint reads).
 fn validate_idep(idep: &InferaDeployment) -> Result<(), (Path, String)> {
     for (name, svc) in &idep.spec.services {
-        let base = || {
-            vec![
-                Seg::Key("spec".into()),
-                Seg::Key("services".into()),
-                Seg::Key(name.clone()),
-            ]
-        };
-        let fields: [(&str, Option<&IntOrText>); 3] = [
-            ("replicas", svc.replicas.as_ref()),
-            ("numberOfNodes", svc.number_of_nodes.as_ref()),
-            ("port", svc.port.as_ref()),
+        let gpu = svc.resources.as_ref().and_then(|r| r.gpu.as_ref());
+        let fields: [(&[&str], Option<&IntOrText>); 4] = [
+            (&["replicas"], svc.replicas.as_ref()),
+            (&["numberOfNodes"], svc.number_of_nodes.as_ref()),
+            (&["port"], svc.port.as_ref()),
+            (&["resources", "gpu"], gpu),
         ];
         for (field, v) in fields {
-            check_int(v, base(), field)?;
-        }
-        if let Some(res) = &svc.resources {
-            let mut p = base();
-            p.push(Seg::Key("resources".into()));
-            check_int(res.gpu.as_ref(), p, "gpu")?;
+            if let Err(message) = check_int(v) {
+                let path = ["spec", "services", name.as_str()]
+                    .iter()
+                    .chain(field)
+                    .map(|k| Seg::Key((*k).to_string()))
+                    .collect();
+                return Err((path, message));
+            }
         }
     }
     Ok(())
 }
 
-fn check_int(v: Option<&IntOrText>, mut path: Path, field: &str) -> Result<(), (Path, String)> {
+fn check_int(v: Option<&IntOrText>) -> Result<(), String> {
     if let Some(IntOrText::Text(t)) = v
         && !has_placeholder(t)
         && t.trim().parse::<i64>().is_err()
     {
-        path.push(Seg::Key(field.to_string()));
-        return Err((
-            path,
-            format!("invalid type: string {t:?}, expected an integer"),
-        ));
+        return Err(format!("invalid type: string {t:?}, expected an integer"));
     }
     Ok(())
 }

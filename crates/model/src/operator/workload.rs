@@ -67,7 +67,34 @@ pub fn render(idep: &InferaDeployment, generation: Generation) -> Vec<RenderedWo
     idep.spec
         .services
         .iter()
-        .map(|(name, svc)| render_service(idep, name, svc, generation))
+        .map(|(name, svc)| {
+            let own = svc.extra_pod_spec.clone();
+            render_service(idep, (name, svc), own, generation)
+        })
+        .collect()
+}
+
+/// [`render`] for a caller done with the services' `extraPodSpec`s: each
+/// moves into its rendered pod (left `None` in `idep`) instead of being
+/// copied. Lint renders every InferaDeployment it reads, and copying whole
+/// k8s-openapi `PodSpec`s only to drop the originals was a tenth of its
+/// allocations (`docs/benchmarks.md`).
+pub fn render_taking_pods(
+    idep: &mut InferaDeployment,
+    generation: Generation,
+) -> Vec<RenderedWorkload> {
+    let pods: Vec<Option<PodSpec>> = idep
+        .spec
+        .services
+        .values_mut()
+        .map(|svc| svc.extra_pod_spec.take())
+        .collect();
+    let idep = &*idep;
+    idep.spec
+        .services
+        .iter()
+        .zip(pods)
+        .map(|(service, own)| render_service(idep, service, own, generation))
         .collect()
 }
 
@@ -158,10 +185,12 @@ fn lws_object(
     serde_json::to_value(&lws).unwrap_or(serde_json::Value::Null)
 }
 
+/// One service; `extra_pod_spec` is the service's own (the caller copies or
+/// moves it), not read from `svc`.
 fn render_service(
     idep: &InferaDeployment,
-    name: &str,
-    svc: &ServiceSpec,
+    (name, svc): (&String, &ServiceSpec),
+    extra_pod_spec: Option<PodSpec>,
     generation: Generation,
 ) -> RenderedWorkload {
     let idep_name = idep.metadata.name.clone().unwrap_or_default();
@@ -180,9 +209,9 @@ fn render_service(
     } else {
         WorkloadKind::Deployment
     };
-    let flat = svc.extra_pod_spec.is_none();
-    let mut pod = match &svc.extra_pod_spec {
-        Some(p) => p.clone(),
+    let flat = extra_pod_spec.is_none();
+    let mut pod = match extra_pod_spec {
+        Some(p) => p,
         None => flat_pod(idep, svc, component, role),
     };
     if pod.containers.is_empty() {
