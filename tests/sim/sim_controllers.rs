@@ -53,7 +53,11 @@ async fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn surge_no_readiness_steady_state_and_restart() {
     let scenario = Scenario::load("surge-no-readiness").unwrap_or_else(|e| panic!("{e}"));
-    let (sim, store) = start_sim(scenario, 200.0).await;
+    // 50×: the gap this test must see (the old pod retired, the replacement
+    // still loading its 140 s of weights) lasts 2.8 s of wall time, which
+    // a loaded machine's late controller cannot skip over; at 200× it was
+    // 0.7 s, and one CI run under the whole sim suite's load missed it.
+    let (sim, store) = start_sim(scenario, 50.0).await;
     wait_for("a Ready, routable worker", Duration::from_secs(30), || {
         let p = pods(&store, "llm");
         p.len() == 1 && ready(&p[0]) && routable(&p[0])
