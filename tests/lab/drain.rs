@@ -1,9 +1,9 @@
 //! `infera drain` on the upstream lab (one lab, the phases in order): an
 //! unknown node and a node selector matching nothing are one clear error
-//! each with nothing changed; a ServiceAccount bound to the namespace Role only is refused naming the
-//! missing verb, with nothing changed; bound to `infera rbac --drain` it
-//! drains the node holding the only decode pod with every role kept Ready
-//! and routable; a drain SIGKILLed while it moves decode, rerun, resumes
+//! each with nothing changed; a ServiceAccount bound to the namespace Role
+//! only is refused naming the missing verb, with nothing changed; bound to
+//! `infera rbac --drain` it drains the node holding the only decode pod
+//! with every role kept Ready and routable; a drain SIGKILLed while it moves decode, rerun, resumes
 //! the restart in flight (decode's Deployment rolled exactly once); a
 //! StatefulSet pod on the drained node is evicted (plan `evict`, its budget
 //! counted by the real disruption controller) and the real StatefulSet

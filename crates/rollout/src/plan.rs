@@ -62,7 +62,8 @@ pub fn replicas_of(obj: &Value) -> u32 {
 /// ([`infera_model::pod::ready_short_of_serving`]); a template that cannot
 /// be read shows nothing, so it falls short.
 pub fn ready_short_of_serving(template: &Value) -> Option<String> {
-    match serde_json::from_value::<PodTemplateSpec>(template.clone()) {
+    use serde::Deserialize;
+    match PodTemplateSpec::deserialize(template) {
         Ok(PodTemplateSpec {
             spec: Some(spec), ..
         }) => infera_model::pod::ready_short_of_serving(&spec),
