@@ -600,13 +600,29 @@ fn timed(f: &mut dyn FnMut()) -> (Duration, Duration) {
     (wall.elapsed(), process_cpu() - cpu)
 }
 
+/// One interleaved round: the wall and CPU time of its generic pass and of
+/// its lint pass.
+struct Round {
+    generic: (Duration, Duration),
+    lint: (Duration, Duration),
+}
+
+impl Round {
+    fn wall_ratio(&self) -> f64 {
+        self.generic.0.as_secs_f64() / self.lint.0.as_secs_f64()
+    }
+
+    fn cpu_ratio(&self) -> f64 {
+        self.generic.1.as_secs_f64() / self.lint.1.as_secs_f64()
+    }
+}
+
 /// lint / generic parse, interleaved: `pairs` rounds of one generic pass
 /// and one lint pass (1 thread each; the order alternates per round), each
 /// round's ratio taken from its own two passes. A slow minute of the
 /// machine slows both halves of a round, so the median of the per-round
 /// ratios holds where two benchmarks measured minutes apart do not.
-/// Returns the sorted per-round (wall ratio, CPU ratio).
-fn interleaved(corpus: &Corpus, pairs: usize) -> Vec<(f64, f64)> {
+fn interleaved(corpus: &Corpus, pairs: usize) -> Vec<Round> {
     let paths = vec![corpus.dir.path().to_path_buf()];
     let effective = config::resolve(
         engine::rules(),
@@ -622,40 +638,51 @@ fn interleaved(corpus: &Corpus, pairs: usize) -> Vec<(f64, f64)> {
     };
     timed(&mut generic);
     timed(&mut lint);
-    let mut ratios: Vec<(f64, f64)> = (0..pairs)
+    (0..pairs)
         .map(|round| {
-            let (g, l) = if round % 2 == 0 {
-                let g = timed(&mut generic);
-                (g, timed(&mut lint))
+            if round % 2 == 0 {
+                let generic = timed(&mut generic);
+                Round {
+                    generic,
+                    lint: timed(&mut lint),
+                }
             } else {
-                let l = timed(&mut lint);
-                (timed(&mut generic), l)
-            };
-            (
-                g.0.as_secs_f64() / l.0.as_secs_f64(),
-                g.1.as_secs_f64() / l.1.as_secs_f64(),
-            )
+                let lint = timed(&mut lint);
+                Round {
+                    generic: timed(&mut generic),
+                    lint,
+                }
+            }
         })
-        .collect();
-    ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
-    ratios
+        .collect()
 }
 
-/// The interleaved ratio's line: median, quartiles, and the CPU-time ratio.
-fn interleaved_summary(ratios: &[(f64, f64)]) {
-    let Some(&(median, _)) = ratios.get(ratios.len() / 2) else {
+/// The median and quartiles of `values`.
+fn quartiles(mut values: Vec<f64>) -> [f64; 3] {
+    values.sort_by(f64::total_cmp);
+    let q = |f: f64| values[((values.len() - 1) as f64 * f).round() as usize];
+    [q(0.25), q(0.5), q(0.75)]
+}
+
+/// The interleaved ratio's line: median, quartiles, the CPU-time ratio,
+/// and each pass's own median wall time (which of the two moved, when the
+/// ratio does).
+fn interleaved_summary(rounds: &[Round], mib: f64) {
+    if rounds.is_empty() {
         return;
+    }
+    let [q1, median, q3] = quartiles(rounds.iter().map(Round::wall_ratio).collect());
+    let [_, cpu_median, _] = quartiles(rounds.iter().map(Round::cpu_ratio).collect());
+    let ms = |pass: fn(&Round) -> Duration| {
+        quartiles(rounds.iter().map(|r| pass(r).as_secs_f64() * 1e3).collect())[1]
     };
-    let q = |f: f64| ratios[((ratios.len() - 1) as f64 * f).round() as usize].0;
-    let mut cpu: Vec<f64> = ratios.iter().map(|r| r.1).collect();
-    cpu.sort_by(f64::total_cmp);
-    let cpu_median = cpu[cpu.len() / 2];
+    let (generic_ms, lint_ms) = (ms(|r| r.generic.0), ms(|r| r.lint.0));
     println!(
-        "\ninterleaved ({} rounds of generic + lint, 1 thread)\n  lint / generic parse, wall   median {median:.2} (quartiles {:.2} .. {:.2})   target >= {TARGET_LINT_VS_GENERIC:.2}  {}\n  lint / generic parse, CPU time   median {cpu_median:.2}",
-        ratios.len(),
-        q(0.25),
-        q(0.75),
-        verdict(median >= TARGET_LINT_VS_GENERIC)
+        "\ninterleaved ({} rounds of generic + lint, 1 thread)\n  lint / generic parse, wall   median {median:.2} (quartiles {q1:.2} .. {q3:.2})   target >= {TARGET_LINT_VS_GENERIC:.2}  {}\n  lint / generic parse, CPU time   median {cpu_median:.2}\n  median pass: generic {generic_ms:.0} ms ({:.1} MiB/s), lint {lint_ms:.0} ms ({:.1} MiB/s)",
+        rounds.len(),
+        verdict(median >= TARGET_LINT_VS_GENERIC),
+        mib / generic_ms * 1e3,
+        mib / lint_ms * 1e3,
     );
 }
 
@@ -682,7 +709,7 @@ fn run_one(what: &str, corpus: &Corpus) {
         "generic-parse" => generic_parse(corpus.dir.path()),
         "interleaved" => {
             let pairs = env_number("INFERA_BENCH_PAIRS").unwrap_or(15);
-            interleaved_summary(&interleaved(corpus, pairs));
+            interleaved_summary(&interleaved(corpus, pairs), corpus.bytes as f64 / MIB);
             pairs
         }
         "none" => 0,
@@ -715,5 +742,5 @@ fn main() {
     c.final_summary();
     summary(&corpus, cli.as_ref());
     let pairs = env_number("INFERA_BENCH_PAIRS").unwrap_or(if bench_mode { 15 } else { 1 });
-    interleaved_summary(&interleaved(&corpus, pairs));
+    interleaved_summary(&interleaved(&corpus, pairs), corpus.bytes as f64 / MIB);
 }

@@ -2,6 +2,7 @@
 //! registry in order (IR011 last), one finding per root cause, and the
 //! suppression annotation.
 
+use super::finding::RuleMeta;
 use super::options::LintOptions;
 use super::rules::{Capacity, Check, Hit, REGISTRY, Workload, rule};
 
@@ -43,11 +44,10 @@ pub(crate) fn run_rules(w: &Workload<'_>, cx: Cx<'_>) -> Vec<Hit> {
     let opts = cx.opts;
     let enabled = |code: &str| opts.enabled.is_empty() || opts.enabled.contains(&code);
     // IR011 last: it reports which verdicts its placeholders blocked.
-    let (last, rest): (Vec<_>, Vec<_>) = REGISTRY
-        .iter()
-        .filter(|(meta, _)| enabled(meta.code))
-        .partition(|(meta, _)| meta.code == super::rules::PLACEHOLDER_RULE);
-    for (_, check) in rest.into_iter().chain(last) {
+    let last = |meta: &RuleMeta| meta.code == super::rules::PLACEHOLDER_RULE;
+    let rest = REGISTRY.iter().filter(|(meta, _)| !last(meta));
+    let ordered = rest.chain(REGISTRY.iter().filter(|(meta, _)| last(meta)));
+    for (_, check) in ordered.filter(|(meta, _)| enabled(meta.code)) {
         match check {
             Check::Pod(check) => check(w, &mut hits),
             Check::Around(check) => check(w, &cx.around, &mut hits),

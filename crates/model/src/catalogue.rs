@@ -216,7 +216,7 @@ pub fn command_tokens(c: &Container) -> Vec<&str> {
     let parts = c.command.as_ref().map_or(0, Vec::len) + c.args.as_ref().map_or(0, Vec::len);
     let mut out = Vec::with_capacity(parts);
     for part in c.command.iter().flatten().chain(c.args.iter().flatten()) {
-        if part.contains(char::is_whitespace) {
+        if may_hold_whitespace(part) && part.contains(char::is_whitespace) {
             out.extend(
                 part.split_whitespace()
                     .map(|t| t.trim_matches(|ch| ch == '"' || ch == '\'')),
@@ -226,6 +226,14 @@ pub fn command_tokens(c: &Container) -> Vec<&str> {
         }
     }
     out
+}
+
+/// False when `part` holds no whitespace, found byte by byte: an ASCII
+/// part without an ASCII space, tab or newline. Most parts are, and then
+/// the Unicode-aware test (decoding every char) is not needed.
+fn may_hold_whitespace(part: &str) -> bool {
+    part.bytes()
+        .any(|b| b.is_ascii_whitespace() || b == 0x0b || !b.is_ascii())
 }
 
 /// The file name of a command token (`/usr/bin/tritonserver` → `tritonserver`).
@@ -705,6 +713,27 @@ mod tests {
             command: strings(command),
             args: strings(args),
             ..Container::default()
+        }
+    }
+
+    /// Shell strings split on any whitespace `char::is_whitespace` knows
+    /// (ASCII or not), quotes stripped; a part without whitespace is one
+    /// token as written.
+    #[test]
+    fn command_tokens_split_shell_strings_on_any_whitespace() {
+        let table: [(&[&str], &[&str]); 6] = [
+            (&["vllm", "serve", "m"], &["vllm", "serve", "m"]),
+            (&["vllm serve  m"], &["vllm", "serve", "m"]),
+            (&["a\tb\nc"], &["a", "b", "c"]),
+            (&["a\u{0b}b"], &["a", "b"]),
+            (&["a\u{a0}b", "c\u{3000}d"], &["a", "b", "c", "d"]),
+            (
+                &["--served-model-name=\"é\"", "'x y'"],
+                &["--served-model-name=\"é\"", "x", "y"],
+            ),
+        ];
+        for (args, want) in table {
+            assert_eq!(command_tokens(&container("x", &[], args)), want, "{args:?}");
         }
     }
 
