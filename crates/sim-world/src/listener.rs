@@ -56,15 +56,31 @@ impl std::fmt::Display for Cidr {
 /// 127.0.0.0/8 to `lo` without configuration).
 pub const LOOPBACK_POD_CIDR: &str = "127.77.0.0/16";
 
+/// Addresses are leased to a process a block at a time, so that
+/// simulations in different processes on one machine (parallel test
+/// binaries, `infera sim serve` next to a test) never hand out the same
+/// pod IP: two listeners on one `podIP:port` would fail with "Address
+/// already in use".
+const BLOCK: u32 = 256;
+
+/// The addresses of one CIDR this process may hand out: the blocks it
+/// leased, each held by an advisory lock on a file of its own
+/// ([`lease_block`]), released when the process exits.
 #[derive(Default)]
 struct Pool {
-    next: u32,
+    /// Leased blocks, in the order they were leased, with the lock file
+    /// that holds each (`None`: every block was leased elsewhere; taken
+    /// unlocked as the last resort).
+    leases: Vec<(u32, Option<std::fs::File>)>,
+    /// Where the next search starts, in the leased addresses: issued
+    /// addresses rotate, so one just released is not reused at once.
+    cursor: usize,
     used: BTreeSet<u32>,
 }
 
 /// Pools are per process, so several simulations in one process (tests)
-/// never hand out the same address; each starts at a random offset so that
-/// simulations in different processes rarely meet.
+/// never hand out the same address; across processes, the block leases
+/// keep them apart.
 fn pools() -> &'static Mutex<HashMap<Cidr, Pool>> {
     static POOLS: OnceLock<Mutex<HashMap<Cidr, Pool>>> = OnceLock::new();
     POOLS.get_or_init(Mutex::default)
@@ -94,30 +110,83 @@ impl Drop for PodIp {
     }
 }
 
-/// The next free address of `cidr` (never the network or broadcast
-/// address), or `None` when every one is taken.
-pub fn allocate(cidr: Cidr) -> Option<PodIp> {
-    use rand::Rng;
+/// The usable offsets of block `block` of `cidr` (never the network or
+/// broadcast address).
+fn block_offsets(cidr: Cidr, block: u32) -> impl Iterator<Item = u32> {
     let size = cidr.size();
-    let mut pools = pools()
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let pool = pools.entry(cidr).or_insert_with(|| Pool {
-        next: rand::rng().random_range(1..size - 1),
-        used: BTreeSet::new(),
-    });
-    for _ in 0..size {
-        let offset = pool.next;
-        pool.next = if pool.next + 2 >= size {
-            1
-        } else {
-            pool.next + 1
-        };
-        if offset >= 1 && offset < size - 1 && pool.used.insert(offset) {
-            return Some(PodIp { cidr, offset });
+    let start = block * BLOCK;
+    (start..(start + BLOCK).min(size)).filter(move |&o| o >= 1 && o < size - 1)
+}
+
+/// The lock file of one block: in the temporary directory, named after the
+/// CIDR and the block.
+fn lock_path(cidr: Cidr, block: u32) -> std::path::PathBuf {
+    let base = Ipv4Addr::from(cidr.base);
+    std::env::temp_dir()
+        .join("infera-sim-pod-ips")
+        .join(format!("{base}-{}-{block}.lock", cidr.bits))
+}
+
+/// Lease a block of `cidr` that no other process holds: the first, from a
+/// random start, whose lock file this process can lock. `held` are the
+/// blocks this process leased already. A block leased elsewhere is taken
+/// unlocked only when every block is (or no lock file can be written),
+/// which is how addresses were shared before leases.
+fn lease_block(cidr: Cidr, held: &[u32]) -> Option<(u32, Option<std::fs::File>)> {
+    use rand::Rng;
+    let blocks = cidr.size().div_ceil(BLOCK);
+    let first = rand::rng().random_range(0..blocks);
+    let free: Vec<u32> = (0..blocks)
+        .map(|i| (first + i) % blocks)
+        .filter(|b| !held.contains(b))
+        .collect();
+    let lock = |block: u32| {
+        let path = lock_path(cidr, block);
+        std::fs::create_dir_all(path.parent()?).ok()?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .ok()?;
+        file.try_lock().ok().map(|()| file)
+    };
+    free.iter()
+        .find_map(|&b| lock(b).map(|f| (b, Some(f))))
+        .or_else(|| free.first().map(|&b| (b, None)))
+}
+
+/// The next free address of `pool`'s leased blocks, after its cursor.
+fn take(cidr: Cidr, pool: &mut Pool) -> Option<u32> {
+    let leased: Vec<u32> = pool
+        .leases
+        .iter()
+        .flat_map(|&(b, _)| block_offsets(cidr, b))
+        .collect();
+    for i in 0..leased.len() {
+        let at = (pool.cursor + i) % leased.len();
+        if pool.used.insert(leased[at]) {
+            pool.cursor = at + 1;
+            return Some(leased[at]);
         }
     }
     None
+}
+
+/// The next free address of `cidr` (never the network or broadcast
+/// address), or `None` when every one is taken.
+pub fn allocate(cidr: Cidr) -> Option<PodIp> {
+    let mut pools = pools()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let pool = pools.entry(cidr).or_default();
+    loop {
+        if let Some(offset) = take(cidr, pool) {
+            return Some(PodIp { cidr, offset });
+        }
+        let held: Vec<u32> = pool.leases.iter().map(|&(b, _)| b).collect();
+        pool.leases.push(lease_block(cidr, &held)?);
+    }
 }
 
 /// The paths the worker's readiness port answers 200 on.
@@ -216,6 +285,36 @@ mod tests {
         assert_eq!(set.len(), 6);
         drop(ips);
         assert!(allocate(cidr).is_some());
+    }
+
+    /// A block another process holds (its lock file locked through another
+    /// open file: flock locks belong to the open file, so this stands in
+    /// for a second process) is not leased while a free one is left.
+    #[test]
+    fn blocks_leased_elsewhere_are_skipped() {
+        let cidr = Cidr::parse("127.79.0.0/23").unwrap_or_else(|e| panic!("{e}"));
+        let path = lock_path(cidr, 0);
+        std::fs::create_dir_all(path.parent().unwrap_or_else(|| panic!("no parent")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let other = std::fs::File::create(&path).unwrap_or_else(|e| panic!("{e}"));
+        other.try_lock().unwrap_or_else(|e| panic!("{e}"));
+        for _ in 0..8 {
+            let lease = lease_block(cidr, &[]).unwrap_or_else(|| panic!("no block"));
+            assert_eq!(lease.0, 1, "block 0 is held by another open file");
+            assert!(lease.1.is_some(), "block 1 is leased under its lock");
+        }
+        // With every block held, one is still handed out, unlocked.
+        let held = lease_block(cidr, &[]).unwrap_or_else(|| panic!("no block"));
+        let last = lease_block(cidr, &[held.0]).unwrap_or_else(|| panic!("no block"));
+        assert_eq!((last.0, last.1.is_none()), (0, true));
+    }
+
+    #[test]
+    fn a_pool_leases_another_block_when_its_own_is_full() {
+        let cidr = Cidr::parse("127.80.0.0/23").unwrap_or_else(|e| panic!("{e}"));
+        let ips: Vec<PodIp> = (0..300).filter_map(|_| allocate(cidr)).collect();
+        let set: BTreeSet<Ipv4Addr> = ips.iter().map(PodIp::addr).collect();
+        assert_eq!((ips.len(), set.len()), (300, 300));
     }
 
     /// Each port answers its own paths (the readiness port `/ready`, the
