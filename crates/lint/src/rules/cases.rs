@@ -160,6 +160,8 @@ fn cases() -> Vec<(&'static str, &'static str, String, bool)> {
         ("IR010", "plain Deployment of the infera engine, /ready 5 s", deployment(1, "{}", &engine("readinessProbe: {httpGet: {path: /ready, port: 30090}, timeoutSeconds: 5}")), true),
         // IR011 unresolved-placeholder
         ("IR011", "replicas placeholder", idep("{componentType: worker, replicas: \"${N}\"}"), true),
+        ("IR011", "replicas as a Helm expression", idep("{componentType: worker, replicas: \"{{ .Values.n }}\"}"), true),
+        ("IR011", "hostname as a Helm expression, in a block mapping", "apiVersion: infera.amd.com/v1alpha1\nkind: InferaDeployment\nmetadata:\n  name: t\nspec:\n  services:\n    w:\n      componentType: worker\n      extraPodSpec:\n        nodeSelector:\n          kubernetes.io/hostname: \"{{ .Values.node }}\"\n".to_string(), true),
         ("IR011", "hostname placeholder", idep_pod(&format!("{{nodeSelector: {{kubernetes.io/hostname: <NODE>}}, containers: [{}]}}", engine(""))), true),
         // Block style throughout: the text's only way to a `$` is the escape.
         ("IR011", "placeholder spelled by a double-quoted escape", "apiVersion: infera.amd.com/v1alpha1\nkind: InferaDeployment\nmetadata:\n  name: t\nspec:\n  services:\n    w:\n      componentType: worker\n      replicas: \"\\u0024\\u007bN\\u007d\"\n".to_string(), true),

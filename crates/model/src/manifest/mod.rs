@@ -405,7 +405,7 @@ pub fn parse_document<'a>(
             ),
         ));
     }
-    if let Some(nul) = raw.bytes.iter().position(|&b| b == 0) {
+    if let Some(nul) = memchr::memchr(0, raw.bytes) {
         let line = first_line + raw.bytes[..nul].iter().filter(|&&b| b == b'\n').count();
         return Err(ManifestError::new(
             file,
