@@ -18,7 +18,7 @@ use kube::api::{Api, PostParams};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Posts outstanding at once, in this process (client-go's queue length).
-pub(super) const MAX_QUEUED_EVENTS: usize = 1000;
+const MAX_QUEUED_EVENTS: usize = 1000;
 
 /// Events posted and not yet answered, in this process.
 static OUTSTANDING: AtomicUsize = AtomicUsize::new(0);

@@ -219,21 +219,11 @@ pub(super) fn lint_node(
 /// Placeholders in the fields rules need. `text`, the document's own
 /// source when there is one, lets most documents skip the walk.
 fn collect_placeholders(node: &Node, text: Option<&str>, out: &mut Vec<(manifest::Path, String)>) {
-    if text.is_some_and(|t| !may_hold_placeholder(t.as_bytes())) {
+    if text.is_some_and(|t| !manifest::text_may_hold_placeholder(t)) {
         return;
     }
     let mut path = Vec::new();
     placeholders_under(node, &mut path, 0, out);
-}
-
-/// False when no string of a document with this source text can hold a
-/// placeholder (`${…}`, `{{…}}`, `<…>`, see
-/// [`manifest::has_placeholder`]): it has no `$`, `<` or `{{`, and no
-/// backslash, the only way (a double-quoted escape such as `\u0024`) a
-/// string's value gets a character its source text lacks.
-fn may_hold_placeholder(text: &[u8]) -> bool {
-    memchr::memchr3(b'$', b'<', b'\\', text).is_some()
-        || memchr::memmem::find(text, b"{{").is_some()
 }
 
 /// Keys whose values rules read (a placeholder below one blocks a verdict).

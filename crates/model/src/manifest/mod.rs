@@ -25,7 +25,7 @@ use std::io::Read;
 use std::path::{Path as FsPath, PathBuf};
 
 pub use node::{Key, Node, Path, Seg, Value, path_string};
-pub use typed::{ConvertOutcome, TypedObject, convert, has_placeholder};
+pub use typed::{ConvertOutcome, TypedObject, convert, has_placeholder, text_may_hold_placeholder};
 
 /// Largest file read at all (a larger one is refused with an error, so
 /// memory stays bounded whatever is passed in).

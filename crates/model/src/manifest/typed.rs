@@ -81,6 +81,16 @@ pub fn has_placeholder(s: &str) -> bool {
     false
 }
 
+/// False when no string of a document with this source text can hold a
+/// placeholder ([`has_placeholder`]): it has no `$`, `<` or `{{`, and no
+/// backslash, the only way (a double-quoted escape such as `\u0024`) a
+/// string's value gets a character its source text lacks. Kept beside
+/// [`has_placeholder`]: a new placeholder form must be added to both.
+pub fn text_may_hold_placeholder(text: &str) -> bool {
+    let b = text.as_bytes();
+    memchr::memchr3(b'$', b'<', b'\\', b).is_some() || memchr::memmem::find(b, b"{{").is_some()
+}
+
 /// Fields set aside during conversion, with their raw text.
 pub type SetAside = Vec<(Path, String)>;
 
@@ -267,9 +277,14 @@ mod tests {
             "<PREFILL NODE>",
         ] {
             assert!(has_placeholder(s), "{s}");
+            // The text pre-check never hides a placeholder.
+            assert!(text_may_hold_placeholder(s), "{s}");
         }
         for s in ["a < b", "x>y", "$X", "plain", "<>", "{}"] {
             assert!(!has_placeholder(s), "{s}");
+        }
+        for s in ["plain", "{}", "{a: {b: 1}}", "x>y"] {
+            assert!(!text_may_hold_placeholder(s), "{s}");
         }
     }
 
