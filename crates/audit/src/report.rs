@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -204,6 +204,14 @@ pub struct Report {
     /// them with their target); `None`: the roles' own.
     #[serde(skip)]
     pub chart_services: Option<Vec<Vec<String>>>,
+    /// When the audit's clock started (the first pod list), on this
+    /// process's monotonic clock: steps are `origin + wall_offset`.
+    #[serde(skip)]
+    pub origin: Option<Instant>,
+    /// The requests sent through the serving path (`--traffic`), joined
+    /// with the steps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<super::traffic::TrafficReport>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -356,11 +364,13 @@ fn opt(v: Option<u32>) -> String {
 
 impl Report {
     /// Exit code: 0 complete and every role held the floor; 1 complete but a
-    /// role fell below it; 4 complete, but infera was blind while a role may
+    /// role fell below it, or a request through the serving path failed
+    /// (`--traffic`); 4 complete, but infera was blind while a role may
     /// have fallen (the minimum cannot be established); 3 stalled, aborted,
     /// timed out or reverted; 130 interrupted.
     pub fn exit(&self) -> Exit {
         match self.outcome {
+            Outcome::Complete if self.traffic_failed() => Exit::Findings,
             Outcome::Complete if self.all_held() => Exit::Ok,
             Outcome::Complete if self.any_fell() || !self.synced => Exit::Findings,
             Outcome::Complete => Exit::Unproven,
@@ -369,6 +379,19 @@ impl Report {
             }
             Outcome::Interrupted => Exit::Interrupted,
         }
+    }
+
+    /// Whether a request sent through the serving path failed that the
+    /// prober cannot be blamed for: a gap even when the pod counts held.
+    pub fn traffic_failed(&self) -> bool {
+        self.traffic
+            .as_ref()
+            .is_some_and(super::traffic::TrafficReport::has_failures)
+    }
+
+    /// Reported seconds per wall second.
+    pub fn time_scale(&self) -> f64 {
+        self.timeline.time_scale
     }
 
     /// Whether every role held the floor in both counts at every instant.

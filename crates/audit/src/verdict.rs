@@ -107,6 +107,8 @@ pub(crate) fn report(
         synced,
         samples_csv_error: a.samples_csv_error.clone(),
         chart_services: None,
+        origin: a.origin,
+        traffic: None,
     }
 }
 

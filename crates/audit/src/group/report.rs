@@ -266,6 +266,8 @@ impl ManyReport {
             samples_csv_error: None,
             timeline,
             chart_services: Some(chart_services),
+            origin: first.and_then(|r| r.origin),
+            traffic: None,
         }
     }
 }
