@@ -29,6 +29,15 @@ pub const MAX_TOKENS: u32 = 16;
 const MAX_BODY: usize = 1 << 20;
 
 impl Kind {
+    /// The `n`th request's kind: they alternate, a stream first.
+    pub fn nth(n: u64) -> Kind {
+        if n.is_multiple_of(2) {
+            Kind::Chat
+        } else {
+            Kind::Completion
+        }
+    }
+
     pub fn path(self) -> &'static str {
         match self {
             Kind::Chat => "/v1/chat/completions",

@@ -132,11 +132,7 @@ async fn preflight(
     let mut last = String::from("nothing sent");
     let spacing = Duration::from_secs_f64(1.0 / config.rate);
     for seq in 0..PREFLIGHT_IN_A_ROW * 3 {
-        let kind = if seq % 2 == 0 {
-            Kind::Chat
-        } else {
-            Kind::Completion
-        };
+        let kind = Kind::nth(u64::from(seq));
         let id = format!("infera-{run}-pre{seq}");
         let r = request::send(client, &config.route, kind, model, id, config.deadline).await;
         if r.class == Class::Ok {
@@ -205,7 +201,7 @@ async fn send_loop(
             }
             _ = tick.tick() => {
                 if in_flight.len() >= config.concurrency { not_sent += 1; continue; }
-                let kind = if seq % 2 == 0 { Kind::Chat } else { Kind::Completion };
+                let kind = Kind::nth(seq);
                 let id = format!("infera-{run}-{seq}");
                 seq += 1;
                 let (client, route, model) = (client.clone(), route.clone(), model.clone());
