@@ -106,6 +106,53 @@ pub struct AuditKnobs {
     pub timeline: Vec<PathBuf>,
 }
 
+/// `--traffic`: requests through the serving path, every one accounted for
+/// (docs/traffic.md).
+#[derive(Debug, Clone, Args)]
+pub struct TrafficArgs {
+    /// Send OpenAI-compatible requests (streaming chat completions and
+    /// completions, alternating) through the serving path while this runs
+    /// and account for every one: a request that fails makes the verdict a
+    /// gap (exit 1) even when the pod counts held. The path must answer 5
+    /// requests in a row first, or nothing starts (exit 3).
+    #[arg(long)]
+    pub traffic: bool,
+    /// Requests per second (at most 50).
+    #[arg(
+        long,
+        value_name = "PER_SECOND",
+        default_value_t = 2.0,
+        requires = "traffic"
+    )]
+    pub traffic_rate: f64,
+    /// At most this many requests in flight; a tick that finds them all
+    /// busy sends nothing and is counted.
+    #[arg(long, value_name = "N", default_value_t = 32, requires = "traffic")]
+    pub traffic_concurrency: usize,
+    /// Each request's deadline: past it, it is `hung`.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, requires = "traffic")]
+    pub traffic_deadline: Duration,
+    /// The Service to send to, through the API server's service proxy
+    /// (default: the InferaDeployment's `componentType: server` service).
+    #[arg(
+        long,
+        value_name = "NAME[:PORT]",
+        requires = "traffic",
+        conflicts_with = "traffic_url"
+    )]
+    pub traffic_service: Option<String>,
+    /// A base URL to send to directly (an ingress, a port-forward) instead of
+    /// the API server's proxy; no control probe runs beside it.
+    #[arg(long, value_name = "URL", requires = "traffic")]
+    pub traffic_url: Option<String>,
+    /// The model to ask for (default: the first of `/v1/models`).
+    #[arg(long, value_name = "MODEL", requires = "traffic")]
+    pub traffic_model: Option<String>,
+    /// Write one JSON line per request to FILE.
+    #[arg(long, value_name = "FILE.jsonl", requires = "traffic")]
+    pub traffic_log: Option<PathBuf>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
     Yaml,
@@ -352,6 +399,8 @@ pub struct RolloutArgs {
     #[command(flatten)]
     pub audit: AuditKnobs,
     #[command(flatten)]
+    pub traffic: TrafficArgs,
+    #[command(flatten)]
     pub cluster_args: ClusterArgs,
 }
 
@@ -476,6 +525,8 @@ pub struct AuditArgs {
     #[command(flatten)]
     pub audit: AuditKnobs,
     #[command(flatten)]
+    pub traffic: TrafficArgs,
+    #[command(flatten)]
     pub cluster_args: ClusterArgs,
 }
 
@@ -490,6 +541,10 @@ pub struct DemoArgs {
     /// A surge pod Unschedulable for this long (simulated time) is a stall.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     pub stall_after: Duration,
+    /// Send no requests through the serving path (by default the demo sends
+    /// them and prints their tally, as `--traffic` does).
+    #[arg(long)]
+    pub no_traffic: bool,
     #[command(flatten)]
     pub audit: AuditKnobs,
 }

@@ -16,6 +16,7 @@ pub mod history;
 pub mod html;
 pub mod json;
 pub mod progress;
+pub mod traffic;
 
 use crate::cli::{AuditArgs, DemoArgs, RolloutArgs};
 use infera_audit::exit::Exit;
@@ -48,6 +49,13 @@ fn usage(e: impl std::fmt::Display) -> Exit {
     Exit::Usage
 }
 
+/// `error: …` on stderr; exit 3: the work was refused before it began
+/// (the serving path did not answer).
+fn refused(e: impl std::fmt::Display) -> Exit {
+    eprintln!("error: {e}");
+    Exit::Stalled
+}
+
 /// Print the table and the sentence to stdout and write the output files.
 /// A file that cannot be written is reported on stderr (the evidence on
 /// stdout still stands) and makes the exit 2.
@@ -68,6 +76,7 @@ pub fn finish_outputs_with(
     };
     println!("{}", report.table());
     println!("{}", report.sentence());
+    traffic::print(report);
     if write_all(report, outputs, page) {
         Exit::Usage
     } else {
@@ -153,10 +162,20 @@ pub async fn rollout(args: RolloutArgs, image: Option<String>) -> anyhow::Result
         terminal = Terminal::new(interactive());
         &mut terminal
     };
-    let outcome = match infera_rollout::execute_with(&conn, request, options, out, ctrl_c()).await {
-        Ok(outcome) => outcome,
-        Err(e) => return Ok(usage(e)),
+    let sending = if options.dry_run {
+        None
+    } else {
+        match traffic::start(&args.traffic, &conn, &args.target).await {
+            Ok(t) => t,
+            Err(e) => return Ok(refused(e)),
+        }
     };
+    let mut outcome =
+        match infera_rollout::execute_with(&conn, request, options, out, ctrl_c()).await {
+            Ok(outcome) => outcome,
+            Err(e) => return Ok(usage(e)),
+        };
+    outcome.exit = traffic::finish(sending, outcome.report.as_mut(), outcome.exit).await;
     let page = page_context(Some(&conn), command_line(), outcome.plan.as_ref());
     let report = outcome.report.as_ref();
     if json {
@@ -180,9 +199,15 @@ pub async fn audit(args: AuditArgs) -> anyhow::Result<Exit> {
     outputs.check()?;
     let conn = infera_cluster::connect(&args.cluster_args.options()).await?;
     let status = |line: &str| eprintln!("{} {line}", stamp());
-    let report = infera_audit::audit_target_with(&conn, &options, 1.0, &status, ctrl_c()).await?;
-    print_steps(&report);
+    let sending = match traffic::start(&args.traffic, &conn, &options.target).await {
+        Ok(t) => t,
+        Err(e) => return Ok(refused(e)),
+    };
+    let mut report =
+        infera_audit::audit_target_with(&conn, &options, 1.0, &status, ctrl_c()).await?;
     let exit = report.exit();
+    let exit = traffic::finish(sending, Some(&mut report), exit).await;
+    print_steps(&report);
     let page = page_context(Some(&conn), command_line(), None);
     Ok(finish_outputs_with(Some(&report), &outputs, exit, &page))
 }
@@ -221,6 +246,11 @@ async fn audit_many(
     if !args.role.is_empty() {
         anyhow::bail!(
             "--role applies to one plain Deployment (deploy/NAME), not to several targets"
+        );
+    }
+    if args.traffic.traffic {
+        anyhow::bail!(
+            "--traffic sends through one serving path: audit one target with it (idep/NAME, or deploy/NAME with --traffic-service or --traffic-url)"
         );
     }
     if args.samples.is_some() {

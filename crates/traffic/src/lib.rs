@@ -23,3 +23,46 @@ mod sse;
 pub use request::{Kind, MAX_TOKENS, first_model, send};
 pub use route::{Route, RouteError};
 pub use run::{Config, MAX_RATE, PREFLIGHT_IN_A_ROW, Traffic, TrafficError, start};
+
+use infera_audit::Report;
+use infera_audit::exit::Exit;
+use infera_audit::traffic::{TrafficReport, TrafficRun};
+
+/// Put `run` into `report` (joined with its steps) and give the exit the
+/// run makes: a failed request the prober cannot be blamed for turns a
+/// clean (0) or unproven (4) run into a gap (1); a stall, an abort or an
+/// interruption keeps its own code.
+pub fn attach(run: &TrafficRun, report: &mut Report, exit: Exit) -> Exit {
+    let traffic = TrafficReport::build(run, report);
+    let failed = traffic.has_failures();
+    report.traffic = Some(traffic);
+    match exit {
+        Exit::Ok | Exit::Unproven if failed => Exit::Findings,
+        other => other,
+    }
+}
+
+/// The client requests go out on: the connection's (no retries: a 503 is
+/// an answer to count, not a fault to retry) for the proxy path, a plain
+/// one for a URL.
+pub fn client_for(
+    route: &Route,
+    conn: &infera_cluster::Connection,
+) -> Result<kube::Client, String> {
+    match route {
+        Route::Proxy { .. } => Ok(conn.probe_client.clone()),
+        Route::Url { base } => {
+            let uri: http::Uri = base
+                .parse()
+                .map_err(|_| format!("--traffic-url {base:?} is not a URL"))?;
+            let mut config = kube::Config::new(uri);
+            config.default_retry = false;
+            infera_cluster::trace::client(config).map_err(|e| {
+                format!(
+                    "--traffic-url {base}: {}",
+                    infera_cluster::redact::kube_error(&e)
+                )
+            })
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! `--traffic` at the command line's edge: the route from the flags and the
+//! target, the client started before the work and stopped after it, the
+//! run put into the report, and the tally printed under the pod table.
+
+use kube::api::{Api, DynamicObject};
+
+use crate::cli::TrafficArgs;
+use infera_audit::Report;
+use infera_audit::exit::Exit;
+use infera_cluster::Connection;
+use infera_traffic::{Config, Route, Traffic};
+
+/// The route of `--traffic-url`, `--traffic-service`, or the router
+/// Service of `target` (an `idep/NAME`).
+async fn route(args: &TrafficArgs, conn: &Connection, target: &str) -> Result<Route, String> {
+    if let Some(url) = &args.traffic_url {
+        return Route::url(url).map_err(|e| e.to_string());
+    }
+    if let Some(service) = &args.traffic_service {
+        return Route::service(&conn.namespace, service).map_err(|e| e.to_string());
+    }
+    let unknown = || {
+        infera_traffic::RouteError::Unknown {
+            target: target.into(),
+        }
+        .to_string()
+    };
+    let name = target
+        .strip_prefix("idep/")
+        .or_else(|| target.strip_prefix("inferadeployment/"))
+        .ok_or_else(unknown)?;
+    let resource = infera_cluster::api_resource(&infera_model::api::INFERA_DEPLOYMENT);
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(conn.client.clone(), &conn.namespace, &resource);
+    let idep = api.get(name).await.map_err(|e| {
+        format!(
+            "cannot read {target} for --traffic: {}",
+            infera_cluster::redact::kube_error(&e)
+        )
+    })?;
+    let value = serde_json::to_value(&idep).map_err(|e| e.to_string())?;
+    Route::router_of(&value).map_err(|e| e.to_string())
+}
+
+/// Start sending when `--traffic` is given: `Ok(None)` without it; an
+/// error (said, exit 3 by the caller) when the path does not answer.
+pub async fn start(
+    args: &TrafficArgs,
+    conn: &Connection,
+    target: &str,
+) -> Result<Option<Traffic>, String> {
+    if !args.traffic {
+        return Ok(None);
+    }
+    let route = route(args, conn, target).await?;
+    let client = infera_traffic::client_for(&route, conn)?;
+    let config = Config {
+        route,
+        rate: args.traffic_rate,
+        concurrency: args.traffic_concurrency,
+        deadline: args.traffic_deadline,
+        model: args.traffic_model.clone(),
+        log: args.traffic_log.clone(),
+    };
+    config.check().map_err(|e| e.to_string())?;
+    eprintln!(
+        "traffic: checking {} ({} requests in a row must succeed)…",
+        config.route.describe(),
+        infera_traffic::PREFLIGHT_IN_A_ROW
+    );
+    let traffic = infera_traffic::start(client, config)
+        .await
+        .map_err(|e| e.to_string())?;
+    eprintln!("traffic: sending {}/s", args.traffic_rate);
+    Ok(Some(traffic))
+}
+
+/// Stop sending and put the run into `report`; the exit it makes.
+pub async fn finish(traffic: Option<Traffic>, report: Option<&mut Report>, exit: Exit) -> Exit {
+    let Some(traffic) = traffic else {
+        return exit;
+    };
+    let run = traffic.stop().await;
+    match report {
+        Some(report) => infera_traffic::attach(&run, report, exit),
+        None => exit,
+    }
+}
+
+/// The request table and sentence, under the pod table.
+pub fn print(report: &Report) {
+    let Some(traffic) = &report.traffic else {
+        return;
+    };
+    println!("requests through {}:", traffic.path);
+    println!("{}", traffic.table());
+    println!("requests: {}", traffic.sentence());
+}
