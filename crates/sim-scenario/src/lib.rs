@@ -47,7 +47,7 @@ use serde_json::{Value, json};
 
 use infera_sim_core::faults::FaultConfig;
 
-const BUILTINS: [(&str, &str); 7] = [
+const BUILTINS: [(&str, &str); 8] = [
     ("pd-1p1d", include_str!("scenarios/pd-1p1d.yaml")),
     (
         "pd-1p1d-gitops",
@@ -70,6 +70,10 @@ const BUILTINS: [(&str, &str); 7] = [
         include_str!("scenarios/surge-no-readiness.yaml"),
     ),
     ("drain", include_str!("scenarios/drain.yaml")),
+    (
+        "vllm-short-drain",
+        include_str!("scenarios/vllm-short-drain.yaml"),
+    ),
 ];
 
 /// Errors loading or applying a scenario; each names the file (or built-in).
