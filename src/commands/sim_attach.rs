@@ -56,6 +56,7 @@ pub async fn run(args: SimAttachArgs) -> anyhow::Result<Exit> {
         pod_cidr,
         operator: !args.no_operator,
         taint: !args.no_taint,
+        requests: infera_sim_core::requests::RequestLog::default(),
     };
     let clock = SimClock::new(args.speed);
     let world = match World::start(client.clone(), &scenario, clock.clone(), options).await {

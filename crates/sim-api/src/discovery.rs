@@ -89,6 +89,7 @@ fn resource(k: Kind) -> Value {
     if matches!(
         k,
         Kind::Pod
+            | Kind::Service
             | Kind::Deployment
             | Kind::ReplicaSet
             | Kind::StatefulSet
@@ -160,6 +161,14 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
                 &["create", "delete", "get", "patch", "update"],
             ));
             resources.push(subresource(k, "eviction", "Eviction", &["create"]));
+        }
+        if k == Kind::Service {
+            resources.push(subresource(
+                k,
+                "proxy",
+                "ServiceProxyOptions",
+                &["create", "delete", "get", "patch", "update"],
+            ));
         }
     }
     let gv = if group.is_empty() {

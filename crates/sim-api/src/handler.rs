@@ -102,7 +102,7 @@ async fn resource(
     let table = tables::wants_table(&header_str(&req, header::ACCEPT));
     let content_type = header_str(&req, header::CONTENT_TYPE);
     if rp.subresource.as_deref() == Some("proxy") {
-        return proxy::proxy(shared, &rp).await;
+        return proxy::proxy(shared, &rp, req).await;
     }
     check_subresource(&rp)?;
     if filters::injected_conflict(shared, &method, &req) {

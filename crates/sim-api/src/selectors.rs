@@ -49,6 +49,7 @@ pub fn supported_field(kind: Kind, label: &str) -> bool {
                     | "type"
             ),
             Kind::Deployment
+            | Kind::Service
             | Kind::StatefulSet
             | Kind::InferaDeployment
             | Kind::LeaderWorkerSet

@@ -193,6 +193,15 @@ fn column_specs(kind: Kind) -> &'static [(&'static str, &'static str, u8)] {
             ("Age", "date", 0),
         ],
         Kind::LeaderWorkerSet => &[("Name", "string", 0), ("Age", "string", 0)],
+        Kind::Service => &[
+            ("Name", "string", 0),
+            ("Type", "string", 0),
+            ("Cluster-IP", "string", 0),
+            ("External-IP", "string", 0),
+            ("Port(s)", "string", 0),
+            ("Age", "string", 0),
+            ("Selector", "string", 1),
+        ],
         // pkg/printers/internalversion/printers.go (podDisruptionBudgetColumnDefinitions).
         Kind::PodDisruptionBudget => &[
             ("Name", "string", 0),
@@ -340,6 +349,7 @@ fn cells(kind: Kind, o: &Value) -> Vec<Value> {
             json!(age),
         ],
         Kind::LeaderWorkerSet => vec![json!(name), json!(age)],
+        Kind::Service => service_cells(name, age, o),
         Kind::PodDisruptionBudget => vec![
             json!(name),
             json!(int_or_string_cell(o, "/spec/minAvailable")),
@@ -348,6 +358,44 @@ fn cells(kind: Kind, o: &Value) -> Vec<Value> {
             json!(age),
         ],
     }
+}
+
+/// A Service's row as `printService` prints it (`8000/TCP`, the selector
+/// as `k=v,…`).
+fn service_cells(name: String, age: String, o: &Value) -> Vec<Value> {
+    let ports: Vec<String> = o
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|p| format!("{}/{}", i(p, "/port"), s(p, "/protocol").unwrap_or("TCP")))
+        .collect();
+    let ports = if ports.is_empty() {
+        "<none>".to_string()
+    } else {
+        ports.join(",")
+    };
+    let selector: Vec<String> = o
+        .pointer("/spec/selector")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    let selector = if selector.is_empty() {
+        "<none>".to_string()
+    } else {
+        selector.join(",")
+    };
+    vec![
+        json!(name),
+        json!(s(o, "/spec/type").unwrap_or("ClusterIP")),
+        json!(none(s(o, "/spec/clusterIP"))),
+        json!("<none>"),
+        json!(ports),
+        json!(age),
+        json!(selector),
+    ]
 }
 
 /// An IntOrString as `printPodDisruptionBudget` prints it: `N/A` when unset.

@@ -131,7 +131,7 @@ fn remove_unknown(orig: &mut Value, typed: &Value) {
 /// The k8s-openapi round trip of `obj` as `kind` (`Ok(None)`: not checked).
 fn typed(kind: Kind, obj: &Value) -> Result<Option<Value>, String> {
     use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
-    use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
+    use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod, Service};
     use k8s_openapi::api::policy::v1::PodDisruptionBudget;
     let mut probe = obj.clone();
     if let Some(map) = probe.as_object_mut() {
@@ -141,6 +141,7 @@ fn typed(kind: Kind, obj: &Value) -> Result<Option<Value>, String> {
     match kind {
         Kind::Pod => roundtrip::<Pod>(&probe),
         Kind::Node => roundtrip::<Node>(&probe),
+        Kind::Service => roundtrip::<Service>(&probe),
         Kind::Namespace => roundtrip::<Namespace>(&probe),
         Kind::Event => roundtrip::<Event>(&probe),
         Kind::Deployment => roundtrip::<Deployment>(&probe),

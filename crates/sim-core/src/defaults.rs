@@ -84,6 +84,27 @@ pub fn apply(kind: Kind, obj: &mut Value) {
             }
             template(spec);
         }
+        // pkg/apis/core/v1/defaults.go SetDefaults_Service (no ClusterIP
+        // is allocated: nothing routes to it in the simulator).
+        Kind::Service => {
+            let Some(spec) = child(map, "spec") else {
+                return;
+            };
+            set_default(spec, "type", json!("ClusterIP"));
+            set_default(spec, "sessionAffinity", json!("None"));
+            for port in spec
+                .get_mut("ports")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_object_mut)
+            {
+                set_default(port, "protocol", json!("TCP"));
+                if let Some(p) = port.get("port").cloned() {
+                    set_default(port, "targetPort", p);
+                }
+            }
+        }
         Kind::Namespace => {
             if let Some(status) = child(map, "status") {
                 set_default(status, "phase", json!("Active"));

@@ -9,6 +9,7 @@ pub enum Kind {
     Namespace,
     Node,
     Pod,
+    Service,
     Event,
     Deployment,
     ReplicaSet,
@@ -19,10 +20,11 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Namespace,
         Kind::Node,
         Kind::Pod,
+        Kind::Service,
         Kind::Event,
         Kind::Deployment,
         Kind::ReplicaSet,
@@ -35,7 +37,7 @@ impl Kind {
     /// API group ("" for core).
     pub fn group(self) -> &'static str {
         match self {
-            Kind::Namespace | Kind::Node | Kind::Pod | Kind::Event => "",
+            Kind::Namespace | Kind::Node | Kind::Pod | Kind::Service | Kind::Event => "",
             Kind::Deployment | Kind::ReplicaSet | Kind::StatefulSet => "apps",
             Kind::InferaDeployment => INFERA_DEPLOYMENT.group,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.group,
@@ -45,7 +47,7 @@ impl Kind {
 
     pub fn version(self) -> &'static str {
         match self {
-            Kind::Namespace | Kind::Node | Kind::Pod | Kind::Event => "v1",
+            Kind::Namespace | Kind::Node | Kind::Pod | Kind::Service | Kind::Event => "v1",
             Kind::Deployment | Kind::ReplicaSet | Kind::StatefulSet => "v1",
             Kind::InferaDeployment => INFERA_DEPLOYMENT.version,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.version,
@@ -56,7 +58,7 @@ impl Kind {
     /// `apiVersion` as written in objects (`v1`, `apps/v1`, ...).
     pub fn api_version(self) -> &'static str {
         match self {
-            Kind::Namespace | Kind::Node | Kind::Pod | Kind::Event => "v1",
+            Kind::Namespace | Kind::Node | Kind::Pod | Kind::Service | Kind::Event => "v1",
             Kind::Deployment | Kind::ReplicaSet | Kind::StatefulSet => "apps/v1",
             Kind::InferaDeployment => INFERA_DEPLOYMENT.api_version,
             Kind::LeaderWorkerSet => LEADER_WORKER_SET.api_version,
@@ -69,6 +71,7 @@ impl Kind {
             Kind::Namespace => "Namespace",
             Kind::Node => "Node",
             Kind::Pod => "Pod",
+            Kind::Service => "Service",
             Kind::Event => "Event",
             Kind::Deployment => "Deployment",
             Kind::ReplicaSet => "ReplicaSet",
@@ -84,6 +87,7 @@ impl Kind {
             Kind::Namespace => "namespaces",
             Kind::Node => "nodes",
             Kind::Pod => "pods",
+            Kind::Service => "services",
             Kind::Event => "events",
             Kind::Deployment => "deployments",
             Kind::ReplicaSet => "replicasets",
@@ -99,6 +103,7 @@ impl Kind {
             Kind::Namespace => "namespace",
             Kind::Node => "node",
             Kind::Pod => "pod",
+            Kind::Service => "service",
             Kind::Event => "event",
             Kind::Deployment => "deployment",
             Kind::ReplicaSet => "replicaset",
@@ -114,6 +119,7 @@ impl Kind {
             Kind::Namespace => &["ns"],
             Kind::Node => &["no"],
             Kind::Pod => &["po"],
+            Kind::Service => &["svc"],
             Kind::Event => &["ev"],
             Kind::Deployment => &["deploy"],
             Kind::ReplicaSet => &["rs"],

@@ -5,10 +5,11 @@
 //! [`kind`] the served kinds; [`clock`] the scaled scenario clock and the
 //! cluster's skewed wall clock; [`faults`] the API fault configuration and
 //! its injector; [`json`] wire-form accessors; [`net`] the minimal HTTP GET
-//! to a pod's listener; [`defaults`] API defaulting; [`partition`] the
+//! to a pod's listener and the streaming forwarder to a pod's server; [`defaults`] API defaulting; [`partition`] the
 //! clients' front door and its partitions; [`budget`] the
 //! PodDisruptionBudget arithmetic the Eviction API and the disruption
-//! controller share.
+//! controller share; [`requests`] the ground truth of the requests the
+//! simulated router received.
 
 pub mod budget;
 pub mod clock;
@@ -18,3 +19,4 @@ pub mod json;
 pub mod kind;
 pub mod net;
 pub mod partition;
+pub mod requests;

@@ -1,14 +1,18 @@
-//! The minimal HTTP/1.1 GET the kubelet's prober and the API server's pod
-//! proxy send to a pod's listener (`infera_sim_world::listener`).
+//! HTTP to a pod: the minimal HTTP/1.1 GET the kubelet's prober sends to a
+//! pod's listener (`infera_sim_world::listener`), and [`send`], the
+//! streaming forwarder the API server's proxies and the simulated router
+//! send any request with (hyper's client, one connection per request).
 //!
 //! Upstream each has its own client (k8s.io/kubernetes `pkg/probe/http` for
 //! the prober; k8s.io/apimachinery `pkg/util/proxy` for the API server's
-//! proxy); here both send the same plain GET, so it lives below the API
-//! server and the world and neither depends on the other for it.
+//! proxy); here they live below the API server and the world so neither
+//! depends on the other for them.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -48,6 +52,54 @@ pub async fn http_get(
             format!("GET http://{addr}{path}: no answer within {timeout:?}"),
         )),
     }
+}
+
+/// Why [`send`] got no response head.
+#[derive(Debug)]
+pub enum SendError {
+    /// The TCP connect failed (refused, unreachable, timed out): nothing
+    /// was sent.
+    Connect(std::io::Error),
+    /// Connected, but the exchange failed before a response head arrived.
+    Exchange(hyper::Error),
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendError::Connect(e) => write!(f, "{e}"),
+            SendError::Exchange(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Send `req` (its URI a path) to `addr` over a fresh HTTP/1.1 connection,
+/// the connect bounded by `connect_timeout`; the response's body streams as
+/// it arrives, and ends with an error when the server drops mid-body.
+pub async fn send<B>(
+    addr: SocketAddr,
+    mut req: http::Request<B>,
+    connect_timeout: Duration,
+) -> Result<http::Response<Incoming>, SendError>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let timed_out = || std::io::Error::new(std::io::ErrorKind::TimedOut, "i/o timeout");
+    let stream = tokio::time::timeout(connect_timeout, TcpStream::connect(addr))
+        .await
+        .map_err(|_| timed_out())
+        .and_then(|r| r)
+        .map_err(SendError::Connect)?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(SendError::Exchange)?;
+    tokio::spawn(conn);
+    if let Ok(host) = http::HeaderValue::from_str(&addr.to_string()) {
+        req.headers_mut().insert(http::header::HOST, host);
+    }
+    sender.send_request(req).await.map_err(SendError::Exchange)
 }
 
 fn parse_response(raw: &[u8]) -> std::io::Result<HttpResponse> {

@@ -21,6 +21,9 @@
 //!   barrier: 5                  # prefill: KV transfer to a registered decode
 //!   teardown: 10                # after the readiness port closes (bounded by grace)
 //!   restartBackoff: 10          # crashed container -> restarted
+//!   ttft: 0.2                   # engine: request received -> first token
+//!   tokenRate: 50               # engine: tokens per second after the first
+//!   routerLag: 1                # router: a pod's registration change -> applied
 //! manifests:                    # created at start, in order (inline objects)
 //!   - {apiVersion: v1, kind: Namespace, metadata: {name: llm}}
 //! faults: {errorRate: 0.01}     # API faults, see `infera sim serve --help`
@@ -44,7 +47,7 @@ use serde_json::{Value, json};
 
 use infera_sim_core::faults::FaultConfig;
 
-const BUILTINS: [(&str, &str); 7] = [
+const BUILTINS: [(&str, &str); 8] = [
     ("pd-1p1d", include_str!("scenarios/pd-1p1d.yaml")),
     (
         "pd-1p1d-gitops",
@@ -67,6 +70,10 @@ const BUILTINS: [(&str, &str); 7] = [
         include_str!("scenarios/surge-no-readiness.yaml"),
     ),
     ("drain", include_str!("scenarios/drain.yaml")),
+    (
+        "vllm-short-drain",
+        include_str!("scenarios/vllm-short-drain.yaml"),
+    ),
 ];
 
 /// Errors loading or applying a scenario; each names the file (or built-in).
@@ -121,6 +128,13 @@ pub struct Timings {
     pub barrier: f64,
     pub teardown: f64,
     pub restart_backoff: f64,
+    /// The engine's time to first token.
+    pub ttft: f64,
+    /// The engine's tokens per second after the first.
+    pub token_rate: f64,
+    /// How late the router applies a change of a worker's registration
+    /// (the propagation of its pod watch).
+    pub router_lag: f64,
 }
 
 impl Default for Timings {
@@ -132,6 +146,9 @@ impl Default for Timings {
             barrier: 5.0,
             teardown: 10.0,
             restart_backoff: 10.0,
+            ttft: 0.2,
+            token_rate: 50.0,
+            router_lag: 1.0,
         }
     }
 }

@@ -1,11 +1,13 @@
 //! The simulator's own ground truth: how many pods of each InferaDeployment
 //! service were Ready and routable, at every change, as the store saw it
-//! (no network in between). Tests hold infera's reports against it;
-//! `sim serve --truth FILE` writes it.
+//! (no network in between), and beside it every request the simulated
+//! routers received and how it ended ([`RequestLog`], which the world's
+//! routers write). Tests hold infera's reports against it; `sim serve
+//! --truth FILE` writes it.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use serde::Serialize;
@@ -15,6 +17,7 @@ use infera_model::pod;
 use infera_model::worker::{LABEL_DEPLOYMENT, LABEL_SERVICE};
 
 use infera_sim_core::kind::Kind;
+use infera_sim_core::requests::{RequestLog, now_ms};
 
 use crate::Store;
 
@@ -31,6 +34,7 @@ pub struct TruthPoint {
 #[derive(Debug, Clone, Default)]
 pub struct Truth {
     inner: Arc<Mutex<TruthState>>,
+    requests: RequestLog,
 }
 
 #[derive(Debug, Default)]
@@ -38,15 +42,6 @@ struct TruthState {
     /// pod key → (group, ready, routable)
     pods: BTreeMap<String, (String, bool, bool)>,
     series: BTreeMap<String, Vec<TruthPoint>>,
-}
-
-fn now_ms() -> u64 {
-    ms(SystemTime::now())
-}
-
-fn ms(t: SystemTime) -> u64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl TruthState {
@@ -145,6 +140,12 @@ impl Truth {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The requests the simulated routers received (the world writes them:
+    /// hand it [`RequestLog::clone`] of this).
+    pub fn requests(&self) -> &RequestLog {
+        &self.requests
+    }
+
     /// Every group's series.
     pub fn series(&self) -> BTreeMap<String, Vec<TruthPoint>> {
         self.lock().series.clone()
@@ -188,8 +189,10 @@ impl Truth {
         })
     }
 
-    /// The series as JSON (`{group: [{at_ms, ready, routable}]}`).
+    /// The truth file: `{"pods": {group: [{at_ms, ready, routable}]},
+    /// "requests": [RequestRecord…]}` (`docs/traffic.md`).
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(&self.series()).unwrap_or_default()
+        let file = serde_json::json!({"pods": self.series(), "requests": self.requests.records()});
+        serde_json::to_string_pretty(&file).unwrap_or_default()
     }
 }

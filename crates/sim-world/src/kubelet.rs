@@ -38,8 +38,10 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
-use super::listener::{ENGINE_PATHS, Listener, PodIp, READY_PATHS};
+use super::listener::{Listener, PodIp, READY_PATHS};
 use super::prober::{self, Engine, Probe, Seen};
+use super::router::{self, RouterPlace, RouterSpec};
+use super::serve::ServingPort;
 use super::{Shared, lock, retry, status_code};
 use infera_sim_core::json::str_at;
 
@@ -93,6 +95,14 @@ struct Registration {
     _decode: Option<DecodeCount>,
 }
 
+/// A running router: its port, its registration tasks and the flag that
+/// marks what it drops from then on as cut.
+struct RunningRouter {
+    port: ServingPort,
+    _registrations: router::Registrations,
+    stopping: Arc<std::sync::atomic::AtomicBool>,
+}
+
 /// What one pod's task starts from.
 pub(super) struct PodStart {
     pub shared: Arc<Shared>,
@@ -109,6 +119,8 @@ struct Spec {
     name: String,
     uid: String,
     engine: Option<Engine>,
+    /// The router the pod runs (`infera.server`), if it runs one.
+    router: Option<RouterSpec>,
     readiness: Option<Probe>,
     startup: Option<Probe>,
     idep: (String, String),
@@ -145,6 +157,7 @@ fn spec_of(pod: &Value) -> Spec {
             ns.clone(),
             str_at(pod, "/metadata/labels/infera.amd.com~1deployment").to_string(),
         ),
+        router: router::router_of(pod, &main),
         ns,
         name: str_at(pod, "/metadata/name").to_string(),
         uid: str_at(pod, "/metadata/uid").to_string(),
@@ -210,7 +223,9 @@ struct State {
     restarts: i64,
     registration: Option<Registration>,
     /// The engine's port, open while weights are loaded.
-    engine_port: Option<Listener>,
+    engine_port: Option<ServingPort>,
+    /// A router's port and registrations, open while it runs.
+    router: Option<RunningRouter>,
     barrier_done_at: Option<f64>,
     ready: bool,
     started: bool,
@@ -287,6 +302,18 @@ impl PodTask {
             .ok()
     }
 
+    /// `app` served on `addr`, or `None` (said on stderr) when it cannot be.
+    fn serve(&self, addr: SocketAddr, app: axum::Router) -> Option<ServingPort> {
+        ServingPort::open(addr, app)
+            .inspect_err(|err| {
+                eprintln!(
+                    "infera sim: pod {}/{}: cannot listen on {addr}: {err}",
+                    self.spec.ns, self.spec.name
+                );
+            })
+            .ok()
+    }
+
     /// The engine starts serving once its weights are loaded (unless its
     /// port is the readiness port, which the worker owns).
     fn open_engine_port(&mut self) {
@@ -297,7 +324,36 @@ impl PodTask {
             .ok()
             .filter(|p| *p != e.readiness_port);
         let addr = port.map(|p| SocketAddr::from((self.ip.addr(), p)));
-        self.st.engine_port = addr.and_then(|a| self.listen(a, ENGINE_PATHS));
+        let timings = &self.shared.scenario.timings;
+        let app = super::engine::app(super::engine::EngineConfig {
+            model: e.model.clone(),
+            clock: self.shared.clock.clone(),
+            ttft: timings.ttft,
+            token_rate: timings.token_rate,
+        });
+        self.st.engine_port = addr.and_then(|a| self.serve(a, app));
+    }
+
+    /// A router pod starts serving once its container runs.
+    fn open_router(&mut self) {
+        let Some(spec) = self.spec.router.clone() else {
+            return;
+        };
+        let place = RouterPlace {
+            client: self.shared.client.clone(),
+            namespace: self.spec.ns.clone(),
+            pod: self.spec.name.clone(),
+            clock: self.shared.clock.clone(),
+            lag: self.shared.scenario.timings.router_lag,
+            log: self.shared.options.requests.clone(),
+        };
+        let (app, registrations, stopping) = router::start(place, &spec);
+        let addr = SocketAddr::from((self.ip.addr(), spec.port));
+        self.st.router = self.serve(addr, app).map(|port| RunningRouter {
+            port,
+            _registrations: registrations,
+            stopping,
+        });
     }
 
     /// Post a kubelet event about every container (see `kubelet_events.rs`).
@@ -393,6 +449,7 @@ impl PodTask {
             at: now + self.shared.scenario.timings.restart_backoff,
         };
         self.st.engine_port = None;
+        self.st.router = None;
         self.st.restarts += 1;
         self.st.s_fail = 0;
     }
@@ -414,6 +471,7 @@ impl PodTask {
             }
             self.container_events("Normal", "Created", |_, _| "Container created".into());
             self.container_events("Normal", "Started", |_, _| "Container started".into());
+            self.open_router();
             self.st.next_startup = self.spec.startup.as_ref().map(|p| at + p.initial);
             if self.st.started {
                 self.st.next_probe = self.spec.readiness.as_ref().map(|p| at + p.initial);
@@ -728,26 +786,15 @@ impl PodTask {
             if let Some(sleep) = self.spec.prestop {
                 clock.sleep(secs(sleep.min(self.spec.grace))).await;
             }
-            // The port closes (and a decode leaves the registry).
-            self.st.registration = None;
-            if !self.annotate(None).await {
+            let draining = self.sigterm(deadline);
+            let (_, alive) = tokio::join!(draining, self.stop_serving(deadline));
+            if !alive {
                 return;
             }
-            if self.spec.readiness.is_some() {
-                let now = clock.timestamp();
-                let status = json!({"containerStatuses": self.container_statuses(false, &now),
-                    "conditions": [self.condition("ContainersReady", false, &now), self.condition("Ready", false, &now)]});
-                if self.patch_status(status).await == Wrote::Gone {
-                    return;
-                }
-            }
-            let left = (deadline - self.now()).max(0.0);
-            clock
-                .sleep(secs(self.shared.scenario.timings.teardown.min(left)))
-                .await;
         }
         self.st.registration = None;
         self.st.engine_port = None;
+        self.st.router = None;
         let params = DeleteParams {
             grace_period_seconds: Some(0),
             preconditions: Some(Preconditions {
@@ -758,5 +805,53 @@ impl PodTask {
         };
         let api = self.api();
         let _ = retry(|| api.delete(&self.spec.name, &params)).await;
+    }
+
+    /// SIGTERM to the main container: its server (the engine's port, a
+    /// router's) refuses new connections and finishes what is in flight
+    /// for the engine's drain time (a router: until the grace period
+    /// ends), bounded by what is left of the grace period; then the rest
+    /// is cut. The returned future ends when the server is gone.
+    fn sigterm(&mut self, deadline: f64) -> impl std::future::Future<Output = ()> + use<> {
+        let left = (deadline - self.now()).max(0.0);
+        let engine = self.st.engine_port.take().map(|port| {
+            let drain = self.spec.engine.as_ref().map_or(0.0, |e| e.drain);
+            (port, drain.min(left))
+        });
+        let router = self.st.router.take().map(|r| {
+            r.stopping.store(true, std::sync::atomic::Ordering::Relaxed);
+            (r.port, left)
+        });
+        let clock = self.shared.clock.clone();
+        async move {
+            for (port, drain) in engine.into_iter().chain(router) {
+                port.drain(clock.to_wall(secs(drain))).await;
+            }
+        }
+    }
+
+    /// After SIGTERM: the readiness port closes (and a decode leaves the
+    /// registry), the registration is cleared, the pod turns NotReady
+    /// (with a readiness probe), then the teardown, bounded by the grace
+    /// period; false when the pod is gone.
+    async fn stop_serving(&mut self, deadline: f64) -> bool {
+        let clock = self.shared.clock.clone();
+        self.st.registration = None;
+        if !self.annotate(None).await {
+            return false;
+        }
+        if self.spec.readiness.is_some() {
+            let now = clock.timestamp();
+            let status = json!({"containerStatuses": self.container_statuses(false, &now),
+                "conditions": [self.condition("ContainersReady", false, &now), self.condition("Ready", false, &now)]});
+            if self.patch_status(status).await == Wrote::Gone {
+                return false;
+            }
+        }
+        let left = (deadline - self.now()).max(0.0);
+        clock
+            .sleep(secs(self.shared.scenario.timings.teardown.min(left)))
+            .await;
+        true
     }
 }

@@ -19,6 +19,7 @@
 //! real workloads stay off them; the Deployments the world applies or
 //! renders get the matching toleration ([`toleration`]).
 
+mod engine;
 mod faults;
 mod kubelet_events;
 pub mod listener;
@@ -27,7 +28,9 @@ mod nodes;
 mod operator;
 mod pods;
 mod prober;
+mod router;
 mod selfheal;
+mod serve;
 
 pub mod kubelet;
 
@@ -41,6 +44,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use infera_sim_core::clock::SimClock;
+use infera_sim_core::requests::RequestLog;
 use infera_sim_scenario::Scenario;
 pub use listener::{Cidr, LOOPBACK_POD_CIDR};
 
@@ -82,6 +86,8 @@ pub struct WorldOptions {
     /// Taint the nodes with [`SIMULATED_NODE_LABEL`] (and tolerate it in
     /// what the world applies and renders).
     pub taint: bool,
+    /// Where the simulated routers record every request they receive.
+    pub requests: RequestLog,
 }
 
 impl WorldOptions {
@@ -92,6 +98,7 @@ impl WorldOptions {
             pod_cidr: Cidr::parse(LOOPBACK_POD_CIDR).unwrap_or_else(|_| unreachable!()),
             operator: true,
             taint: false,
+            requests: RequestLog::default(),
         }
     }
 }

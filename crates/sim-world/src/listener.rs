@@ -1,8 +1,7 @@
-//! Real sockets for simulated workers: pod IPs from a CIDR, the listeners
-//! a worker opens — the engine's on `podIP:enginePort` (`GET /health`, once
-//! weights are loaded) and the `/ready` one a registered worker opens on
-//! `podIP:readinessPort`. The prober and the API server's pod proxy reach
-//! them with [`infera_sim_core::net::http_get`].
+//! Real sockets for simulated workers: pod IPs from a CIDR, and the
+//! `/ready` listener a registered worker opens on `podIP:readinessPort`
+//! (the engine's OpenAI server on `podIP:enginePort` is `engine.rs`'s).
+//! The prober reaches them with [`infera_sim_core::net::http_get`].
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -191,9 +190,6 @@ pub fn allocate(cidr: Cidr) -> Option<PodIp> {
 
 /// The paths the worker's readiness port answers 200 on.
 pub const READY_PATHS: &[&str] = &[infera_model::worker::READY_PATH];
-/// The paths the engine (SGLang, vLLM) answers 200 on once its weights are
-/// loaded: its health checks.
-pub const ENGINE_PATHS: &[&str] = &["/health", "/health_generate"];
 
 /// An open port of a worker: `GET` on one of its paths answers 200 (any
 /// other path 404) until dropped, after which connections are refused.
@@ -317,15 +313,11 @@ mod tests {
         assert_eq!((ips.len(), set.len()), (300, 300));
     }
 
-    /// Each port answers its own paths (the readiness port `/ready`, the
-    /// engine port its health checks) and 404 on the other's, then refuses
-    /// once closed.
+    /// The readiness port answers `/ready` and 404 on anything else, then
+    /// refuses once closed.
     #[tokio::test]
     async fn listeners_answer_their_paths_then_refuse() {
-        let cases: [(u16, &[&str], &str, &str); 2] = [
-            (30090, READY_PATHS, "/ready", "/health"),
-            (30000, ENGINE_PATHS, "/health", "/ready"),
-        ];
+        let cases: [(u16, &[&str], &str, &str); 1] = [(30090, READY_PATHS, "/ready", "/health")];
         let cidr = Cidr::parse(LOOPBACK_POD_CIDR).unwrap_or_else(|e| panic!("{e}"));
         let t = Duration::from_secs(2);
         for (port, paths, ok_path, other_path) in cases {

@@ -6,7 +6,8 @@
 //! time; `status.services` (`kind`, `replicas`, `readyReplicas`) and
 //! `status.state` (`pending` until every Deployment completed, then
 //! `ready`), shaped as the InferaDeployment CRD's status schema, through
-//! the status subresource. It renders no LeaderWorkerSets (one created
+//! the status subresource. Beside the Deployments it applies the discovery
+//! RBAC and the Service of every `componentType: server` service. It renders no LeaderWorkerSets (one created
 //! directly is run by `infera_sim_controllers`' LeaderWorkerSet controller).
 
 use std::collections::{BTreeSet, HashMap};
@@ -47,6 +48,8 @@ struct Operator {
     /// InferaDeployment UIDs whose discovery ServiceAccount, Role and
     /// RoleBinding were applied (or are not served by this API server).
     discovery: BTreeSet<String>,
+    /// `uid/generation` of the InferaDeployments whose Services were applied.
+    services: BTreeSet<String>,
     dirty: BTreeSet<Key>,
 }
 
@@ -76,6 +79,7 @@ pub(super) async fn run(shared: Arc<Shared>) {
         deployments: HashMap::new(),
         applied: HashMap::new(),
         discovery: BTreeSet::new(),
+        services: BTreeSet::new(),
         dirty: BTreeSet::new(),
     };
     loop {
@@ -157,9 +161,7 @@ impl Operator {
         }
         infera_sim_core::defaults::apply(Kind::Deployment, &mut obj);
         obj["metadata"]["namespace"] = Value::from(str_at(idep, "/metadata/namespace"));
-        obj["metadata"]["ownerReferences"] = json!([{"apiVersion": INFERA_DEPLOYMENT.api_version, "kind": INFERA_DEPLOYMENT.kind,
-            "name": str_at(idep, "/metadata/name"), "uid": str_at(idep, "/metadata/uid"),
-            "controller": true, "blockOwnerDeletion": true}]);
+        obj["metadata"]["ownerReferences"] = owner_references(idep);
         obj
     }
 
@@ -176,6 +178,7 @@ impl Operator {
         };
         let workloads = infera_model::operator::workload::render(&typed, generation);
         self.ensure_discovery(&idep).await;
+        self.ensure_services(&idep, &typed).await;
         let mut services = serde_json::Map::new();
         let mut all_ready = true;
         for w in workloads {
@@ -274,9 +277,7 @@ impl Operator {
         let Ok(typed) = infera_model::operator::typed(idep.clone()) else {
             return;
         };
-        let owner = json!([{"apiVersion": INFERA_DEPLOYMENT.api_version, "kind": INFERA_DEPLOYMENT.kind,
-            "name": str_at(idep, "/metadata/name"), "uid": uid,
-            "controller": true, "blockOwnerDeletion": true}]);
+        let owner = owner_references(idep);
         let mut done = true;
         for mut obj in infera_model::operator::discovery::discovery_objects(&typed) {
             obj["metadata"]["ownerReferences"] = owner.clone();
@@ -284,6 +285,33 @@ impl Operator {
         }
         if done {
             self.discovery.insert(uid);
+        }
+    }
+
+    /// Apply the Service of every `componentType: server` service
+    /// ([`infera_model::operator::server_services`]), owned by the
+    /// InferaDeployment; once per InferaDeployment and generation.
+    async fn ensure_services(
+        &mut self,
+        idep: &Value,
+        typed: &infera_model::operator::InferaDeployment,
+    ) {
+        let key = format!(
+            "{}/{}",
+            str_at(idep, "/metadata/uid"),
+            i64_at(idep, "/metadata/generation").unwrap_or(0)
+        );
+        if self.services.contains(&key) {
+            return;
+        }
+        let owner = owner_references(idep);
+        let mut done = true;
+        for mut obj in infera_model::operator::server_services(typed) {
+            obj["metadata"]["ownerReferences"] = owner.clone();
+            done &= self.apply_object(obj).await;
+        }
+        if done {
+            self.services.insert(key);
         }
     }
 
@@ -340,6 +368,14 @@ impl Operator {
             Err(_) => {}
         }
     }
+}
+
+/// The controller reference to the InferaDeployment every object the
+/// operator creates carries.
+fn owner_references(idep: &Value) -> Value {
+    json!([{"apiVersion": INFERA_DEPLOYMENT.api_version, "kind": INFERA_DEPLOYMENT.kind,
+        "name": str_at(idep, "/metadata/name"), "uid": str_at(idep, "/metadata/uid"),
+        "controller": true, "blockOwnerDeletion": true}])
 }
 
 fn owner_name(d: &Value) -> String {

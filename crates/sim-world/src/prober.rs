@@ -56,6 +56,9 @@ pub(super) struct Engine {
     pub model: String,
     pub port: i64,
     pub readiness_port: u16,
+    /// Seconds the engine finishes in-flight requests after SIGTERM (the
+    /// catalogue's: the infera engine's `--drain-timeout`).
+    pub drain: f64,
 }
 
 pub(super) fn main_container(pod: &Value) -> Value {
@@ -107,6 +110,10 @@ pub(super) fn engine_of(pod: &Value) -> Option<Engine> {
         model: model.to_string(),
         port,
         readiness_port: pod_facts::readiness_port(&spec),
+        #[allow(clippy::cast_precision_loss)]
+        drain: catalogue::recognize(main)
+            .and_then(|e| e.drain(main))
+            .map_or(0.0, |d| d.seconds as f64),
     })
 }
 
@@ -260,6 +267,7 @@ mod tests {
             model: "m".into(),
             port: 30000,
             readiness_port: 30090,
+            drain: 0.0,
         };
         let path = |p: &str| Some(p.to_string());
         let cases = [

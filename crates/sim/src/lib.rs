@@ -225,7 +225,8 @@ impl RunningSim {
             http::HeaderValue::from_static("embedded"),
         ));
         let client = kube::Client::try_from(config).map_err(|e| SimError::Client(e.to_string()))?;
-        let options = infera_sim_world::WorldOptions::embedded();
+        let mut options = infera_sim_world::WorldOptions::embedded();
+        options.requests = self.truth.requests().clone();
         let handle =
             infera_sim_world::World::start(client, &self.scenario, self.clock.clone(), options)
                 .await?;
@@ -253,7 +254,8 @@ impl RunningSim {
     }
 
     /// The ground truth: every InferaDeployment service's Ready and
-    /// routable counts as the store saw them.
+    /// routable counts as the store saw them, and every request the
+    /// simulated routers received (`truth().requests().records()`).
     pub fn truth(&self) -> &infera_sim_store::truth::Truth {
         &self.truth
     }

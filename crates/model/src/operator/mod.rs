@@ -283,6 +283,30 @@ pub fn operator_labels(idep_name: &str, service: &str) -> BTreeMap<String, Strin
     ])
 }
 
+/// The core v1 Services the operator creates beside the workloads, one per
+/// `componentType: server` service (infera-operator
+/// `internal/controller/builders.go`, `buildServerService`): named
+/// `<idep>-<service>`, labelled and selecting with [`operator_labels`], one
+/// port named `http` on the service's port (8000 by default), targeting
+/// the same port. Wire form, namespace set, no owner.
+pub fn server_services(idep: &InferaDeployment) -> Vec<serde_json::Value> {
+    let name = idep.metadata.name.as_deref().unwrap_or_default();
+    let ns = idep.metadata.namespace.as_deref().unwrap_or_default();
+    idep.spec
+        .services
+        .iter()
+        .filter(|(_, svc)| Component::parse(svc.component_type.as_deref()) == Component::Server)
+        .map(|(svc_name, svc)| {
+            let labels = operator_labels(name, svc_name);
+            let port = service_port(svc, Component::Server);
+            serde_json::json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": format!("{name}-{svc_name}"), "namespace": ns, "labels": labels},
+                "spec": {"selector": labels,
+                    "ports": [{"name": "http", "port": port, "targetPort": port}]}})
+        })
+        .collect()
+}
+
 /// Why a document is not an InferaDeployment [`typed`] can read.
 #[derive(Debug, thiserror::Error)]
 pub enum OperatorError {
