@@ -435,7 +435,13 @@ async fn generate(state: Arc<RouterState>, req: Request<Body>) -> Response<Body>
         stream,
     };
     let resp = route(&state, &asked, &mut ledger).await;
-    with_ids(resp, &asked.id, &ledger.served()).map(|b| relay(b, ledger, asked.stream))
+    let mut resp =
+        with_ids(resp, &asked.id, &ledger.served()).map(|b| relay(b, ledger, asked.stream));
+    // Relayed chunked: with the worker's Content-Length, hyper stops polling
+    // the body once that many bytes are written and never sees its end, so
+    // a complete answer would be logged as left by its client.
+    resp.headers_mut().remove(header::CONTENT_LENGTH);
+    resp
 }
 
 /// A header's text, `""` when absent.
