@@ -24,3 +24,4 @@ mod sim_attach;
 mod sim_controllers;
 mod sim_kube;
 mod sim_kubectl;
+mod traffic;

@@ -435,13 +435,10 @@ async fn generate(state: Arc<RouterState>, req: Request<Body>) -> Response<Body>
         stream,
     };
     let resp = route(&state, &asked, &mut ledger).await;
-    let mut resp =
-        with_ids(resp, &asked.id, &ledger.served()).map(|b| relay(b, ledger, asked.stream));
-    // Relayed chunked: with the worker's Content-Length, hyper stops polling
-    // the body once that many bytes are written and never sees its end, so
-    // a complete answer would be logged as left by its client.
+    let mut resp = with_ids(resp, &asked.id, &ledger.served());
+    // Relayed chunked, so the body is read to its end (and recorded there).
     resp.headers_mut().remove(header::CONTENT_LENGTH);
-    resp
+    resp.map(|b| relay(b, ledger, asked.stream))
 }
 
 /// A header's text, `""` when absent.
@@ -557,7 +554,8 @@ fn relay(body: Body, ledger: Ledger, sse: bool) -> Body {
     let state = Some((upstream, ledger));
     let relayed = futures::stream::unfold(state, move |state| async move {
         let (mut upstream, mut ledger) = state?;
-        match upstream.next().await {
+        let next = upstream.next().await;
+        match next {
             Some(Ok(bytes)) => Some((Ok(bytes), Some((upstream, ledger)))),
             None => {
                 ledger.finish(Outcome::Ok, None);
