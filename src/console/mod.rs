@@ -49,13 +49,6 @@ fn usage(e: impl std::fmt::Display) -> Exit {
     Exit::Usage
 }
 
-/// `error: …` on stderr; exit 3: the work was refused before it began
-/// (the serving path did not answer).
-fn refused(e: impl std::fmt::Display) -> Exit {
-    eprintln!("error: {e}");
-    Exit::Stalled
-}
-
 /// Print the table and the sentence to stdout and write the output files.
 /// A file that cannot be written is reported on stderr (the evidence on
 /// stdout still stands) and makes the exit 2.
@@ -167,7 +160,7 @@ pub async fn rollout(args: RolloutArgs, image: Option<String>) -> anyhow::Result
     } else {
         match traffic::start(&args.traffic, &conn, &args.target).await {
             Ok(t) => t,
-            Err(e) => return Ok(refused(e)),
+            Err(exit) => return Ok(exit),
         }
     };
     let mut outcome =
@@ -201,7 +194,7 @@ pub async fn audit(args: AuditArgs) -> anyhow::Result<Exit> {
     let status = |line: &str| eprintln!("{} {line}", stamp());
     let sending = match traffic::start(&args.traffic, &conn, &options.target).await {
         Ok(t) => t,
-        Err(e) => return Ok(refused(e)),
+        Err(exit) => return Ok(exit),
     };
     let mut report =
         infera_audit::audit_target_with(&conn, &options, 1.0, &status, ctrl_c()).await?;

@@ -8,7 +8,7 @@ use crate::cli::TrafficArgs;
 use infera_audit::Report;
 use infera_audit::exit::Exit;
 use infera_cluster::Connection;
-use infera_traffic::{Config, Route, Traffic};
+use infera_traffic::{Config, Route, Traffic, TrafficError};
 
 /// The route of `--traffic-url`, `--traffic-service`, or the router
 /// Service of `target` (an `idep/NAME`).
@@ -42,18 +42,27 @@ async fn route(args: &TrafficArgs, conn: &Connection, target: &str) -> Result<Ro
     Route::router_of(&value).map_err(|e| e.to_string())
 }
 
-/// Start sending when `--traffic` is given: `Ok(None)` without it; an
-/// error (said, exit 3 by the caller) when the path does not answer.
+/// `error: …` on stderr; `exit`.
+fn said(exit: Exit, e: impl std::fmt::Display) -> Exit {
+    eprintln!("error: {e}");
+    exit
+}
+
+/// Start sending when `--traffic` is given: `Ok(None)` without it. An
+/// error is said on stderr with its exit: 2 for the flags or the target,
+/// 3 when the serving path does not answer (nothing was started).
 pub async fn start(
     args: &TrafficArgs,
     conn: &Connection,
     target: &str,
-) -> Result<Option<Traffic>, String> {
+) -> Result<Option<Traffic>, Exit> {
     if !args.traffic {
         return Ok(None);
     }
-    let route = route(args, conn, target).await?;
-    let client = infera_traffic::client_for(&route, conn)?;
+    let route = route(args, conn, target)
+        .await
+        .map_err(|e| said(Exit::Usage, e))?;
+    let client = infera_traffic::client_for(&route, conn).map_err(|e| said(Exit::Usage, e))?;
     let config = Config {
         route,
         rate: args.traffic_rate,
@@ -62,15 +71,26 @@ pub async fn start(
         model: args.traffic_model.clone(),
         log: args.traffic_log.clone(),
     };
-    config.check().map_err(|e| e.to_string())?;
+    config.check().map_err(|e| said(Exit::Usage, e))?;
     eprintln!(
         "traffic: checking {} ({} requests in a row must succeed)…",
         config.route.describe(),
         infera_traffic::PREFLIGHT_IN_A_ROW
     );
-    let traffic = infera_traffic::start(client, config)
-        .await
-        .map_err(|e| e.to_string())?;
+    let traffic = infera_traffic::start(client, config).await.map_err(|e| {
+        let not_serving = matches!(
+            e,
+            TrafficError::NotServing { .. } | TrafficError::Models { .. }
+        );
+        said(
+            if not_serving {
+                Exit::Stalled
+            } else {
+                Exit::Usage
+            },
+            e,
+        )
+    })?;
     eprintln!("traffic: sending {}/s", args.traffic_rate);
     Ok(Some(traffic))
 }

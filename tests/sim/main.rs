@@ -25,3 +25,4 @@ mod sim_controllers;
 mod sim_kube;
 mod sim_kubectl;
 mod traffic;
+mod traffic_proof;

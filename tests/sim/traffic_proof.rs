@@ -1,0 +1,230 @@
+//! `--traffic` against the simulator's ground truth: `infera rollout
+//! --traffic` and `infera audit --traffic` (the binary, over real HTTP and
+//! the simulated API server's service proxy) account for every request,
+//! and their counts per class equal what the simulated router recorded: no
+//! failure missed, none invented. Pod counts hold in `vllm-short-drain`;
+//! only the requests show its cut streams.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use infera_sim_core::requests::{Outcome, RequestRecord};
+use serde_json::Value;
+
+use crate::common::process::infera;
+use crate::common::sim::{Sim, options};
+
+/// The requests `--traffic-log` wrote, one JSON object a line.
+fn client_log(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+/// The truth outcome a client class must match (`None`: the router never
+/// received it).
+fn expected(record: &Value) -> Option<(Outcome, Option<u16>)> {
+    let status = record["status"]
+        .as_u64()
+        .and_then(|s| u16::try_from(s).ok());
+    match record["class"].as_str() {
+        Some("ok") => Some((Outcome::Ok, None)),
+        Some("error-event") => Some((Outcome::ErrorEvent, None)),
+        Some("cut") => Some((Outcome::Cut, None)),
+        Some("status") => Some((Outcome::Status, status)),
+        Some("hung") => Some((Outcome::ClientGone, None)),
+        _ => None,
+    }
+}
+
+/// Every request the client logged matches the router's record of it, and
+/// every request of this run the router recorded is in the client's log.
+/// Returns the client's counts per class.
+fn matches_truth(log: &[Value], truth: &[RequestRecord]) -> BTreeMap<String, u64> {
+    let by_id: BTreeMap<&str, &RequestRecord> = truth.iter().map(|r| (r.id.as_str(), r)).collect();
+    let mut counts = BTreeMap::new();
+    for r in log {
+        let id = r["id"].as_str().unwrap_or_default();
+        let want = expected(r);
+        let got = by_id.get(id).map(|t| (t.outcome, t.code));
+        assert_eq!(
+            got,
+            want,
+            "request {id}: client {r}, router {:?}",
+            by_id.get(id)
+        );
+        *counts
+            .entry(r["class"].as_str().unwrap_or_default().to_string())
+            .or_insert(0) += 1;
+    }
+    let logged: Vec<&str> = log.iter().filter_map(|r| r["id"].as_str()).collect();
+    let run = logged
+        .first()
+        .and_then(|id| id.rsplit_once('-'))
+        .map(|(p, _)| format!("{p}-"));
+    for t in truth {
+        let ours = run
+            .as_ref()
+            .is_some_and(|p| t.id.starts_with(p.as_str()) && !t.id.contains("-pre"));
+        assert!(
+            !ours || logged.contains(&t.id.as_str()),
+            "the router served {t:?}, the client never logged it"
+        );
+    }
+    counts
+}
+
+/// `infera ARGS` against `sim`; (exit code, stdout).
+async fn run(sim: &Sim, args: Vec<String>) -> (i32, String) {
+    let kubeconfig = sim.kubeconfig().display().to_string();
+    let out = tokio::task::spawn_blocking(move || {
+        let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+        all.extend(["--kubeconfig", &kubeconfig, "-n", "llm"]);
+        infera(&all).output()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+    .unwrap_or_else(|e| panic!("infera: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    (
+        out.status.code().unwrap_or(-1),
+        format!("{stdout}\n--- stderr\n{stderr}"),
+    )
+}
+
+/// `infera rollout restart idep/llama --traffic` on `sim` at `rate`; the
+/// exit, the output, the client's log and the report's `traffic`.
+async fn roll(sim: &Sim, rate: &str) -> (i32, String, Vec<Value>, Value) {
+    let log = sim.path("traffic.jsonl");
+    let report = sim.path("report.json");
+    let args = [
+        "rollout",
+        "restart",
+        "idep/llama",
+        "--yes",
+        "--traffic",
+        "--traffic-rate",
+        rate,
+    ];
+    let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    args.extend(["--traffic-log".into(), log.display().to_string()]);
+    args.extend(["--report".into(), report.display().to_string()]);
+    let (code, out) = run(sim, args).await;
+    let json: Value = std::fs::read_to_string(&report)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| panic!("no report: {out}"));
+    (code, out, client_log(&log), json["traffic"].clone())
+}
+
+/// The failures the report counts against the roll, by label.
+fn failed(traffic: &Value) -> u64 {
+    traffic["failed"]
+        .as_object()
+        .map_or(0, |m| m.values().filter_map(Value::as_u64).sum())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_drain_cuts_streams_the_pod_counts_never_show() {
+    let sim = Sim::start("vllm-short-drain", 5.0).await;
+    let (code, out, log, traffic) = roll(&sim, "10").await;
+    let counts = matches_truth(&log, &sim.truth().requests().records());
+    let bad =
+        counts.get("error-event").copied().unwrap_or(0) + counts.get("cut").copied().unwrap_or(0);
+    assert!(bad > 0, "no stream was cut: {counts:?}\n{out}");
+    assert!(
+        out.contains("never fewer than 1 Ready and 1 routable pod per role"),
+        "{out}"
+    );
+    assert_eq!(failed(&traffic), bad, "{traffic}");
+    assert_eq!(
+        traffic["sent"].as_u64(),
+        Some(log.len() as u64),
+        "{traffic}"
+    );
+    let sentence = format!("requests: {bad} of {} requests failed:", log.len());
+    assert!(out.contains(&sentence), "{sentence:?} in\n{out}");
+    assert!(
+        out.contains("old-terminating llama-worker-"),
+        "the cause names the deleted pod:\n{out}"
+    );
+    assert_eq!(code, 1, "{out}");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_drain_long_enough_no_request_fails() {
+    let mut opts = options("vllm-short-drain", 5.0);
+    let text = serde_json::to_string(&opts.scenario.manifests).unwrap_or_default();
+    let fixed = text.replace(r#""--drain-timeout","0""#, r#""--drain-timeout","30""#);
+    assert_ne!(text, fixed, "the scenario's drain flag moved");
+    opts.scenario.manifests = serde_json::from_str(&fixed).unwrap_or_else(|e| panic!("{e}"));
+    let sim = Sim::with(opts).await;
+    let (code, out, log, traffic) = roll(&sim, "10").await;
+    let counts = matches_truth(&log, &sim.truth().requests().records());
+    assert_eq!(counts.keys().collect::<Vec<_>>(), ["ok"], "{out}");
+    assert_eq!((failed(&traffic), code), (0, 0), "{out}");
+    assert!(
+        out.contains(&format!("requests: all {} requests succeeded", log.len())),
+        "{out}"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_safe_pd_fleet_serves_every_request() {
+    let sim = Sim::start("pd-1p1d", 50.0).await;
+    let (code, out, log, traffic) = roll(&sim, "10").await;
+    let counts = matches_truth(&log, &sim.truth().requests().records());
+    assert_eq!(counts.keys().collect::<Vec<_>>(), ["ok"], "{out}");
+    assert!(log.len() >= 10, "{out}");
+    // Every request went through a prefill and a decode.
+    assert!(
+        log.iter()
+            .all(|r| r["servedBy"].as_array().map(Vec::len) == Some(2)),
+        "{log:?}"
+    );
+    assert_eq!((failed(&traffic), code), (0, 0), "{out}");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_that_does_not_serve_refuses_to_start_the_roll() {
+    let sim = Sim::start("vllm-short-drain", 5.0).await;
+    let args = [
+        "rollout",
+        "restart",
+        "idep/llama",
+        "--yes",
+        "--traffic",
+        "--traffic-service",
+        "nope:8000",
+    ];
+    let (code, out) = run(&sim, args.iter().map(|s| s.to_string()).collect()).await;
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains("did not answer") || out.contains("cannot list the models"),
+        "{out}"
+    );
+    assert!(!out.contains("trigger applied"), "the roll started: {out}");
+    let (code, out) = run(
+        &sim,
+        [
+            "audit",
+            "idep/llama",
+            "--for",
+            "1s",
+            "--traffic",
+            "--traffic-rate",
+            "51",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+    )
+    .await;
+    assert_eq!(code, 2, "{out}");
+    sim.shutdown().await;
+}
