@@ -115,7 +115,13 @@ pub struct Options {
     pub stall_after: Duration,
     pub sample_interval: Duration,
     pub min_ready: u32,
+    /// Send requests through the router while rolling (`--no-traffic`
+    /// turns it off), at [`DEMO_RATE`].
+    pub traffic: bool,
 }
+
+/// Requests per second the demo sends through the router.
+pub const DEMO_RATE: f64 = 5.0;
 
 /// Errors of `infera demo` (all exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -140,6 +146,8 @@ pub enum DemoError {
     Drain(#[from] infera_rollout::drain::DrainError),
     #[error(transparent)]
     Audit(#[from] infera_audit::AuditCommandError),
+    #[error("{0}")]
+    Traffic(String),
 }
 
 /// How the demo went: the scenario's name and the rollout's outcome.
@@ -213,8 +221,53 @@ async fn roll(
     out.note(&format!(
         "$ infera rollout restart {target} --force   # against the simulator, over HTTP"
     ));
+    let traffic = start_traffic(&conn, &target, opts, out).await?;
     let request = Request::restart(target);
-    Ok(execute_with(&conn, request, options, out, interrupt).await?)
+    let mut outcome = execute_with(&conn, request, options, out, interrupt).await?;
+    if let Some(traffic) = traffic {
+        let run = traffic.stop().await;
+        if let Some(report) = outcome.report.as_mut() {
+            outcome.exit = infera_traffic::attach(&run, report, outcome.exit);
+        }
+    }
+    Ok(outcome)
+}
+
+/// Requests through the InferaDeployment's router while it rolls (none for
+/// a plain Deployment: it has no router to send through, said so).
+async fn start_traffic(
+    conn: &infera_cluster::Connection,
+    target: &Target,
+    opts: &Options,
+    out: &mut dyn Reporter,
+) -> Result<Option<infera_traffic::Traffic>, DemoError> {
+    if !opts.traffic {
+        return Ok(None);
+    }
+    if target.kind != TargetKind::InferaDeployment {
+        out.note("traffic: not sent (a plain Deployment has no router Service to send through)");
+        return Ok(None);
+    }
+    let route = infera_traffic::route::of_inferadeployment(conn, &target.name)
+        .await
+        .map_err(DemoError::Traffic)?;
+    let client = infera_traffic::client_for(&route, conn).map_err(DemoError::Traffic)?;
+    out.note(&format!(
+        "traffic: {DEMO_RATE} requests/s through {} (streaming chat and completions; --no-traffic sends none)",
+        route.describe()
+    ));
+    let config = infera_traffic::Config {
+        route,
+        rate: DEMO_RATE,
+        concurrency: 32,
+        deadline: Duration::from_secs(30),
+        model: None,
+        log: None,
+    };
+    infera_traffic::start(client, config)
+        .await
+        .map(Some)
+        .map_err(|e| DemoError::Traffic(e.to_string()))
 }
 
 /// The node of the scenario's (only) decode pod that is not terminating.

@@ -85,6 +85,7 @@ impl From<&DemoArgs> for crate::demo::Options {
             stall_after: args.stall_after,
             sample_interval: args.audit.sample_interval,
             min_ready: args.audit.min_ready,
+            traffic: !args.no_traffic,
         }
     }
 }

@@ -2,8 +2,6 @@
 //! target, the client started before the work and stopped after it, the
 //! run put into the report, and the tally printed under the pod table.
 
-use kube::api::{Api, DynamicObject};
-
 use crate::cli::TrafficArgs;
 use infera_audit::Report;
 use infera_audit::exit::Exit;
@@ -29,17 +27,7 @@ async fn route(args: &TrafficArgs, conn: &Connection, target: &str) -> Result<Ro
         .strip_prefix("idep/")
         .or_else(|| target.strip_prefix("inferadeployment/"))
         .ok_or_else(unknown)?;
-    let resource = infera_cluster::api_resource(&infera_model::api::INFERA_DEPLOYMENT);
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(conn.client.clone(), &conn.namespace, &resource);
-    let idep = api.get(name).await.map_err(|e| {
-        format!(
-            "cannot read {target} for --traffic: {}",
-            infera_cluster::redact::kube_error(&e)
-        )
-    })?;
-    let value = serde_json::to_value(&idep).map_err(|e| e.to_string())?;
-    Route::router_of(&value).map_err(|e| e.to_string())
+    infera_traffic::route::of_inferadeployment(conn, name).await
 }
 
 /// `error: …` on stderr; `exit`.

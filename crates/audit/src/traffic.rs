@@ -89,6 +89,17 @@ impl RequestRecord {
         }
     }
 
+    /// The label as a sentence says it: `cut mid-answer`, `answered HTTP 503`.
+    pub fn phrase(label: &str) -> String {
+        match label {
+            "cut" => "cut mid-answer".into(),
+            "error-event" => "ended in an error event inside a 200".into(),
+            "refused" => "refused before an answer".into(),
+            "hung" => "hung past the deadline".into(),
+            other => format!("answered {other}"),
+        }
+    }
+
     fn failed(&self) -> bool {
         self.class != Class::Ok
     }
@@ -328,11 +339,15 @@ impl TrafficReport {
                     Some(at) => format!(
                         "{} {} after {} at +{}",
                         c.count,
-                        c.label,
+                        RequestRecord::phrase(&c.label),
                         c.step,
                         format_seconds(at)
                     ),
-                    None => format!("{} {} before any step", c.count, c.label),
+                    None => format!(
+                        "{} {} before any step",
+                        c.count,
+                        RequestRecord::phrase(&c.label)
+                    ),
                 })
                 .collect();
             format!(
@@ -350,7 +365,7 @@ impl TrafficReport {
             )
         };
         if let (Some(p50), Some(p99)) = (t.ttft_p50_ms, t.ttft_p99_ms) {
-            let _ = write!(out, " (TTFT p50 {p50} ms, p99 {p99} ms)");
+            let _ = write!(out, " (TTFT p50 {p50} ms, p99 {p99} ms, wall clock)");
         }
         if t.unattributed > 0 {
             let _ = write!(
@@ -370,8 +385,8 @@ impl TrafficReport {
             "succeeded",
             "failed",
             "unattributed",
-            "TTFT p50 / p99",
-            "longest failure run",
+            "TTFT p50 / p99 (wall)",
+            "longest failure run (wall)",
         ]);
         for span in &self.legs {
             let t = &span.tally;

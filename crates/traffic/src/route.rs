@@ -141,6 +141,26 @@ impl Route {
     }
 }
 
+/// The router's Service of the InferaDeployment `name` in the connection's
+/// namespace, read through the API ([`Route::router_of`]).
+pub async fn of_inferadeployment(
+    conn: &infera_cluster::Connection,
+    name: &str,
+) -> Result<Route, String> {
+    use kube::api::{Api, DynamicObject};
+    let resource = infera_cluster::api_resource(&infera_model::api::INFERA_DEPLOYMENT);
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(conn.client.clone(), &conn.namespace, &resource);
+    let idep = api.get(name).await.map_err(|e| {
+        format!(
+            "cannot read idep/{name} for --traffic: {}",
+            infera_cluster::redact::kube_error(&e)
+        )
+    })?;
+    let value = serde_json::to_value(&idep).map_err(|e| e.to_string())?;
+    Route::router_of(&value).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

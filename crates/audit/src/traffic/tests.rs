@@ -128,8 +128,8 @@ fn failures_sit_beside_the_deletion_of_the_pod_that_served_them() {
     assert_eq!(t.causes[0].step_elapsed_s, Some(20.0));
     assert_eq!(
         t.sentence(),
-        "2 of 5 requests failed: 2 cut after w old-deleting w-old at +20s \
-         (TTFT p50 25 ms, p99 25 ms)"
+        "2 of 5 requests failed: 2 cut mid-answer after w old-deleting w-old at +20s \
+         (TTFT p50 25 ms, p99 25 ms, wall clock)"
     );
     let steps: Vec<(&str, u64)> = t
         .steps
@@ -161,7 +161,7 @@ fn all_succeeded_says_so_and_keeps_the_exit() {
     let t = TrafficReport::build(&run, &report);
     assert_eq!(
         t.sentence(),
-        "all 1 requests succeeded (TTFT p50 25 ms, p99 25 ms)"
+        "all 1 requests succeeded (TTFT p50 25 ms, p99 25 ms, wall clock)"
     );
     let exit = report.exit();
     let mut with = report;
