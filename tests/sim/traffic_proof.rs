@@ -228,3 +228,74 @@ async fn a_path_that_does_not_serve_refuses_to_start_the_roll() {
     assert_eq!(code, 2, "{out}");
     sim.shutdown().await;
 }
+
+/// A cut between infera and the API server in the middle of a safe roll:
+/// the requests sent into it fail, and so does the control probe, so every
+/// one of them is unattributed; none is counted against the roll, and the
+/// requests' verdict stays clean (the pod-count proof is bounded as the
+/// partition tests check).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_while_the_control_probe_fails_are_never_the_rolls() {
+    use infera_sim_core::partition::PartitionKind;
+    use std::time::Duration;
+    let sim = Sim::start("pd-1p1d", 20.0).await;
+    let conn = sim.connect().await;
+    let route = infera_traffic::route::of_inferadeployment(&conn, "llama")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let config = infera_traffic::Config {
+        route,
+        rate: 10.0,
+        concurrency: 32,
+        deadline: Duration::from_secs(5),
+        model: None,
+        log: None,
+    };
+    let traffic = infera_traffic::start(conn.probe_client.clone(), config)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let target = "idep/llama".parse().unwrap_or_else(|e| panic!("{e}"));
+    let roll = infera_rollout::execute(
+        &conn,
+        infera_rollout::Request::restart(target),
+        infera_rollout::Options::unattended(20.0),
+        std::future::pending(),
+    );
+    let cut = async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        sim.partition(PartitionKind::Cut, Duration::from_secs(4));
+    };
+    let (outcome, ()) = tokio::join!(roll, cut);
+    let mut outcome = outcome.unwrap_or_else(|e| panic!("{e}"));
+    let run = traffic.stop().await;
+    let report = outcome
+        .report
+        .as_mut()
+        .unwrap_or_else(|| panic!("no report"));
+    let exit = infera_traffic::attach(&run, report, outcome.exit);
+    let t = report
+        .traffic
+        .as_ref()
+        .unwrap_or_else(|| panic!("no traffic"));
+    assert!(!t.blind.is_empty(), "the control probe never failed: {t:?}");
+    assert!(
+        t.total.unattributed > 0,
+        "no request failed in the cut: {t:?}"
+    );
+    assert_eq!(t.total.failures(), 0, "a blind failure was counted: {t:?}");
+    assert!(t.sentence().contains("unattributed"), "{}", t.sentence());
+    assert!(
+        !t.sentence().contains("requests failed"),
+        "{}",
+        t.sentence()
+    );
+    assert_eq!(exit, outcome.exit, "the requests changed the verdict");
+    for r in run
+        .records
+        .iter()
+        .filter(|r| r.class != infera_audit::traffic::Class::Ok)
+    {
+        assert!(r.unattributed, "failed outside every blind interval: {r:?}");
+    }
+    sim.shutdown().await;
+}
