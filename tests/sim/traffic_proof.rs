@@ -299,3 +299,52 @@ async fn failures_while_the_control_probe_fails_are_never_the_rolls() {
     }
     sim.shutdown().await;
 }
+
+/// `infera audit --traffic` while someone else restarts the worker: the
+/// same accounting as the rollout's, against the same truth.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_audit_accounts_for_the_requests_of_someone_elses_roll() {
+    use infera_sim_core::kind::Kind;
+    use std::time::Duration;
+    let sim = Sim::start("vllm-short-drain", 5.0).await;
+    let log = sim.path("audit.jsonl");
+    let report = sim.path("audit.json");
+    let args = [
+        "audit",
+        "idep/llama",
+        "--until-complete",
+        "--traffic",
+        "--traffic-rate",
+        "10",
+        "--traffic-log",
+        &log.display().to_string(),
+        "--report",
+        &report.display().to_string(),
+    ]
+    .map(str::to_string)
+    .to_vec();
+    let restart = async {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        sim.store()
+            .mutate(Kind::InferaDeployment, Some("llm"), "llama", |idep| {
+                idep["spec"]["services"]["worker"]["podLabels"]["restarted"] = "now".into();
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+    };
+    let ((code, out), ()) = tokio::join!(run(&sim, args), restart);
+    let log = client_log(&log);
+    let counts = matches_truth(&log, &sim.truth().requests().records());
+    let bad: u64 = counts
+        .iter()
+        .filter(|(k, _)| k.as_str() != "ok")
+        .map(|(_, v)| v)
+        .sum();
+    let json: Value = std::fs::read_to_string(&report)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| panic!("no report: {out}"));
+    assert_eq!(failed(&json["traffic"]), bad, "{out}");
+    assert!(bad > 0, "no stream was cut: {counts:?}\n{out}");
+    assert_eq!(code, 1, "{out}");
+    sim.shutdown().await;
+}
