@@ -367,6 +367,13 @@ impl TrafficReport {
         if let (Some(p50), Some(p99)) = (t.ttft_p50_ms, t.ttft_p99_ms) {
             let _ = write!(out, " (TTFT p50 {p50} ms, p99 {p99} ms, wall clock)");
         }
+        if self.not_sent > 0 {
+            let _ = write!(
+                out,
+                "; {} more were not sent: the concurrency limit was reached",
+                self.not_sent
+            );
+        }
         if t.unattributed > 0 {
             let _ = write!(
                 out,

@@ -158,11 +158,18 @@ fn all_succeeded_says_so_and_keeps_the_exit() {
         records: vec![record(0, t0, 0, 100, Class::Ok)],
         ..TrafficRun::default()
     };
-    let t = TrafficReport::build(&run, &report);
+    let mut t = TrafficReport::build(&run, &report);
     assert_eq!(
         t.sentence(),
         "all 1 requests succeeded (TTFT p50 25 ms, p99 25 ms, wall clock)"
     );
+    t.not_sent = 3;
+    let said = t.sentence();
+    assert!(
+        said.ends_with("; 3 more were not sent: the concurrency limit was reached"),
+        "{said}"
+    );
+    t.not_sent = 0;
     let exit = report.exit();
     let mut with = report;
     with.traffic = Some(t);
