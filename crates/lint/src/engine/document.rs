@@ -154,8 +154,9 @@ pub(super) fn lint_node(
     match manifest::convert(node) {
         ConvertOutcome::Other => {
             r.skipped += 1;
-            if let Some(k) = skipped_kind(node) {
-                merge_skipped_kinds(&mut r.skipped_kinds, &[k]);
+            match skipped_kind(node) {
+                Some(k) => merge_skipped_kinds(&mut r.skipped_kinds, &[k]),
+                None => r.silent += 1,
             }
         }
         ConvertOutcome::Invalid { path, message } => {

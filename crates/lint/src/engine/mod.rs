@@ -11,7 +11,9 @@
 //! One file a concern, the data flowing one way: `walk` (paths → units)
 //! and `rendered` (charts and overlays) hand each source to `context` (its
 //! peers) and `document` (its objects, their place, the rules); `live` lints
-//! live objects through the same; `capacity` and `summary` are read by all.
+//! live objects through the same; `capacity` and `summary` are read by all;
+//! `unread` decides what an object lint does not analyse becomes (silent,
+//! only for kinds that run nothing, else named).
 
 mod capacity;
 mod context;
@@ -19,6 +21,7 @@ mod document;
 pub mod live;
 mod rendered;
 pub mod summary;
+pub mod unread;
 mod walk;
 
 pub use super::finding::RuleMeta;
@@ -72,6 +75,7 @@ struct FileResult {
     documents: usize,
     objects: usize,
     skipped: usize,
+    silent: usize,
     skipped_kinds: Vec<SkippedKind>,
     source: Option<(String, SourceLines)>,
 }
@@ -135,7 +139,9 @@ pub struct FileOutcome {
     pub documents: usize,
     pub objects: usize,
     pub skipped: usize,
-    /// Skipped kinds that carry pods, with the reason.
+    /// Of `skipped`, objects of kinds that run nothing (said nowhere).
+    pub silent: usize,
+    /// Skipped kinds named, with their group and the reason.
     pub skipped_kinds: Vec<SkippedKind>,
     /// Charts and overlays not rendered.
     pub skipped_inputs: Vec<SkippedInput>,
@@ -153,6 +159,7 @@ fn outcome(file: String, r: FileResult, sources: SourceLines) -> FileOutcome {
         documents: r.documents,
         objects: r.objects,
         skipped: r.skipped,
+        silent: r.silent,
         skipped_kinds: r.skipped_kinds,
         skipped_inputs: Vec::new(),
         sources,
@@ -203,6 +210,7 @@ fn merge(outcome: &mut LintOutcome, r: FileResult) {
     outcome.summary.documents += r.documents;
     outcome.summary.objects += r.objects;
     outcome.summary.skipped += r.skipped;
+    outcome.summary.silent += r.silent;
     merge_skipped_kinds(&mut outcome.summary.skipped_kinds, &r.skipped_kinds);
     outcome.findings.extend(r.findings);
     outcome.input_errors.extend(r.errors);
