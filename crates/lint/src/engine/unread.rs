@@ -205,3 +205,121 @@ fn is_container(v: &Node) -> bool {
     v.get("image").is_some()
         || (v.get("name").is_some() && (v.get("command").is_some() || v.get("args").is_some()))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::lint_source;
+    use crate::engine::summary::SkipStatus;
+    use crate::options::LintOptions;
+
+    /// How one object ended.
+    #[derive(Debug, PartialEq)]
+    enum End {
+        Linted,
+        Silent,
+        /// `Kind (group)`, the status, a fact that must be among `found`.
+        Named(&'static str, SkipStatus, &'static str),
+    }
+
+    fn end(yaml: &str) -> End {
+        let out = lint_source("t.yaml", yaml.as_bytes(), &LintOptions::default());
+        assert!(out.input_errors.is_empty(), "{:?}", out.input_errors);
+        let s = &out.summary;
+        match (s.objects, s.silent, s.skipped_kinds.as_slice()) {
+            (1, 0, []) => End::Linted,
+            (0, 1, []) => End::Silent,
+            (0, 0, [k]) => End::Named(
+                    Box::leak(k.kind_and_group().into_boxed_str()),
+                    k.status,
+                    Box::leak(k.found.join("; ").into_boxed_str()),
+                ),
+            other => panic!("{yaml}: {other:?}"),
+        }
+    }
+
+    const KUBEAI_MODEL: &str = "apiVersion: kubeai.org/v1\nkind: Model\nmetadata: {name: m}\nspec:\n  features: [TextGeneration]\n  url: hf://Qwen/Qwen2.5-7B\n  engine: VLLM\n  resourceProfile: nvidia-gpu-l4:1\n  minReplicas: 1\n";
+    const LLMAZ_SERVICE: &str = "apiVersion: inference.llmaz.io/v1alpha1\nkind: Service\nmetadata: {name: s}\nspec:\n  replicas: 2\n  workloadTemplate:\n    template:\n      spec:\n        containers:\n        - name: model-runner\n          image: vllm/vllm-openai:v0.8.5\n          resources: {limits: {nvidia.com/gpu: 1}}\n";
+    const OME_RUNTIME: &str = "apiVersion: ome.io/v1beta1\nkind: ClusterServingRuntime\nmetadata: {name: r}\nspec:\n  engineConfig:\n    runner:\n      name: ome-container\n      image: docker.io/lmsysorg/sglang:v0.4.8\n      args: [--tp-size, \"1\"]\n      resources: {limits: {nvidia.com/gpu: 1}}\n";
+
+    /// (document, how it ends, the words the fact must hold).
+    #[test]
+    fn every_object_is_linted_named_or_silent_by_the_closed_list() {
+        let named = |s: &'static str, k| End::Named(s, k, "");
+        let table: [(&str, End, &str); 9] = [
+            ("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", End::Silent, ""),
+            ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", End::Silent, ""),
+            (
+                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: c}\n",
+                End::Silent,
+                "",
+            ),
+            (KUBEAI_MODEL, named("Model (kubeai.org)", SkipStatus::NotRead), "resourceProfile: nvidia-gpu-l4:1 at spec.resourceProfile"),
+            (LLMAZ_SERVICE, named("Service (inference.llmaz.io)", SkipStatus::NotRead), "containers at spec.workloadTemplate.template.spec.containers"),
+            (OME_RUNTIME, named("ClusterServingRuntime (ome.io)", SkipStatus::NotRead), "containers at spec.engineConfig.runner"),
+            (
+                "apiVersion: nvidia.com/v2\nkind: DynamoGraphDeployment\nmetadata: {name: g}\nspec: {}\n",
+                named("DynamoGraphDeployment (nvidia.com)", SkipStatus::Skipped),
+                "",
+            ),
+            ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n", named("Pod (core)", SkipStatus::Skipped), ""),
+            ("replicaCount: 2\n", named("(no kind) (core)", SkipStatus::NotRead), ""),
+        ];
+        for (yaml, want, fact) in table {
+            let got = end(yaml);
+            match (&got, &want) {
+                (End::Named(k, s, found), End::Named(wk, ws, _)) => {
+                    assert_eq!((k, s), (wk, ws), "{yaml}");
+                    assert!(found.contains(fact), "{yaml}: found {found}");
+                }
+                _ => assert_eq!(got, want, "{yaml}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_reports_name_the_group_and_what_was_found() {
+        let out = lint_source("t.yaml", KUBEAI_MODEL.as_bytes(), &LintOptions::default());
+        let line = crate::report::skipped_line(&out.summary.skipped_kinds[0]);
+        assert!(
+            line.starts_with("not read: Model (kubeai.org) ×1 (infera does not read this kind")
+                && line.contains("found: ")
+                && line.contains("engine VLLM at spec.engine")
+                && line.contains("minReplicas 1 at spec.minReplicas"),
+            "{line}"
+        );
+        let out = lint_source("t.yaml", LLMAZ_SERVICE.as_bytes(), &LintOptions::default());
+        let line = crate::report::skipped_line(&out.summary.skipped_kinds[0]);
+        assert!(line.starts_with("not read: Service (inference.llmaz.io) ×1"), "{line}");
+    }
+
+    /// The v1beta1 twin of a v1alpha1 DynamoGraphDeployment (the corpus'
+    /// `dynamo/vllm-disagg-multinode.yaml`) gets the same findings: each
+    /// single-group multi-node worker, on its `spec.components` entry.
+    #[test]
+    fn dynamo_v1beta1_components_are_read_as_v1alpha1_services() {
+        let worker = |name: &str| {
+            format!(
+                "  - name: {name}\n    type: {name}\n    replicas: 1\n    multinode: {{nodeCount: 2}}\n    podTemplate:\n      spec:\n        containers:\n        - name: main\n          image: my-registry/vllm-runtime:my-tag\n          command: [python3, -m, dynamo.vllm]\n          args: [--model, Qwen/Qwen3-0.6B, --tensor-parallel-size, \"2\"]\n          resources: {{limits: {{nvidia.com/gpu: \"1\"}}}}\n"
+            )
+        };
+        let yaml = format!(
+            "apiVersion: nvidia.com/v1beta1\nkind: DynamoGraphDeployment\nmetadata: {{name: g}}\nspec:\n  backendFramework: vllm\n  components:\n  - name: Frontend\n    type: frontend\n    replicas: 1\n{}{}",
+            worker("decode"),
+            worker("prefill")
+        );
+        let out = lint_source("t.yaml", yaml.as_bytes(), &LintOptions::default());
+        assert!(out.input_errors.is_empty(), "{:?}", out.input_errors);
+        assert_eq!(out.summary.objects, 1);
+        let hits: Vec<(&str, Option<&str>, usize)> = out
+            .findings
+            .iter()
+            .map(|f| (f.code, f.object.service.as_deref(), f.line))
+            .collect();
+        assert_eq!(
+            hits,
+            [("IR012", Some("decode"), 12), ("IR012", Some("prefill"), 24)],
+            "{:?}",
+            out.findings
+        );
+    }
+}
