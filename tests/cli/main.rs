@@ -23,4 +23,5 @@ mod no_panic;
 mod operator_flag;
 mod policy;
 mod rollout_usage;
+mod unread;
 mod worker_rule;
