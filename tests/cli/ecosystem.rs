@@ -175,8 +175,9 @@ fn skipped_kinds_are_said_in_every_format() {
     };
     let human = run("human");
     assert!(
-        human.contains("skipped: MultiRoleInference (kaito.sh) ×1 (each role becomes a KAITO InferenceSet")
-            && human.contains("skipped: NIMCache (apps.nvidia.com) ×2 (downloads a model"),
+        human.contains(
+            "skipped: MultiRoleInference (kaito.sh) ×1 (each role becomes a KAITO InferenceSet"
+        ) && human.contains("skipped: NIMCache (apps.nvidia.com) ×2 (downloads a model"),
         "{human}"
     );
     let github = run("github");

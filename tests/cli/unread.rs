@@ -32,9 +32,7 @@ fn manifests(dir: &Path, out: &mut Vec<PathBuf>) {
     for path in entries.flatten().map(|e| e.path()) {
         if path.is_dir() {
             manifests(&path, out);
-        } else if path
-            .extension()
-            .is_some_and(|e| e == "yaml" || e == "yml")
+        } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml")
             && !out.contains(&path)
         {
             out.push(path);
@@ -96,7 +94,11 @@ fn every_object_is_linted_named_or_an_input_error() {
             ));
         }
         for k in &s.skipped_kinds {
-            assert!(!k.reason.is_empty(), "{file}: {} named without a reason", k.kind);
+            assert!(
+                !k.reason.is_empty(),
+                "{file}: {} named without a reason",
+                k.kind
+            );
         }
         (objects, named, silent) = (objects + s.objects, named + n, silent + s.silent);
     }

@@ -67,7 +67,7 @@ const Q: &str = r#"['"]*"#;
 
 /// The entrypoint patterns of each engine the catalogue recognizes by
 /// command, in the order they are tried.
-fn command_patterns() -> [(Engine, String); 5] {
+fn command_patterns() -> [(Engine, String); 6] {
     let start = format!(r"(^|\s){Q}");
     let end = format!(r"{Q}(\s|$)");
     let base = |name: &str| format!(r"{start}(\S*/)?{name}{end}");
@@ -93,6 +93,7 @@ fn command_patterns() -> [(Engine, String); 5] {
         ),
         (catalogue::TGI, base("text-generation-launcher")),
         (catalogue::TRITON, base("tritonserver")),
+        (catalogue::TRTLLM, base("trtllm-serve")),
     ]
 }
 
@@ -106,6 +107,7 @@ pub fn engine_id(e: &Engine) -> &'static str {
         EngineKind::Tgi => "tgi",
         EngineKind::Nim => "nim",
         EngineKind::Triton => "triton",
+        EngineKind::TrtLlm => "trtllm",
     }
 }
 
@@ -121,16 +123,45 @@ fn image_repo(image: &str) -> String {
     format!("({b}.matches(':[^/]*$') ? {b}.substring(0, {b}.lastIndexOf(':')) : {b})")
 }
 
-/// The engine an image ships (for a container that keeps its entrypoint).
+/// The engine an image ships (for a container that keeps its entrypoint):
+/// the upstream images, else the words of a rebuild's repository name
+/// (`catalogue::REPOSITORY_WORDS`, in order).
 fn image_engine(image: &str) -> String {
     let r = image_repo(image);
+    let mut rebuilt = String::new();
+    for (word, e) in catalogue::REPOSITORY_WORDS {
+        let pattern = format!(r"(?i)(^|/)([^/]*[-_.])?{word}([-_.][^/]*)?$");
+        rebuilt.push_str(&format!(
+            "{r}.matches({}) ? '{}' : ",
+            lit(&pattern),
+            engine_id(&e)
+        ));
+    }
     format!(
-        "({r}.contains('nvcr.io/nim/') ? 'nim' : {r}.contains('tritonserver') ? 'triton' : {r}.contains('text-generation-inference') ? 'tgi' : ({r}.endsWith('vllm/vllm-openai') || {r}.endsWith('vllm/vllm-tpu') || {r}.endsWith('rocm/vllm')) ? 'vllm' : {r}.endsWith('lmsysorg/sglang') ? 'sglang' : '')"
+        "({r}.contains('nvcr.io/nim/') ? 'nim' : {r}.contains('tritonserver') ? 'triton' : {r}.contains('text-generation-inference') ? 'tgi' : ({r}.endsWith('vllm/vllm-openai') || {r}.endsWith('vllm/vllm-tpu') || {r}.endsWith('rocm/vllm')) ? 'vllm' : {r}.endsWith('lmsysorg/sglang') ? 'sglang' : {r}.contains('nvidia/tensorrt-llm/') ? 'trtllm' : {rebuilt}'')"
     )
 }
 
-/// The engine a container runs (`catalogue::recognize`): by command and args,
-/// else by image when it keeps the image's entrypoint; `''` for none.
+/// The engine whose own flags the command line passes
+/// (`catalogue::ENGINE_FLAGS`, in order); `''` for none.
+fn flags_engine(line: &str) -> String {
+    let mut out = String::from("(");
+    for (flag, e) in catalogue::ENGINE_FLAGS {
+        let pattern = format!(r"(^|\s){Q}{flag}(={Q}|{Q}(\s|$))");
+        out.push_str(&format!(
+            "{line}.matches({}) ? '{}' : ",
+            lit(&pattern),
+            engine_id(&e)
+        ));
+    }
+    out.push_str("'')");
+    out
+}
+
+/// The engine a container runs (`catalogue::recognize`): by command and
+/// args; else, when it keeps the image's entrypoint or runs a script (a
+/// word ending in `.sh`), by image, then by the engine flags it passes;
+/// `''` for none.
 pub fn engine_of(c: &str) -> String {
     let line = command_line(c);
     let mut out = String::from("(");
@@ -141,9 +172,11 @@ pub fn engine_of(c: &str) -> String {
             engine_id(&e)
         ));
     }
+    let image = image_engine(&format!("{c}.image"));
     out.push_str(&format!(
-        "(has({c}.command) && size({c}.command) > 0) ? '' : has({c}.image) ? {} : '')",
-        image_engine(&format!("{c}.image"))
+        "(has({c}.command) && size({c}.command) > 0 && !{c}.command.exists(t, t.matches({}))) ? '' : (has({c}.image) && {image} != '') ? {image} : {})",
+        lit(r"\.sh(\s|$)"),
+        flags_engine(&line)
     ));
     out
 }

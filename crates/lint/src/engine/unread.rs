@@ -78,7 +78,10 @@ const RUNS_NOTHING: &[(&str, &[&str])] = &[
     ),
     ("inference.networking.k8s.io", &["InferencePool"]),
     ("kustomize.config.k8s.io", &["Kustomization", "Component"]),
-    ("cert-manager.io", &["Certificate", "Issuer", "ClusterIssuer"]),
+    (
+        "cert-manager.io",
+        &["Certificate", "Issuer", "ClusterIssuer"],
+    ),
 ];
 
 /// True for a kind of [`RUNS_NOTHING`]: skipped without a word.
@@ -110,7 +113,8 @@ pub(super) fn unread_version(kind: &str, group: &str, version: &str) -> Option<S
 }
 
 /// Why an object of a kind lint does not know is named.
-pub(super) const NOT_READ: &str = "infera does not read this kind: what its operator runs, and how it rolls it, is not checked";
+pub(super) const NOT_READ: &str =
+    "infera does not read this kind: what its operator runs, and how it rolls it, is not checked";
 
 /// At most this many facts are listed for one object.
 const MAX_FOUND: usize = 4;
@@ -174,7 +178,10 @@ fn fact(name: &str, v: &Node, path: &[&str], pods: bool) -> Option<String> {
     if matches!(name, "replicas" | "minReplicas") {
         return Some(format!("{name} {scalar} at {at}"));
     }
-    if matches!(lower.as_str(), "engine" | "backendname" | "backend" | "runtime") {
+    if matches!(
+        lower.as_str(),
+        "engine" | "backendname" | "backend" | "runtime"
+    ) {
         return Some(format!("engine {scalar} at {at}"));
     }
     None
@@ -229,10 +236,10 @@ mod tests {
             (1, 0, []) => End::Linted,
             (0, 1, []) => End::Silent,
             (0, 0, [k]) => End::Named(
-                    Box::leak(k.kind_and_group().into_boxed_str()),
-                    k.status,
-                    Box::leak(k.found.join("; ").into_boxed_str()),
-                ),
+                Box::leak(k.kind_and_group().into_boxed_str()),
+                k.status,
+                Box::leak(k.found.join("; ").into_boxed_str()),
+            ),
             other => panic!("{yaml}: {other:?}"),
         }
     }
@@ -246,23 +253,51 @@ mod tests {
     fn every_object_is_linted_named_or_silent_by_the_closed_list() {
         let named = |s: &'static str, k| End::Named(s, k, "");
         let table: [(&str, End, &str); 9] = [
-            ("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", End::Silent, ""),
-            ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", End::Silent, ""),
+            (
+                "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
+                End::Silent,
+                "",
+            ),
+            (
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+                End::Silent,
+                "",
+            ),
             (
                 "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: c}\n",
                 End::Silent,
                 "",
             ),
-            (KUBEAI_MODEL, named("Model (kubeai.org)", SkipStatus::NotRead), "resourceProfile: nvidia-gpu-l4:1 at spec.resourceProfile"),
-            (LLMAZ_SERVICE, named("Service (inference.llmaz.io)", SkipStatus::NotRead), "containers at spec.workloadTemplate.template.spec.containers"),
-            (OME_RUNTIME, named("ClusterServingRuntime (ome.io)", SkipStatus::NotRead), "containers at spec.engineConfig.runner"),
+            (
+                KUBEAI_MODEL,
+                named("Model (kubeai.org)", SkipStatus::NotRead),
+                "resourceProfile: nvidia-gpu-l4:1 at spec.resourceProfile",
+            ),
+            (
+                LLMAZ_SERVICE,
+                named("Service (inference.llmaz.io)", SkipStatus::NotRead),
+                "containers at spec.workloadTemplate.template.spec.containers",
+            ),
+            (
+                OME_RUNTIME,
+                named("ClusterServingRuntime (ome.io)", SkipStatus::NotRead),
+                "containers at spec.engineConfig.runner",
+            ),
             (
                 "apiVersion: nvidia.com/v2\nkind: DynamoGraphDeployment\nmetadata: {name: g}\nspec: {}\n",
                 named("DynamoGraphDeployment (nvidia.com)", SkipStatus::Skipped),
                 "",
             ),
-            ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n", named("Pod (core)", SkipStatus::Skipped), ""),
-            ("replicaCount: 2\n", named("(no kind) (core)", SkipStatus::NotRead), ""),
+            (
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n",
+                named("Pod (core)", SkipStatus::Skipped),
+                "",
+            ),
+            (
+                "replicaCount: 2\n",
+                named("(no kind) (core)", SkipStatus::NotRead),
+                "",
+            ),
         ];
         for (yaml, want, fact) in table {
             let got = end(yaml);
@@ -289,7 +324,10 @@ mod tests {
         );
         let out = lint_source("t.yaml", LLMAZ_SERVICE.as_bytes(), &LintOptions::default());
         let line = crate::report::skipped_line(&out.summary.skipped_kinds[0]);
-        assert!(line.starts_with("not read: Service (inference.llmaz.io) ×1"), "{line}");
+        assert!(
+            line.starts_with("not read: Service (inference.llmaz.io) ×1"),
+            "{line}"
+        );
     }
 
     /// The v1beta1 twin of a v1alpha1 DynamoGraphDeployment (the corpus'
@@ -317,7 +355,10 @@ mod tests {
             .collect();
         assert_eq!(
             hits,
-            [("IR012", Some("decode"), 12), ("IR012", Some("prefill"), 24)],
+            [
+                ("IR012", Some("decode"), 12),
+                ("IR012", Some("prefill"), 24)
+            ],
             "{:?}",
             out.findings
         );
