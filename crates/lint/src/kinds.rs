@@ -81,6 +81,7 @@ fn service_hits(w: &Workload<'_>, meta: &ObjectMeta, cx: Cx<'_>, out: &mut Vec<(
         namespace: meta.namespace.clone(),
         service: w.service.clone(),
     };
+    super::runner::note_unjudged(w, cx);
     for hit in run_rules(w, cx) {
         if !ignored(meta.annotations.as_ref(), hit.code, w.service.as_deref()) {
             out.push((hit, object_ref.clone()));

@@ -182,6 +182,7 @@ pub(super) fn lint_node(
                 .and_then(|m| m.get("namespace"))
                 .and_then(Node::as_str)
                 .unwrap_or_default();
+            let unjudged = std::cell::RefCell::new(Vec::new());
             let cx = crate::runner::Cx {
                 opts,
                 capacity,
@@ -191,6 +192,7 @@ pub(super) fn lint_node(
                     namespace,
                     progress: crate::rules::Progress::of(node),
                 },
+                unjudged: &unjudged,
             };
             for (hit, mut object_ref) in crate::kinds::lint_typed(object, placeholders, cx) {
                 let Some(meta) = rule(hit.code) else { continue };
@@ -212,6 +214,10 @@ pub(super) fn lint_node(
                     object: object_ref,
                     fix,
                 });
+            }
+            for mut u in unjudged.into_inner() {
+                u.file = file.to_string();
+                r.unjudged.push(u);
             }
         }
     }

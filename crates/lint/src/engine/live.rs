@@ -129,6 +129,7 @@ pub fn lint_live(
     outcome.summary.skipped = r.skipped;
     outcome.summary.silent = r.silent;
     outcome.summary.skipped_kinds = r.skipped_kinds;
+    outcome.summary.unjudged = r.unjudged;
     outcome.findings = r.findings;
     outcome.input_errors = r.errors;
     finish(&mut outcome);

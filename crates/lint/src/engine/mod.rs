@@ -77,6 +77,7 @@ struct FileResult {
     skipped: usize,
     silent: usize,
     skipped_kinds: Vec<SkippedKind>,
+    unjudged: Vec<summary::Unjudged>,
     source: Option<(String, SourceLines)>,
 }
 
@@ -143,6 +144,8 @@ pub struct FileOutcome {
     pub silent: usize,
     /// Skipped kinds named, with their group and the reason.
     pub skipped_kinds: Vec<SkippedKind>,
+    /// GPU workloads no engine was recognised on (rules not run on them).
+    pub unjudged: Vec<summary::Unjudged>,
     /// Charts and overlays not rendered.
     pub skipped_inputs: Vec<SkippedInput>,
     /// The lines findings point at (with [`LintOptions::keep_sources`]).
@@ -161,6 +164,7 @@ fn outcome(file: String, r: FileResult, sources: SourceLines) -> FileOutcome {
         skipped: r.skipped,
         silent: r.silent,
         skipped_kinds: r.skipped_kinds,
+        unjudged: r.unjudged,
         skipped_inputs: Vec::new(),
         sources,
     }
@@ -212,6 +216,7 @@ fn merge(outcome: &mut LintOutcome, r: FileResult) {
     outcome.summary.skipped += r.skipped;
     outcome.summary.silent += r.silent;
     merge_skipped_kinds(&mut outcome.summary.skipped_kinds, &r.skipped_kinds);
+    outcome.summary.unjudged.extend(r.unjudged);
     outcome.findings.extend(r.findings);
     outcome.input_errors.extend(r.errors);
     if let Some((k, v)) = r.source {

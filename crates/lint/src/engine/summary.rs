@@ -48,10 +48,29 @@ pub struct LintSummary {
     /// never nothing.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped_kinds: Vec<SkippedKind>,
+    /// GPU workloads whose engine lint did not recognise, so the rules
+    /// that need one did not judge them: said, never silent.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unjudged: Vec<Unjudged>,
     /// Charts and Kustomize directories not rendered (no tool), with the
     /// command that renders them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped_inputs: Vec<SkippedInput>,
+}
+
+/// A GPU workload whose main container runs no engine lint recognises:
+/// the rules that need the engine (IR015–IR017) did not judge it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unjudged {
+    pub file: String,
+    /// `Deployment vllm` or `StormService s role decode`, as findings say it.
+    pub workload: String,
+    /// The main container's name.
+    pub container: String,
+    /// Its GPUs (`1 nvidia.com/gpu`).
+    pub gpus: String,
+    /// The codes of the rules that did not judge it.
+    pub rules: Vec<&'static str>,
 }
 
 /// A directory that is not manifests until rendered, left unlinted because
@@ -131,6 +150,7 @@ impl LintSummary {
         self.skipped += f.skipped;
         self.silent += f.silent;
         merge_skipped_kinds(&mut self.skipped_kinds, &f.skipped_kinds);
+        self.unjudged.extend_from_slice(&f.unjudged);
         self.skipped_inputs.extend_from_slice(&f.skipped_inputs);
     }
 }

@@ -123,6 +123,19 @@ pub(crate) fn skipped_line(k: &crate::engine::summary::SkippedKind) -> String {
     )
 }
 
+/// How every report says a GPU workload was not judged for want of an
+/// engine, and how to name it.
+pub(crate) fn unjudged_line(u: &crate::engine::summary::Unjudged) -> String {
+    format!(
+        "not judged: {}: {} (container {}, {}) runs no engine infera recognises, so {} did not judge it; name the engine: run it by its own command (vllm serve, python3 -m sglang.launch_server, text-generation-launcher, tritonserver, trtllm-serve), use an image whose repository name says it (…/vllm-…, …/sglang-…, …/tgi-…, …/triton-…, …/trtllm-…), or pass the engine's own flags in args (vLLM --tensor-parallel-size, SGLang --tp-size, TGI --num-shard, Triton --model-repository, TensorRT-LLM --tp_size)",
+        u.file,
+        u.workload,
+        u.container,
+        u.gpus,
+        u.rules.join(", ")
+    )
+}
+
 /// `skipped: charts/w (a Helm chart, and no helm on PATH …); run `helm template charts/w | infera lint -``.
 pub(crate) fn skipped_input_line(s: &crate::engine::summary::SkippedInput) -> String {
     format!("skipped: {} ({}); run `{}`", s.path, s.reason, s.command)
@@ -219,6 +232,7 @@ spec:
                 errors,
                 warnings,
                 skipped_kinds: Vec::new(),
+                unjudged: Vec::new(),
                 skipped_inputs: Vec::new(),
             },
             sources,
