@@ -13,6 +13,7 @@ mod charts;
 mod corpus;
 mod ecosystem;
 mod ecosystem_ci;
+mod ecosystem_next;
 mod fixes;
 mod fn_length;
 mod generated;

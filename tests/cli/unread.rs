@@ -15,12 +15,8 @@ use infera_model::manifest::{self, Node};
 
 /// Where manifests live. A Helm chart's directory holds templates, not
 /// manifests: `tests/cli/charts.rs` lints what it renders.
-const DIRS: [&str; 4] = [
-    "tests/fixtures",
-    "tests/data",
-    "tests/golden/input",
-    "tests/data/ecosystem-next",
-];
+/// `tests/data` holds the corpora (`ecosystem`, `ecosystem-next`).
+const DIRS: [&str; 3] = ["tests/fixtures", "tests/data", "tests/golden/input"];
 
 fn manifests(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {

@@ -130,7 +130,7 @@ pub(super) fn found(node: &Node) -> Vec<String> {
     out
 }
 
-fn walk<'n>(node: &'n Node, path: &mut Vec<&'n str>, depth: usize, out: &mut Vec<String>) {
+fn walk(node: &Node, path: &mut Vec<String>, depth: usize, out: &mut Vec<String>) {
     if depth > 12 || out.len() >= MAX_FOUND {
         return;
     }
@@ -141,7 +141,7 @@ fn walk<'n>(node: &'n Node, path: &mut Vec<&'n str>, depth: usize, out: &mut Vec
                 if depth == 0 && matches!(name, "metadata" | "status") {
                     continue;
                 }
-                path.push(name);
+                path.push(name.to_string());
                 let pods = is_container_list(v) || is_container(v);
                 match fact(name, v, path, pods) {
                     Some(fact) if !out.contains(&fact) && out.len() < MAX_FOUND => out.push(fact),
@@ -155,8 +155,14 @@ fn walk<'n>(node: &'n Node, path: &mut Vec<&'n str>, depth: usize, out: &mut Vec
             }
         }
         Value::Seq(items) => {
-            for item in items {
+            for (i, item) in items.iter().enumerate() {
+                let Some(last) = path.last_mut() else { return };
+                let base_len = last.len();
+                last.push_str(&format!("[{i}]"));
                 walk(item, path, depth + 1, out);
+                if let Some(last) = path.last_mut() {
+                    last.truncate(base_len);
+                }
             }
         }
         _ => {}
@@ -164,7 +170,7 @@ fn walk<'n>(node: &'n Node, path: &mut Vec<&'n str>, depth: usize, out: &mut Vec
 }
 
 /// One fact from a key and its value, or None to look further in.
-fn fact(name: &str, v: &Node, path: &[&str], pods: bool) -> Option<String> {
+fn fact(name: &str, v: &Node, path: &[String], pods: bool) -> Option<String> {
     let at = path.join(".");
     let lower = name.to_ascii_lowercase();
     if pods {
