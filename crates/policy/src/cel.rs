@@ -128,15 +128,11 @@ fn image_repo(image: &str) -> String {
 /// (`catalogue::REPOSITORY_WORDS`, in order).
 fn image_engine(image: &str) -> String {
     let r = image_repo(image);
-    let mut rebuilt = String::new();
-    for (word, e) in catalogue::REPOSITORY_WORDS {
-        let pattern = format!(r"(?i)(^|/)([^/]*[-_.])?{word}([-_.][^/]*)?$");
-        rebuilt.push_str(&format!(
-            "{r}.matches({}) ? '{}' : ",
-            lit(&pattern),
-            engine_id(&e)
-        ));
-    }
+    let rebuilt = ternaries(
+        &r,
+        catalogue::REPOSITORY_WORDS
+            .map(|(word, e)| (format!(r"(?i)(^|/)([^/]*[-_.])?{word}([-_.][^/]*)?$"), e)),
+    );
     format!(
         "({r}.contains('nvcr.io/nim/') ? 'nim' : {r}.contains('tritonserver') ? 'triton' : {r}.contains('text-generation-inference') ? 'tgi' : ({r}.endsWith('vllm/vllm-openai') || {r}.endsWith('vllm/vllm-tpu') || {r}.endsWith('rocm/vllm')) ? 'vllm' : {r}.endsWith('lmsysorg/sglang') ? 'sglang' : {r}.contains('nvidia/tensorrt-llm/') ? 'trtllm' : {rebuilt}'')"
     )
@@ -145,17 +141,23 @@ fn image_engine(image: &str) -> String {
 /// The engine whose own flags the command line passes
 /// (`catalogue::ENGINE_FLAGS`, in order); `''` for none.
 fn flags_engine(line: &str) -> String {
-    let mut out = String::from("(");
-    for (flag, e) in catalogue::ENGINE_FLAGS {
-        let pattern = format!(r"(^|\s){Q}{flag}(={Q}|{Q}(\s|$))");
-        out.push_str(&format!(
-            "{line}.matches({}) ? '{}' : ",
-            lit(&pattern),
-            engine_id(&e)
-        ));
-    }
-    out.push_str("'')");
-    out
+    let rows =
+        catalogue::ENGINE_FLAGS.map(|(flag, e)| (format!(r"(^|\s){Q}{flag}(={Q}|{Q}(\s|$))"), e));
+    format!("({}'')", ternaries(line, rows))
+}
+
+/// `S.matches(P1) ? 'e1' : S.matches(P2) ? 'e2' : ` for each (pattern,
+/// engine), in order: the head of a chain the caller ends.
+fn ternaries(subject: &str, rows: impl IntoIterator<Item = (String, Engine)>) -> String {
+    rows.into_iter()
+        .map(|(pattern, e)| {
+            format!(
+                "{subject}.matches({}) ? '{}' : ",
+                lit(&pattern),
+                engine_id(&e)
+            )
+        })
+        .collect()
 }
 
 /// The engine a container runs (`catalogue::recognize`): by command and
@@ -165,13 +167,7 @@ fn flags_engine(line: &str) -> String {
 pub fn engine_of(c: &str) -> String {
     let line = command_line(c);
     let mut out = String::from("(");
-    for (e, pattern) in command_patterns() {
-        out.push_str(&format!(
-            "{line}.matches({}) ? '{}' : ",
-            lit(&pattern),
-            engine_id(&e)
-        ));
-    }
+    out.push_str(&ternaries(&line, command_patterns().map(|(e, p)| (p, e))));
     let image = image_engine(&format!("{c}.image"));
     out.push_str(&format!(
         "(has({c}.command) && size({c}.command) > 0 && !{c}.command.exists(t, t.matches({}))) ? '' : (has({c}.image) && {image} != '') ? {image} : {})",
