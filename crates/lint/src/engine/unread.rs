@@ -144,7 +144,7 @@ fn walk(node: &Node, path: &mut Vec<String>, depth: usize, out: &mut Vec<String>
                 path.push(name.to_string());
                 let pods = is_container_list(v) || is_container(v);
                 match fact(name, v, path, pods) {
-                    Some(fact) if !out.contains(&fact) && out.len() < MAX_FOUND => out.push(fact),
+                    Some(fact) if is_new(out, &fact) && out.len() < MAX_FOUND => out.push(fact),
                     Some(_) => {}
                     None => walk(v, path, depth + 1, out),
                 }
@@ -167,6 +167,14 @@ fn walk(node: &Node, path: &mut Vec<String>, depth: usize, out: &mut Vec<String>
         }
         _ => {}
     }
+}
+
+/// False for a fact already said, or a GPU request already said at
+/// another place (`requests` and `limits` of one container).
+fn is_new(out: &[String], fact: &str) -> bool {
+    let head = |f: &str| f.split(" at ").next().unwrap_or_default().to_string();
+    !out.iter()
+        .any(|f| f == fact || (f.starts_with("GPU/") && head(f) == head(fact)))
 }
 
 /// One fact from a key and its value, or None to look further in.
