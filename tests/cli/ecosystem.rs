@@ -175,13 +175,14 @@ fn skipped_kinds_are_said_in_every_format() {
     };
     let human = run("human");
     assert!(
-        human.contains("skipped: MultiRoleInference ×1 (each role becomes a KAITO InferenceSet")
-            && human.contains("skipped: NIMCache ×2 (downloads a model"),
+        human.contains(
+            "skipped: MultiRoleInference (kaito.sh) ×1 (each role becomes a KAITO InferenceSet"
+        ) && human.contains("skipped: NIMCache (apps.nvidia.com) ×2 (downloads a model"),
         "{human}"
     );
     let github = run("github");
     assert!(
-        github.contains("::notice title=infera lint::skipped: MultiRoleInference ×1"),
+        github.contains("::notice title=infera lint::skipped: MultiRoleInference (kaito.sh) ×1"),
         "{github}"
     );
     let json: serde_json::Value = serde_json::from_str(&run("json")).unwrap();
@@ -199,8 +200,8 @@ fn skipped_kinds_are_said_in_every_format() {
     let notes = sarif_notes(&run("sarif"));
     assert_eq!(notes.len(), 2, "{notes:?}");
     assert!(
-        notes[0].starts_with("skipped: MultiRoleInference ×1 (")
-            && notes[1].starts_with("skipped: NIMCache ×2 ("),
+        notes[0].starts_with("skipped: MultiRoleInference (kaito.sh) ×1 (")
+            && notes[1].starts_with("skipped: NIMCache (apps.nvidia.com) ×2 ("),
         "{notes:?}"
     );
 }
@@ -244,10 +245,10 @@ fn has_pods(v: &serde_json::Value) -> bool {
 }
 
 /// One document of every kind in the corpus, alone in a file, linted in
-/// every format: a document that carries a pod template, or is a known
-/// serving kind, is linted (an object in the summary) or named as skipped
-/// with a reason in the human summary, JSON `skipped_kinds` and SARIF;
-/// never dropped silently. Of the serving kinds, only MultiRoleInference
+/// every format: a document of any kind but those that run nothing (the
+/// closed list of `engine/unread.rs`) is linted (an object in the summary)
+/// or named, with its API group and a reason, in the human summary, JSON
+/// `skipped_kinds` and SARIF; never dropped silently. Of the serving kinds, only MultiRoleInference
 /// may be skipped.
 #[test]
 fn every_kind_in_the_corpus_is_linted_or_named() {
@@ -273,7 +274,11 @@ fn every_kind_in_the_corpus_is_linted_or_named() {
     let dir = tempfile::tempdir().unwrap();
     let mut linted = Vec::new();
     for (kind, (doc, v)) in &seen {
-        let must = has_pods(v) || SERVING.contains(&kind.as_str());
+        let api = v["apiVersion"].as_str().unwrap_or("");
+        let group = infera_lint::engine::unread::group_version(api).0;
+        // Every kind but the closed list of kinds that run nothing.
+        let must = !infera_lint::engine::unread::runs_nothing(kind, group);
+        assert!(must || !has_pods(v), "{kind} runs pods but is silent");
         let file = dir.path().join(format!("{kind}.yaml"));
         std::fs::write(&file, doc).unwrap();
         let run = |format: &str| {
@@ -299,14 +304,14 @@ fn every_kind_in_the_corpus_is_linted_or_named() {
         }
         assert!(named, "{kind}: neither linted nor named as skipped in JSON");
         let human = run("human");
+        let shown = if group.is_empty() { "core" } else { group };
+        let line = |l: &str| {
+            let l = l.strip_prefix("skipped: ").or(l.strip_prefix("not read: "));
+            l.is_some_and(|l| l.starts_with(&format!("{kind} ({shown}) ×1 (")))
+        };
+        assert!(human.lines().any(line), "{kind}: {human}");
         assert!(
-            human.contains(&format!("skipped: {kind} ×1 (")),
-            "{kind}: {human}"
-        );
-        assert!(
-            sarif_notes(&run("sarif"))
-                .iter()
-                .any(|n| n.starts_with(&format!("skipped: {kind} ×1 ("))),
+            sarif_notes(&run("sarif")).iter().any(|n| line(n)),
             "{kind}: not in the SARIF notes"
         );
         assert!(

@@ -10,7 +10,8 @@
 //! - LeaderWorkerSet: whole groups roll, maxUnavailable 1 and maxSurge 0
 //!   unless `rolloutStrategy.rollingUpdateConfiguration` says otherwise;
 //!   the leader template (else the worker template) runs the server.
-//! - DynamoGraphDeployment: each worker service; a multi-node one
+//! - DynamoGraphDeployment: each worker service (v1alpha1 `spec.services`,
+//!   v1beta1 `spec.components` and their `podTemplate`); a multi-node one
 //!   (`multinode.nodeCount > 1`) is replaced a group at a time.
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
@@ -80,6 +81,7 @@ fn service_hits(w: &Workload<'_>, meta: &ObjectMeta, cx: Cx<'_>, out: &mut Vec<(
         namespace: meta.namespace.clone(),
         service: w.service.clone(),
     };
+    super::runner::note_unjudged(w, cx);
     for hit in run_rules(w, cx) {
         if !ignored(meta.annotations.as_ref(), hit.code, w.service.as_deref()) {
             out.push((hit, object_ref.clone()));
@@ -432,61 +434,118 @@ fn dynamo_pod(svc: &DynamoService) -> Option<PodSpec> {
     })
 }
 
-/// Each worker service of a DynamoGraphDeployment.
+/// Each worker service of a DynamoGraphDeployment: v1alpha1's
+/// `spec.services` map, v1beta1's `spec.components` list.
 fn lint_dynamo(
     g: &DynamoGraphDeployment,
     placeholders: &Placeholders,
     cx: Cx<'_>,
 ) -> Vec<(Hit, ObjectRef)> {
-    let name = g.metadata.name.clone().unwrap_or_default();
     let mut out = Vec::new();
     for (service, svc) in &g.spec.services {
         if svc.component_type.as_deref() != Some("worker") {
             continue;
         }
         let Some(pod) = dynamo_pod(svc) else { continue };
-        let base = service_path(service);
-        let count = |v: Option<&operator::IntOrText>| {
-            v.map_or(Some(1), |r| r.as_i64().and_then(|n| i32::try_from(n).ok()))
-        };
-        let nodes = count(svc.multinode.as_ref().and_then(|m| m.node_count.as_ref()));
-        let multinode = nodes.is_none_or(|n| n > 1);
-        let w = Workload {
-            kind: "DynamoGraphDeployment",
-            name: name.clone(),
-            service: Some(service.clone()),
-            role: Role::parse(svc.sub_component_type.as_deref()),
-            worker: false,
-            serving: false,
-            engine: pod.containers.first().and_then(catalogue::recognize),
-            max_unavailable: multinode.then_some(1),
-            max_unavailable_spec: None,
-            replicas: count(svc.replicas.as_ref()),
-            number_of_nodes: nodes,
-            roll: if multinode {
-                RollKind::Lws
-            } else {
-                RollKind::SurgeOrRetire
-            },
-            max_surge: 0,
-            strategy: None,
-            generation: None,
+        let unit = DynamoUnit {
+            service,
+            base: service_path(service),
+            role: svc.sub_component_type.as_deref(),
             pod: &pod,
-            pod_labels: Default::default(),
             main: 0,
-            readiness_port: ReadinessPort::Default {
-                port: DEFAULT_READINESS_PORT,
-            },
-            skip_readiness_probe: false,
-            pod_path: None,
-            placeholders: under(placeholders, &base),
-            base,
-            capacity: cx.capacity,
-            claimed_gpus: ClaimedGpus::None,
-            blocked: Default::default(),
-            crd: None,
+            replicas: svc.replicas.as_ref(),
+            nodes: svc.multinode.as_ref().and_then(|m| m.node_count.as_ref()),
         };
-        service_hits(&w, &g.metadata, cx, &mut out);
+        dynamo_hits(g, unit, placeholders, cx, &mut out);
+    }
+    for (i, c) in g.spec.components.iter().enumerate() {
+        let Some(pod) = c.pod_template.as_ref().and_then(|t| t.spec.as_ref()) else {
+            continue;
+        };
+        if !c.is_worker() {
+            continue;
+        }
+        let mut base = keys(&["spec", "components"]);
+        base.push(Seg::Index(i));
+        let main = pod
+            .containers
+            .iter()
+            .position(|k| k.name == infera_model::manifest::dynamo::MAIN_CONTAINER)
+            .unwrap_or_else(|| infera_model::pod::engine_container_index(pod));
+        let unit = DynamoUnit {
+            service: &c.name,
+            base,
+            role: c.component_type.as_deref(),
+            pod,
+            main,
+            replicas: c.replicas.as_ref(),
+            nodes: c.multinode.as_ref().and_then(|m| m.node_count.as_ref()),
+        };
+        dynamo_hits(g, unit, placeholders, cx, &mut out);
     }
     out
+}
+
+/// One Dynamo service as the rules see it.
+struct DynamoUnit<'a> {
+    service: &'a str,
+    base: manifest::Path,
+    /// `prefill`, `decode`, or anything else (mixed).
+    role: Option<&'a str>,
+    pod: &'a PodSpec,
+    main: usize,
+    replicas: Option<&'a operator::IntOrText>,
+    nodes: Option<&'a operator::IntOrText>,
+}
+
+/// Run the rules over one Dynamo service: `replicas` copies, each one pod
+/// or (`multinode.nodeCount > 1`) one group replaced whole.
+fn dynamo_hits(
+    g: &DynamoGraphDeployment,
+    u: DynamoUnit<'_>,
+    placeholders: &Placeholders,
+    cx: Cx<'_>,
+    out: &mut Vec<(Hit, ObjectRef)>,
+) {
+    let count = |v: Option<&operator::IntOrText>| {
+        v.map_or(Some(1), |r| r.as_i64().and_then(|n| i32::try_from(n).ok()))
+    };
+    let nodes = count(u.nodes);
+    let multinode = nodes.is_none_or(|n| n > 1);
+    let w = Workload {
+        kind: "DynamoGraphDeployment",
+        name: g.metadata.name.clone().unwrap_or_default(),
+        service: Some(u.service.to_string()),
+        role: Role::parse(u.role),
+        worker: false,
+        serving: false,
+        engine: u.pod.containers.get(u.main).and_then(catalogue::recognize),
+        max_unavailable: multinode.then_some(1),
+        max_unavailable_spec: None,
+        replicas: count(u.replicas),
+        number_of_nodes: nodes,
+        roll: if multinode {
+            RollKind::Lws
+        } else {
+            RollKind::SurgeOrRetire
+        },
+        max_surge: 0,
+        strategy: None,
+        generation: None,
+        pod: u.pod,
+        pod_labels: Default::default(),
+        main: u.main,
+        readiness_port: ReadinessPort::Default {
+            port: DEFAULT_READINESS_PORT,
+        },
+        skip_readiness_probe: false,
+        pod_path: None,
+        placeholders: under(placeholders, &u.base),
+        base: u.base,
+        capacity: cx.capacity,
+        claimed_gpus: ClaimedGpus::None,
+        blocked: Default::default(),
+        crd: None,
+    };
+    service_hits(&w, &g.metadata, cx, out);
 }

@@ -45,6 +45,24 @@
 //!   an HTTP probe must not use); `/v2/health/live`, `/v2/health/ready`
 //!   (KServe v2 protocol, Triton "HTTP/REST and GRPC Protocol";
 //!   `tritonserver --help`).
+//! - TensorRT-LLM: `trtllm-serve` (`trtllm-serve serve MODEL`), images
+//!   `nvcr.io/nvidia/tensorrt-llm/release`; port 8000 (`--port`); `/health`
+//!   (NVIDIA/TensorRT-LLM `tensorrt_llm/commands/serve.py` at
+//!   00209af149e7774406881a37283dce303571eb11, `serve`: `--port` default
+//!   8000, `--tp_size`, `--pp_size`; `OpenAIServer`'s `/health`); no drain
+//!   setting infera knows of.
+//! - Rebuilt images: a container that keeps its image's entrypoint is
+//!   recognized by the image's repository name too (the last path part, in
+//!   words split on `-`, `_`, `.`: `acme/vllm-cuda12` is vLLM,
+//!   `team/sglang-rocm` SGLang, `x/tgi-gaudi` TGI, `y/tritonserver-custom`
+//!   Triton, `z/tensorrt-llm`/`trtllm-*` TensorRT-LLM, `nim-*` NIM); an
+//!   entrypoint script (a command ending in `.sh`) is recognized by that
+//!   name too, or by the engine's own flags in its args (vLLM
+//!   `--tensor-parallel-size`, `--gpu-memory-utilization`,
+//!   `--max-model-len`; SGLang `--tp-size`, `--mem-fraction-static`; TGI
+//!   `--num-shard`, `--model-id`; Triton `--model-repository`,
+//!   `--model-store`; TensorRT-LLM `--tp_size`,
+//!   `--kv_cache_free_gpu_memory_fraction`).
 //! - The infera engine: `python3 -m infera.engine.<backend>`; its readiness
 //!   port (30090, `INFERA_READINESS_PORT`) serves `/ready`, which asks the
 //!   backend's `/health` (`docs/operator-semantics.md`).
@@ -88,6 +106,8 @@ pub enum EngineKind {
     Tgi,
     Nim,
     Triton,
+    /// TensorRT-LLM's own OpenAI server, `trtllm-serve`.
+    TrtLlm,
 }
 
 /// What the catalogue knows about one engine.
@@ -206,6 +226,15 @@ pub const TRITON: Engine = Engine {
     },
 };
 
+pub const TRTLLM: Engine = Engine {
+    kind: EngineKind::TrtLlm,
+    name: "TensorRT-LLM",
+    default_port: 8000,
+    loaded_path: "/health",
+    serving_path: "/health",
+    drain: NO_DRAIN,
+};
+
 /// Command and args of a container as one token list; shell strings
 /// (`sh -c "exec python3 -m ..."`) are split on whitespace and quotes
 /// stripped, so flags inside them are seen too.
@@ -263,13 +292,15 @@ fn by_command(tokens: &[&str]) -> Option<Engine> {
         match base(module) {
             "text-generation-launcher" => return Some(TGI),
             "tritonserver" => return Some(TRITON),
+            "trtllm-serve" => return Some(TRTLLM),
             _ => {}
         }
     }
     None
 }
 
-/// The engine an image ships, for containers that keep its entrypoint.
+/// The engine an image ships, for containers that keep its entrypoint:
+/// the upstream images, else a rebuild whose repository name says it.
 fn by_image(image: &str) -> Option<Engine> {
     let repo = image.split('@').next().unwrap_or(image);
     let repo = match repo.rsplit_once(':') {
@@ -289,22 +320,89 @@ fn by_image(image: &str) -> Option<Engine> {
         Some(VLLM)
     } else if repo.ends_with("lmsysorg/sglang") {
         Some(SGLANG)
+    } else if repo.contains("nvidia/tensorrt-llm/") {
+        Some(TRTLLM)
     } else {
-        None
+        by_repository_name(repo)
     }
 }
 
+/// Words of a rebuilt image's repository name that say its engine, tried
+/// in this order (the policy's CEL tries them in the same order).
+pub const REPOSITORY_WORDS: [(&str, Engine); 8] = [
+    ("vllm", VLLM),
+    ("sglang", SGLANG),
+    ("tgi", TGI),
+    ("triton", TRITON),
+    ("tritonserver", TRITON),
+    ("tensorrt", TRTLLM),
+    ("trtllm", TRTLLM),
+    ("nim", NIM),
+];
+
+/// A rebuilt image's engine, from the words of its repository's last path
+/// part (`registry/team/vllm-cuda12` → `vllm`, `cuda12`; any case).
+fn by_repository_name(repo: &str) -> Option<Engine> {
+    let name = repo.rsplit('/').next().unwrap_or(repo);
+    REPOSITORY_WORDS.iter().find_map(|(word, e)| {
+        name.split(['-', '_', '.'])
+            .any(|w| w.eq_ignore_ascii_case(word))
+            .then_some(*e)
+    })
+}
+
+/// Flags only one engine takes, for a script that passes them on, tried
+/// in this order (the policy's CEL tries them in the same order).
+pub const ENGINE_FLAGS: [(&str, Engine); 11] = [
+    ("--tensor-parallel-size", VLLM),
+    ("--gpu-memory-utilization", VLLM),
+    ("--max-model-len", VLLM),
+    ("--tp-size", SGLANG),
+    ("--mem-fraction-static", SGLANG),
+    ("--num-shard", TGI),
+    ("--model-id", TGI),
+    ("--model-repository", TRITON),
+    ("--model-store", TRITON),
+    ("--tp_size", TRTLLM),
+    ("--kv_cache_free_gpu_memory_fraction", TRTLLM),
+];
+
+/// The engine whose own flags a token list passes (`--tp-size 2` or
+/// `--tp-size=2`).
+fn by_flags(tokens: &[&str]) -> Option<Engine> {
+    ENGINE_FLAGS.iter().find_map(|(flag, e)| {
+        tokens
+            .iter()
+            .any(|t| t.split_once('=').map_or(*t, |(n, _)| n) == *flag)
+            .then_some(*e)
+    })
+}
+
+/// True when a command runs an entrypoint script (a word ending in `.sh`).
+pub fn runs_script(command: &[String]) -> bool {
+    command
+        .iter()
+        .any(|t| t.split_whitespace().any(|w| w.ends_with(".sh")))
+}
+
 /// The engine a container runs: by its command and args first (a
-/// `vllm/vllm-openai` image can run anything), else by its image when it
-/// keeps the image's entrypoint (no `command`).
+/// `vllm/vllm-openai` image can run anything); else, when it keeps the
+/// image's entrypoint (no `command`) or runs an entrypoint script (a
+/// command ending in `.sh`), by its image, then by the engine flags in
+/// its args. Any other command (`sleep`, `python3 app.py`) is no engine.
 pub fn recognize(c: &Container) -> Option<Engine> {
-    if let Some(e) = by_command(&command_tokens(c)) {
+    let tokens = command_tokens(c);
+    if let Some(e) = by_command(&tokens) {
         return Some(e);
     }
-    if c.command.as_ref().is_some_and(|cmd| !cmd.is_empty()) {
+    let command = c.command.as_deref().unwrap_or_default();
+    if !command.is_empty() && !runs_script(command) {
         return None;
     }
-    c.image.as_deref().and_then(by_image)
+    c.image
+        .as_deref()
+        .and_then(by_image)
+        .or_else(|| by_flags(&tokens))
 }
 
 /// The backend an infera engine token names: `infera.engine.<backend>` (a
@@ -473,7 +571,7 @@ impl Engine {
                     None => env.map_or(Some(1), |v| v.trim().parse().ok()),
                 }
             }
-            EngineKind::Nim | EngineKind::Triton => None,
+            EngineKind::Nim | EngineKind::Triton | EngineKind::TrtLlm => None,
         }
     }
 }
@@ -602,7 +700,9 @@ impl Engine {
     /// The settings that choose the HTTP port, first match wins.
     fn port_settings(&self, c: &Container) -> Vec<PortSetting> {
         match self.kind {
-            EngineKind::Vllm | EngineKind::Sglang => vec![PortSetting::Flag(&["--port"])],
+            EngineKind::Vllm | EngineKind::Sglang | EngineKind::TrtLlm => {
+                vec![PortSetting::Flag(&["--port"])]
+            }
             EngineKind::Tgi => {
                 let mut v = Vec::new();
                 if google_tgi(c) {
@@ -808,6 +908,104 @@ mod tests {
             // An engine image running something else is not that engine.
             ("vllm/vllm-openai:latest", &["sleep", "infinity"], &[], None),
             ("nginx:1.27", &[], &[], None),
+        ];
+        for (image, command, args, want) in table {
+            let got = recognize(&container(image, command, args)).map(|e| e.kind);
+            assert_eq!(got, want, "{image} {command:?} {args:?}");
+        }
+    }
+
+    /// Rebuilt images by their repository name, `trtllm-serve`, and
+    /// entrypoint scripts by the image or the engine's flags in args.
+    #[test]
+    fn recognizes_rebuilt_images_scripts_and_engine_flags() {
+        let table: [Row<'_>; 18] = [
+            (
+                "registry.example.com/ml/vllm-cuda12:0.9",
+                &[],
+                &["--model", "m"],
+                Some(EngineKind::Vllm),
+            ),
+            (
+                "ghcr.io/acme/Custom_VLLM:1",
+                &[],
+                &[],
+                Some(EngineKind::Vllm),
+            ),
+            (
+                "quay.io/team/sglang-rocm:v0.4",
+                &[],
+                &[],
+                Some(EngineKind::Sglang),
+            ),
+            ("acme/tgi-gaudi:2.0", &[], &[], Some(EngineKind::Tgi)),
+            ("acme/triton-llm:24.05", &[], &[], Some(EngineKind::Triton)),
+            (
+                "nvcr.io/nvidia/tensorrt-llm/release:0.20.0",
+                &[],
+                &[],
+                Some(EngineKind::TrtLlm),
+            ),
+            (
+                "acme/trtllm-serve-image:1",
+                &[],
+                &[],
+                Some(EngineKind::TrtLlm),
+            ),
+            ("acme/nim-llama3:1", &[], &[], Some(EngineKind::Nim)),
+            (
+                "x",
+                &["trtllm-serve"],
+                &["serve", "m", "--port", "8000"],
+                Some(EngineKind::TrtLlm),
+            ),
+            (
+                "x",
+                &["/usr/local/bin/trtllm-serve", "m"],
+                &[],
+                Some(EngineKind::TrtLlm),
+            ),
+            // An entrypoint script: the image names the engine, or its flags do.
+            (
+                "acme/vllm-rebuild:1",
+                &["/entrypoint.sh"],
+                &["m"],
+                Some(EngineKind::Vllm),
+            ),
+            (
+                "acme/llm:1",
+                &["/bin/bash", "/opt/start.sh"],
+                &["--model-repository=/models"],
+                Some(EngineKind::Triton),
+            ),
+            (
+                "acme/llm:1",
+                &["/start.sh"],
+                &["--tensor-parallel-size", "2"],
+                Some(EngineKind::Vllm),
+            ),
+            (
+                "acme/llm:1",
+                &["/start.sh"],
+                &["--tp-size", "2"],
+                Some(EngineKind::Sglang),
+            ),
+            (
+                "acme/llm:1",
+                &[],
+                &["--model-id", "m", "--num-shard", "2"],
+                Some(EngineKind::Tgi),
+            ),
+            // A words-only match: `vllm` inside a longer word is not a name.
+            ("acme/vllmx:1", &[], &[], None),
+            // A command that is no script runs what it says, not the image.
+            (
+                "acme/vllm-rebuild:1",
+                &["python3", "app.py"],
+                &["--tensor-parallel-size", "2"],
+                None,
+            ),
+            ("acme/llm:1", &["/start.sh"], &["--model", "m"], None),
         ];
         for (image, command, args, want) in table {
             let got = recognize(&container(image, command, args)).map(|e| e.kind);

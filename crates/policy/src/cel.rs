@@ -67,7 +67,7 @@ const Q: &str = r#"['"]*"#;
 
 /// The entrypoint patterns of each engine the catalogue recognizes by
 /// command, in the order they are tried.
-fn command_patterns() -> [(Engine, String); 5] {
+fn command_patterns() -> [(Engine, String); 6] {
     let start = format!(r"(^|\s){Q}");
     let end = format!(r"{Q}(\s|$)");
     let base = |name: &str| format!(r"{start}(\S*/)?{name}{end}");
@@ -93,6 +93,7 @@ fn command_patterns() -> [(Engine, String); 5] {
         ),
         (catalogue::TGI, base("text-generation-launcher")),
         (catalogue::TRITON, base("tritonserver")),
+        (catalogue::TRTLLM, base("trtllm-serve")),
     ]
 }
 
@@ -106,6 +107,7 @@ pub fn engine_id(e: &Engine) -> &'static str {
         EngineKind::Tgi => "tgi",
         EngineKind::Nim => "nim",
         EngineKind::Triton => "triton",
+        EngineKind::TrtLlm => "trtllm",
     }
 }
 
@@ -121,29 +123,56 @@ fn image_repo(image: &str) -> String {
     format!("({b}.matches(':[^/]*$') ? {b}.substring(0, {b}.lastIndexOf(':')) : {b})")
 }
 
-/// The engine an image ships (for a container that keeps its entrypoint).
+/// The engine an image ships (for a container that keeps its entrypoint):
+/// the upstream images, else the words of a rebuild's repository name
+/// (`catalogue::REPOSITORY_WORDS`, in order).
 fn image_engine(image: &str) -> String {
     let r = image_repo(image);
+    let rebuilt = ternaries(
+        &r,
+        catalogue::REPOSITORY_WORDS
+            .map(|(word, e)| (format!(r"(?i)(^|/)([^/]*[-_.])?{word}([-_.][^/]*)?$"), e)),
+    );
     format!(
-        "({r}.contains('nvcr.io/nim/') ? 'nim' : {r}.contains('tritonserver') ? 'triton' : {r}.contains('text-generation-inference') ? 'tgi' : ({r}.endsWith('vllm/vllm-openai') || {r}.endsWith('vllm/vllm-tpu') || {r}.endsWith('rocm/vllm')) ? 'vllm' : {r}.endsWith('lmsysorg/sglang') ? 'sglang' : '')"
+        "({r}.contains('nvcr.io/nim/') ? 'nim' : {r}.contains('tritonserver') ? 'triton' : {r}.contains('text-generation-inference') ? 'tgi' : ({r}.endsWith('vllm/vllm-openai') || {r}.endsWith('vllm/vllm-tpu') || {r}.endsWith('rocm/vllm')) ? 'vllm' : {r}.endsWith('lmsysorg/sglang') ? 'sglang' : {r}.contains('nvidia/tensorrt-llm/') ? 'trtllm' : {rebuilt}'')"
     )
 }
 
-/// The engine a container runs (`catalogue::recognize`): by command and args,
-/// else by image when it keeps the image's entrypoint; `''` for none.
+/// The engine whose own flags the command line passes
+/// (`catalogue::ENGINE_FLAGS`, in order); `''` for none.
+fn flags_engine(line: &str) -> String {
+    let rows =
+        catalogue::ENGINE_FLAGS.map(|(flag, e)| (format!(r"(^|\s){Q}{flag}(={Q}|{Q}(\s|$))"), e));
+    format!("({}'')", ternaries(line, rows))
+}
+
+/// `S.matches(P1) ? 'e1' : S.matches(P2) ? 'e2' : ` for each (pattern,
+/// engine), in order: the head of a chain the caller ends.
+fn ternaries(subject: &str, rows: impl IntoIterator<Item = (String, Engine)>) -> String {
+    rows.into_iter()
+        .map(|(pattern, e)| {
+            format!(
+                "{subject}.matches({}) ? '{}' : ",
+                lit(&pattern),
+                engine_id(&e)
+            )
+        })
+        .collect()
+}
+
+/// The engine a container runs (`catalogue::recognize`): by command and
+/// args; else, when it keeps the image's entrypoint or runs a script (a
+/// word ending in `.sh`), by image, then by the engine flags it passes;
+/// `''` for none.
 pub fn engine_of(c: &str) -> String {
     let line = command_line(c);
     let mut out = String::from("(");
-    for (e, pattern) in command_patterns() {
-        out.push_str(&format!(
-            "{line}.matches({}) ? '{}' : ",
-            lit(&pattern),
-            engine_id(&e)
-        ));
-    }
+    out.push_str(&ternaries(&line, command_patterns().map(|(e, p)| (p, e))));
+    let image = image_engine(&format!("{c}.image"));
     out.push_str(&format!(
-        "(has({c}.command) && size({c}.command) > 0) ? '' : has({c}.image) ? {} : '')",
-        image_engine(&format!("{c}.image"))
+        "(has({c}.command) && size({c}.command) > 0 && !{c}.command.exists(t, t.matches({}))) ? '' : (has({c}.image) && {image} != '') ? {image} : {})",
+        lit(r"\.sh(\s|$)"),
+        flags_engine(&line)
     ));
     out
 }

@@ -154,8 +154,9 @@ pub(super) fn lint_node(
     match manifest::convert(node) {
         ConvertOutcome::Other => {
             r.skipped += 1;
-            if let Some(k) = skipped_kind(node) {
-                merge_skipped_kinds(&mut r.skipped_kinds, &[k]);
+            match skipped_kind(node) {
+                Some(k) => merge_skipped_kinds(&mut r.skipped_kinds, &[k]),
+                None => r.silent += 1,
             }
         }
         ConvertOutcome::Invalid { path, message } => {
@@ -181,6 +182,7 @@ pub(super) fn lint_node(
                 .and_then(|m| m.get("namespace"))
                 .and_then(Node::as_str)
                 .unwrap_or_default();
+            let unjudged = std::cell::RefCell::new(Vec::new());
             let cx = crate::runner::Cx {
                 opts,
                 capacity,
@@ -190,6 +192,7 @@ pub(super) fn lint_node(
                     namespace,
                     progress: crate::rules::Progress::of(node),
                 },
+                unjudged: &unjudged,
             };
             for (hit, mut object_ref) in crate::kinds::lint_typed(object, placeholders, cx) {
                 let Some(meta) = rule(hit.code) else { continue };
@@ -211,6 +214,10 @@ pub(super) fn lint_node(
                     object: object_ref,
                     fix,
                 });
+            }
+            for mut u in unjudged.into_inner() {
+                u.file = file.to_string();
+                r.unjudged.push(u);
             }
         }
     }

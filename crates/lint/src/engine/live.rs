@@ -127,7 +127,9 @@ pub fn lint_live(
     outcome.summary.documents = r.documents;
     outcome.summary.objects = r.objects;
     outcome.summary.skipped = r.skipped;
+    outcome.summary.silent = r.silent;
     outcome.summary.skipped_kinds = r.skipped_kinds;
+    outcome.summary.unjudged = r.unjudged;
     outcome.findings = r.findings;
     outcome.input_errors = r.errors;
     finish(&mut outcome);

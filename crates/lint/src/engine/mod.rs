@@ -11,7 +11,9 @@
 //! One file a concern, the data flowing one way: `walk` (paths → units)
 //! and `rendered` (charts and overlays) hand each source to `context` (its
 //! peers) and `document` (its objects, their place, the rules); `live` lints
-//! live objects through the same; `capacity` and `summary` are read by all.
+//! live objects through the same; `capacity` and `summary` are read by all;
+//! `unread` decides what an object lint does not analyse becomes (silent,
+//! only for kinds that run nothing, else named).
 
 mod capacity;
 mod context;
@@ -19,6 +21,7 @@ mod document;
 pub mod live;
 mod rendered;
 pub mod summary;
+pub mod unread;
 mod walk;
 
 pub use super::finding::RuleMeta;
@@ -72,7 +75,9 @@ struct FileResult {
     documents: usize,
     objects: usize,
     skipped: usize,
+    silent: usize,
     skipped_kinds: Vec<SkippedKind>,
+    unjudged: Vec<summary::Unjudged>,
     source: Option<(String, SourceLines)>,
 }
 
@@ -135,8 +140,12 @@ pub struct FileOutcome {
     pub documents: usize,
     pub objects: usize,
     pub skipped: usize,
-    /// Skipped kinds that carry pods, with the reason.
+    /// Of `skipped`, objects of kinds that run nothing (said nowhere).
+    pub silent: usize,
+    /// Skipped kinds named, with their group and the reason.
     pub skipped_kinds: Vec<SkippedKind>,
+    /// GPU workloads no engine was recognised on (rules not run on them).
+    pub unjudged: Vec<summary::Unjudged>,
     /// Charts and overlays not rendered.
     pub skipped_inputs: Vec<SkippedInput>,
     /// The lines findings point at (with [`LintOptions::keep_sources`]).
@@ -153,7 +162,9 @@ fn outcome(file: String, r: FileResult, sources: SourceLines) -> FileOutcome {
         documents: r.documents,
         objects: r.objects,
         skipped: r.skipped,
+        silent: r.silent,
         skipped_kinds: r.skipped_kinds,
+        unjudged: r.unjudged,
         skipped_inputs: Vec::new(),
         sources,
     }
@@ -203,7 +214,9 @@ fn merge(outcome: &mut LintOutcome, r: FileResult) {
     outcome.summary.documents += r.documents;
     outcome.summary.objects += r.objects;
     outcome.summary.skipped += r.skipped;
+    outcome.summary.silent += r.silent;
     merge_skipped_kinds(&mut outcome.summary.skipped_kinds, &r.skipped_kinds);
+    outcome.summary.unjudged.extend(r.unjudged);
     outcome.findings.extend(r.findings);
     outcome.input_errors.extend(r.errors);
     if let Some((k, v)) = r.source {

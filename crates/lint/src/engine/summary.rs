@@ -39,15 +39,38 @@ pub struct LintSummary {
     pub skipped: usize,
     pub errors: usize,
     pub warnings: usize,
-    /// Skipped kinds that carry pods (and so may hide a rollout hazard),
-    /// with why infera cannot lint them: reports say "skipped: KIND
-    /// (reason)", never silently.
+    /// Objects skipped without a word: kinds that run nothing (the closed
+    /// list of `engine/unread.rs`). `skipped` less this is what is named in
+    /// `skipped_kinds`.
+    pub silent: usize,
+    /// Every kind skipped that is not silent, with its API group and why:
+    /// reports say "skipped: KIND (GROUP) ×N (reason)" or "not read: …",
+    /// never nothing.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped_kinds: Vec<SkippedKind>,
+    /// GPU workloads whose engine lint did not recognise, so the rules
+    /// that need one did not judge them: said, never silent.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unjudged: Vec<Unjudged>,
     /// Charts and Kustomize directories not rendered (no tool), with the
     /// command that renders them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped_inputs: Vec<SkippedInput>,
+}
+
+/// A GPU workload whose main container runs no engine lint recognises:
+/// the rules that need the engine (IR015–IR017) did not judge it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unjudged {
+    pub file: String,
+    /// `Deployment vllm` or `StormService s role decode`, as findings say it.
+    pub workload: String,
+    /// The main container's name.
+    pub container: String,
+    /// Its GPUs (`1 nvidia.com/gpu`).
+    pub gpus: String,
+    /// The codes of the rules that did not judge it.
+    pub rules: Vec<&'static str>,
 }
 
 /// A directory that is not manifests until rendered, left unlinted because
@@ -61,24 +84,60 @@ pub struct SkippedInput {
     pub command: String,
 }
 
-/// A kind that carries pods but whose rollout infera does not model.
+/// A kind lint does not analyse and does not keep silent, named in every
+/// report with its API group and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SkippedKind {
     pub kind: String,
+    /// The API group (`kubeai.org`; empty for the core group).
+    pub group: String,
     /// Objects of that kind skipped.
     pub count: usize,
     pub reason: String,
+    /// `skipped` (a kind lint knows and leaves out, or an API version it
+    /// does not read) or `not_read` (a kind lint does not know).
+    pub status: SkipStatus,
+    /// What the first such object holds that matters, with where
+    /// (`containers at spec.runner`, a GPU request, replicas, an engine).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub found: Vec<String>,
+}
+
+/// Why an object is named instead of linted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipStatus {
+    /// A kind lint knows and leaves out (with its reason), or a known kind
+    /// at an API version lint does not read.
+    Skipped,
+    /// A kind lint does not know.
+    NotRead,
+}
+
+impl SkippedKind {
+    /// `Model (kubeai.org)`; the core group as `core`.
+    pub fn kind_and_group(&self) -> String {
+        let group = if self.group.is_empty() {
+            "core"
+        } else {
+            &self.group
+        };
+        format!("{} ({group})", self.kind)
+    }
 }
 
 /// Add `more` to `into`, one entry a kind (in kind order).
 pub fn merge_skipped_kinds(into: &mut Vec<SkippedKind>, more: &[SkippedKind]) {
     for k in more {
-        match into.iter_mut().find(|e| e.kind == k.kind) {
+        match into
+            .iter_mut()
+            .find(|e| e.kind == k.kind && e.group == k.group)
+        {
             Some(e) => e.count += k.count,
             None => into.push(k.clone()),
         }
     }
-    into.sort_by(|a, b| a.kind.cmp(&b.kind));
+    into.sort_by(|a, b| (&a.kind, &a.group).cmp(&(&b.kind, &b.group)));
 }
 
 impl LintSummary {
@@ -89,7 +148,9 @@ impl LintSummary {
         self.documents += f.documents;
         self.objects += f.objects;
         self.skipped += f.skipped;
+        self.silent += f.silent;
         merge_skipped_kinds(&mut self.skipped_kinds, &f.skipped_kinds);
+        self.unjudged.extend_from_slice(&f.unjudged);
         self.skipped_inputs.extend_from_slice(&f.skipped_inputs);
     }
 }
@@ -125,37 +186,38 @@ fn known_skip_reason(kind: &str, group: &str) -> Option<&'static str> {
     })
 }
 
-/// The skipped-kind entry for an object infera does not analyse, when it
-/// runs pods (a known kind, or any kind with a container list).
+/// The entry naming an object infera does not analyse, or None for a kind
+/// that runs nothing ([`super::unread::runs_nothing`]): a known kind with
+/// its reason, a known kind at an API version lint does not read, or any
+/// other kind as not read, with what it holds.
 pub(super) fn skipped_kind(node: &Node) -> Option<SkippedKind> {
-    let kind = node.get("kind").and_then(Node::as_str).unwrap_or("object");
+    use super::unread;
+    let kind = node.get("kind").and_then(Node::as_str).unwrap_or("");
     let api = node.get("apiVersion").and_then(Node::as_str).unwrap_or("");
-    let group = api.rsplit_once('/').map_or("", |(g, _)| g);
-    let reason = match known_skip_reason(kind, group) {
-        Some(r) => r,
-        None if carries_pods(node, 0) => {
-            "it carries pods, but infera does not know how its controller rolls them out"
-        }
-        None => return None,
+    let (group, version) = unread::group_version(api);
+    if unread::runs_nothing(kind, group) {
+        return None;
+    }
+    let (status, reason) = if let Some(r) = unread::unread_version(kind, group, version) {
+        (SkipStatus::Skipped, r)
+    } else if let Some(r) = known_skip_reason(kind, group) {
+        (SkipStatus::Skipped, r.to_string())
+    } else if kind.is_empty() {
+        let r = "not a Kubernetes object: it has no `kind`, so nothing in it was read";
+        (SkipStatus::NotRead, r.to_string())
+    } else {
+        (SkipStatus::NotRead, unread::NOT_READ.to_string())
+    };
+    let found = match status {
+        SkipStatus::NotRead if !kind.is_empty() => unread::found(node),
+        _ => Vec::new(),
     };
     Some(SkippedKind {
-        kind: kind.to_string(),
+        kind: if kind.is_empty() { "(no kind)" } else { kind }.to_string(),
+        group: group.to_string(),
         count: 1,
-        reason: reason.to_string(),
+        reason,
+        status,
+        found,
     })
-}
-
-/// True when an object's tree holds a container list (a pod template).
-fn carries_pods(node: &Node, depth: usize) -> bool {
-    use infera_model::manifest::Value;
-    if depth > 12 {
-        return false;
-    }
-    match &node.value {
-        Value::Map(entries) => entries.iter().any(|(k, v)| {
-            matches!(k.name.as_ref(), "containers" | "mainContainer") || carries_pods(v, depth + 1)
-        }),
-        Value::Seq(items) => items.iter().any(|v| carries_pods(v, depth + 1)),
-        _ => false,
-    }
 }

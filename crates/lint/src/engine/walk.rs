@@ -121,6 +121,8 @@ fn absorb(into: &mut FileOutcome, f: FileOutcome) {
     into.documents += f.documents;
     into.objects += f.objects;
     into.skipped += f.skipped;
+    into.silent += f.silent;
+    into.unjudged.extend(f.unjudged);
     merge_skipped_kinds(&mut into.skipped_kinds, &f.skipped_kinds);
     into.findings.extend(f.findings);
     into.input_errors.extend(f.input_errors);

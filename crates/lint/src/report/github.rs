@@ -82,6 +82,10 @@ impl Emitter for GithubEmitter {
             let line = super::skipped_input_line(i);
             writeln!(out, "::notice title=infera lint::{line}")?;
         }
+        for u in &end.summary.unjudged {
+            let line = super::unjudged_line(u);
+            writeln!(out, "::notice title=infera lint::{line}")?;
+        }
         Ok(())
     }
 }

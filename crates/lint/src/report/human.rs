@@ -231,6 +231,9 @@ fn write_summary(
     for i in &s.skipped_inputs {
         writeln!(out, "{}", super::skipped_input_line(i))?;
     }
+    for u in &s.unjudged {
+        writeln!(out, "{}", super::unjudged_line(u))?;
+    }
 
     let sentence = if counts.is_empty() {
         format!(

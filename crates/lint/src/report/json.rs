@@ -153,7 +153,7 @@ mod tests {
         );
         assert_eq!(
             v["summary"],
-            json!({"files": 3, "documents": 5, "objects": 4, "skipped": 1, "errors": 1,
+            json!({"files": 3, "documents": 5, "objects": 4, "skipped": 1, "silent": 1, "errors": 1,
                    "warnings": 1, "input_errors": 1, "rules": {"IR001": 1, "IR005": 1}})
         );
     }

@@ -100,13 +100,42 @@ pub enum Format {
     Github,
 }
 
-/// How every report names a skipped kind that carries pods:
-/// `skipped: StormService ×2 (AIBrix rolls roles by its own controller; …)`.
+/// How every report names a kind it skipped:
+/// `skipped: StormService (orchestration.aibrix.ai) ×2 (reason)`, or for a
+/// kind lint does not know, `not read: Model (kubeai.org) ×4 (reason;
+/// found: containers at spec.runner, replicas 1 at spec.replicas)`.
 pub(crate) fn skipped_line(k: &crate::engine::summary::SkippedKind) -> String {
-    format!("skipped: {} ×{} ({})", k.kind, k.count, k.reason)
+    use crate::engine::summary::SkipStatus;
+    let head = match k.status {
+        SkipStatus::Skipped => "skipped",
+        SkipStatus::NotRead => "not read",
+    };
+    let found = if k.found.is_empty() {
+        String::new()
+    } else {
+        format!("; found: {}", k.found.join(", "))
+    };
+    format!(
+        "{head}: {} ×{} ({}{found})",
+        k.kind_and_group(),
+        k.count,
+        k.reason
+    )
 }
 
-/// How every report names a chart or overlay left unrendered:
+/// How every report says a GPU workload was not judged for want of an
+/// engine, and how to name it.
+pub(crate) fn unjudged_line(u: &crate::engine::summary::Unjudged) -> String {
+    format!(
+        "not judged: {}: {} (container {}, {}) runs no engine infera recognises, so {} did not judge it; name the engine: run it by its own command (vllm serve, python3 -m sglang.launch_server, text-generation-launcher, tritonserver, trtllm-serve), use an image whose repository name says it (…/vllm-…, …/sglang-…, …/tgi-…, …/triton-…, …/trtllm-…), or pass the engine's own flags in args (vLLM --tensor-parallel-size, SGLang --tp-size, TGI --num-shard, Triton --model-repository, TensorRT-LLM --tp_size)",
+        u.file,
+        u.workload,
+        u.container,
+        u.gpus,
+        u.rules.join(", ")
+    )
+}
+
 /// `skipped: charts/w (a Helm chart, and no helm on PATH …); run `helm template charts/w | infera lint -``.
 pub(crate) fn skipped_input_line(s: &crate::engine::summary::SkippedInput) -> String {
     format!("skipped: {} ({}); run `{}`", s.path, s.reason, s.command)
@@ -199,9 +228,11 @@ spec:
                 documents: 5,
                 objects: 4,
                 skipped: 1,
+                silent: 1,
                 errors,
                 warnings,
                 skipped_kinds: Vec::new(),
+                unjudged: Vec::new(),
                 skipped_inputs: Vec::new(),
             },
             sources,

@@ -251,6 +251,14 @@ fn skipped_input_note(s: &crate::engine::summary::SkippedInput) -> Notification 
         .build()
 }
 
+/// A GPU workload the engine-dependent rules did not judge: a `note`.
+fn unjudged_note(u: &crate::engine::summary::Unjudged) -> Notification {
+    Notification::builder()
+        .level(serde_json::Value::from("note"))
+        .message(Message::builder().text(super::unjudged_line(u)).build())
+        .build()
+}
+
 /// The SARIF log for one run. `rules` is the registry (all rules, so
 /// code scanning can show every rule's help); `base` is the directory
 /// absolute paths are made relative to (the project root / cwd).
@@ -300,6 +308,7 @@ pub fn to_sarif(outcome: &LintOutcome, rules: &[RuleMeta], base: Option<&Path>) 
                         .iter()
                         .map(skipped_input_note),
                 )
+                .chain(outcome.summary.unjudged.iter().map(unjudged_note))
                 .collect::<Vec<_>>(),
         )
         .build();
@@ -418,6 +427,7 @@ fn write_document(
     };
     empty.summary.skipped_kinds = summary.skipped_kinds.clone();
     empty.summary.skipped_inputs = summary.skipped_inputs.clone();
+    empty.summary.unjudged = summary.unjudged.clone();
     let mut skeleton = to_sarif(&empty, rules, base);
     let Some(mut run) = skeleton.runs.pop() else {
         return Err(io::Error::other("SARIF skeleton without a run"));

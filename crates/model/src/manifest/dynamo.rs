@@ -7,10 +7,22 @@
 //! `resources.limits.gpu` (else `requests.gpu`) per node.
 //! (ai-dynamo/dynamo, `docs/kubernetes/api_reference.md`,
 //! `examples/backends/*/deploy/disagg-multinode.yaml`.)
+//!
+//! `nvidia.com/v1beta1` lists the same services as `spec.components`, each
+//! with its `name`, `type` (`worker`, `prefill`, `decode`, `frontend`, …),
+//! `replicas`, `multinode.nodeCount` and a native `podTemplate` whose
+//! container `main` is the one the operator fills in (its GPUs are that
+//! container's own `resources`): the ten v1alpha1 pod fields
+//! (`resources`, `extraPodSpec`, …) are gone (ai-dynamo/dynamo
+//! `deploy/operator/api/v1beta1/dynamographdeployment_types.go` at
+//! 0fddc01b37244c4cfa5bcfd1c2e4f1a577ee833c, `Components`;
+//! `dynamocomponentdeployment_types.go` at
+//! 50820f5b16d01bf85205a5fa649e76ff68300c65,
+//! `DynamoComponentDeploymentSharedSpec`, `MainContainerName`).
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Container;
+use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +30,10 @@ use crate::operator::IntOrText;
 
 pub const GROUP: &str = "nvidia.com";
 pub const KIND: &str = "DynamoGraphDeployment";
+/// The API versions whose fields lint reads; any other is named as skipped.
+pub const VERSIONS: [&str; 2] = ["v1alpha1", "v1beta1"];
+/// The container of a v1beta1 `podTemplate` the operator fills in.
+pub const MAIN_CONTAINER: &str = "main";
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -33,6 +49,35 @@ pub struct DynamoGraphDeployment {
 pub struct DynamoSpec {
     #[serde(default)]
     pub services: BTreeMap<String, DynamoService>,
+    /// v1beta1: the services as a list.
+    #[serde(default)]
+    pub components: Vec<DynamoComponent>,
+}
+
+/// One entry of v1beta1's `spec.components`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DynamoComponent {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub component_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<IntOrText>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multinode: Option<DynamoMultinode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodTemplateSpec>,
+}
+
+impl DynamoComponent {
+    /// True for the types that run an engine (`worker`, `prefill`, `decode`).
+    pub fn is_worker(&self) -> bool {
+        matches!(
+            self.component_type.as_deref(),
+            Some("worker" | "prefill" | "decode")
+        )
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

@@ -168,7 +168,9 @@ pub fn convert(node: &Node) -> ConvertOutcome {
     } else if (kind, group) == ("StatefulSet", "apps") {
         typed_with_set_aside::<StatefulSet>(node)
             .map(|(t, s)| (TypedObject::StatefulSet(Box::new(t)), s))
-    } else if (kind, group) == (super::dynamo::KIND, super::dynamo::GROUP) {
+    } else if (kind, group) == (super::dynamo::KIND, super::dynamo::GROUP)
+        && super::dynamo::VERSIONS.contains(&api_version.rsplit('/').next().unwrap_or(""))
+    {
         typed_with_set_aside::<super::dynamo::DynamoGraphDeployment>(node)
             .map(|(t, s)| (TypedObject::DynamoGraphDeployment(Box::new(t)), s))
     } else if let Some(kind) = super::serving::ServingKind::of(kind, group) {
