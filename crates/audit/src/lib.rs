@@ -31,7 +31,7 @@ mod roles;
 mod server_clock;
 mod session;
 mod timeline;
-pub mod traffic;
+pub use report::traffic;
 mod verdict;
 
 pub use auditor::{Auditor, RoleCounts, RoleSpec};

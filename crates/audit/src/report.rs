@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::timeline::Timeline;
+
+pub mod traffic;
 use crate::exit::Exit;
 
 /// How the audited rollout (or audit window) ended.
@@ -211,7 +213,7 @@ pub struct Report {
     /// The requests sent through the serving path (`--traffic`), joined
     /// with the steps.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub traffic: Option<super::traffic::TrafficReport>,
+    pub traffic: Option<traffic::TrafficReport>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -386,7 +388,7 @@ impl Report {
     pub fn traffic_failed(&self) -> bool {
         self.traffic
             .as_ref()
-            .is_some_and(super::traffic::TrafficReport::has_failures)
+            .is_some_and(traffic::TrafficReport::has_failures)
     }
 
     /// Reported seconds per wall second.

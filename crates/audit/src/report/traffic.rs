@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::report::{Report, StepRecord, format_seconds};
+use super::{Report, StepRecord, format_seconds};
 
 /// How one request ended (`docs/traffic.md`, "Classes").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -386,7 +386,7 @@ impl TrafficReport {
 
     /// The per-leg table.
     pub fn table(&self) -> String {
-        let mut table = super::report::new_table(vec![
+        let mut table = super::new_table(vec![
             "leg",
             "sent",
             "succeeded",
