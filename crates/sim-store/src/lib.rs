@@ -35,6 +35,11 @@ pub const DEFAULT_HISTORY: usize = 20_000;
 /// How many bytes of encoded objects the watch history keeps at most (the
 /// count bound alone lets a history of large objects grow to gigabytes).
 pub const DEFAULT_HISTORY_BYTES: usize = 256 << 20;
+/// Distinct request-count keys kept (verbs × resources × subresources is
+/// under 200); past it, requests are counted under [`OTHER_REQUESTS`].
+pub const MAX_REQUEST_KEYS: usize = 1024;
+/// The request-count key past [`MAX_REQUEST_KEYS`].
+pub const OTHER_REQUESTS: &str = "other";
 /// Live-event channel capacity; a watcher lagging further than this is closed
 /// (the client then resumes from its last version, as after any dropped watch).
 const BROADCAST_CAPACITY: usize = 16_384;
@@ -1096,18 +1101,24 @@ impl Store {
     }
 
     /// Count one API request, keyed like `"list pods"`, `"patch deployments"`.
+    /// Past [`MAX_REQUEST_KEYS`] distinct keys (a client inventing
+    /// subresources or methods), new ones are counted under `"other"`.
     pub fn record_request(&self, key: &str) {
         let mut counts = self
             .inner
             .request_counts
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match counts.get_mut(key) {
-            Some(n) => *n += 1,
-            None => {
-                counts.insert(key.to_string(), 1);
-            }
+        if let Some(n) = counts.get_mut(key) {
+            *n += 1;
+            return;
         }
+        let key = if counts.len() < MAX_REQUEST_KEYS {
+            key
+        } else {
+            OTHER_REQUESTS
+        };
+        *counts.entry(key.to_string()).or_insert(0) += 1;
     }
 
     /// Requests served so far by verb and resource (`"list pods"`,
@@ -1327,6 +1338,41 @@ mod tests {
         store.create(Kind::Pod, pod("live", "default")).unwrap();
         let live = start.receiver.try_recv().unwrap();
         assert_eq!(live.object["metadata"]["name"], "live");
+    }
+
+    /// The live channel is one shared ring of [`BROADCAST_CAPACITY`]: a
+    /// receiver further behind gets `Lagged` (its watch is closed and
+    /// resumes), and holds nothing of its own.
+    #[test]
+    fn a_receiver_further_behind_than_the_channel_lags() {
+        let store = Store::new();
+        let mut slow = store.subscribe();
+        for i in 0..=BROADCAST_CAPACITY {
+            store
+                .create(Kind::Event, json!({"metadata": {"name": format!("e{i}")}}))
+                .unwrap();
+        }
+        assert!(matches!(
+            slow.try_recv(),
+            Err(broadcast::error::TryRecvError::Lagged(1))
+        ));
+        let next = slow.try_recv().unwrap();
+        assert_eq!(next.object["metadata"]["name"], "e1");
+    }
+
+    /// Request counts keep at most [`MAX_REQUEST_KEYS`] keys; the rest are
+    /// counted under `other`.
+    #[test]
+    fn request_counts_are_bounded() {
+        let store = Store::new();
+        for i in 0..MAX_REQUEST_KEYS + 10 {
+            store.record_request(&format!("get pods/sub{i}"));
+        }
+        store.record_request("get pods/sub0");
+        let counts = store.request_counts();
+        assert_eq!(counts.len(), MAX_REQUEST_KEYS + 1);
+        assert_eq!(counts.get(OTHER_REQUESTS), Some(&10));
+        assert_eq!(counts.get("get pods/sub0"), Some(&2));
     }
 
     #[test]
