@@ -309,6 +309,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             [CompletionResult]::new('--speed', '--speed', [CompletionResultType]::ParameterName, 'Simulated seconds per wall-clock second')
             [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Random seed (default: the scenario''s)')
             [CompletionResult]::new('--operator', '--operator', [CompletionResultType]::ParameterName, 'The operator generation the simulated operator renders as (default: the scenario''s `operator`, else latest)')
+            [CompletionResult]::new('--event-ttl', '--event-ttl', [CompletionResultType]::ParameterName, 'Delete each Event this long after its last write, in simulated time (kube-apiserver''s `--event-ttl`; watchers see it DELETED). `0` keeps Events')
             [CompletionResult]::new('--drop-watches-every', '--drop-watches-every', [CompletionResultType]::ParameterName, 'Drop every watch stream every this long (wall clock)')
             [CompletionResult]::new('--error-rate', '--error-rate', [CompletionResultType]::ParameterName, 'Answer this fraction of requests (0..1) with 5xx/429 bursts carrying `Retry-After`')
             [CompletionResult]::new('--conflict-rate', '--conflict-rate', [CompletionResultType]::ParameterName, 'Answer this fraction of updates with 409 Conflict')

@@ -1481,7 +1481,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__sim__subcmd__serve)
-            opts="-v -h -V --clock-skew --truth --scenario --port --plain-http --token --kubeconfig-out --speed --seed --operator --no-world --drop-watches-every --error-rate --conflict-rate --compact-every --latency --restart-api-every --cut --blackhole --verbose --help --version"
+            opts="-v -h -V --clock-skew --truth --scenario --port --plain-http --token --kubeconfig-out --speed --seed --operator --no-world --event-ttl --drop-watches-every --error-rate --conflict-rate --compact-every --latency --restart-api-every --cut --blackhole --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1521,6 +1521,10 @@ _infera() {
                     ;;
                 --operator)
                     COMPREPLY=($(compgen -W "pre-176 176 latest" -- "${cur}"))
+                    return 0
+                    ;;
+                --event-ttl)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --drop-watches-every)

@@ -290,6 +290,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --speed 'Simulated seconds per wall-clock second'
             cand --seed 'Random seed (default: the scenario''s)'
             cand --operator 'The operator generation the simulated operator renders as (default: the scenario''s `operator`, else latest)'
+            cand --event-ttl 'Delete each Event this long after its last write, in simulated time (kube-apiserver''s `--event-ttl`; watchers see it DELETED). `0` keeps Events'
             cand --drop-watches-every 'Drop every watch stream every this long (wall clock)'
             cand --error-rate 'Answer this fraction of requests (0..1) with 5xx/429 bursts carrying `Retry-After`'
             cand --conflict-rate 'Answer this fraction of updates with 409 Conflict'

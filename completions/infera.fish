@@ -234,6 +234,7 @@ complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subco
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l operator -d 'The operator generation the simulated operator renders as (default: the scenario\'s `operator`, else latest)' -r -f -a "pre-176\t'Before PR #176: surge-free, /health on the engine port'
 176\t'PR #176 and later: surge-first when probed /ready on the readiness port'
 latest\t'The newest generation infera knows (176)'"
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l event-ttl -d 'Delete each Event this long after its last write, in simulated time (kube-apiserver\'s `--event-ttl`; watchers see it DELETED). `0` keeps Events' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l drop-watches-every -d 'Drop every watch stream every this long (wall clock)' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l error-rate -d 'Answer this fraction of requests (0..1) with 5xx/429 bursts carrying `Retry-After`' -r
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from serve" -l conflict-rate -d 'Answer this fraction of updates with 409 Conflict' -r

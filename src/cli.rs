@@ -801,6 +801,11 @@ pub struct SimServeArgs {
     /// operator, for `infera sim attach` to bring them.
     #[arg(long)]
     pub no_world: bool,
+    /// Delete each Event this long after its last write, in simulated
+    /// time (kube-apiserver's `--event-ttl`; watchers see it DELETED).
+    /// `0` keeps Events.
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    pub event_ttl: Duration,
     #[command(flatten)]
     pub faults: FaultArgs,
 }

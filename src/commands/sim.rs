@@ -46,6 +46,7 @@ pub async fn serve(args: SimServeArgs) -> anyhow::Result<Exit> {
     options.token = args.token.clone();
     options.faults = FaultConfig::from(&args.faults);
     options.world = !args.no_world;
+    options.event_ttl = args.event_ttl;
     let sim = match RunningSim::start(options).await {
         Ok(s) => s,
         Err(e) => {

@@ -21,6 +21,7 @@ mod rollout_history;
 mod rollout_interrupt;
 mod set_selector;
 mod sim_attach;
+mod sim_bounds;
 mod sim_controllers;
 mod sim_kube;
 mod sim_kubectl;

@@ -10,6 +10,7 @@
 
 #![allow(clippy::collapsible_if, clippy::collapsible_match)] // nested ifs mirror upstream Go control flow
 
+mod bounded;
 mod cache;
 pub mod deployment;
 pub mod disruption;
@@ -19,8 +20,7 @@ mod replicaset;
 mod scheduler;
 mod statefulset;
 
-use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -89,9 +89,10 @@ pub(crate) struct Manager {
     clock: SimClock,
     cache: Cache,
     dirty: BTreeSet<Work>,
-    timers: BinaryHeap<Reverse<(Instant, Work)>>,
+    timers: bounded::Timers<Work>,
     pending: BTreeSet<Key>,
-    events: HashMap<(String, String), String>,
+    /// The scheduler's FailedScheduling Events by (pod uid, message).
+    events: bounded::EventNames<(String, String)>,
     event_seq: u64,
     /// ReplicaSet uid -> (template, template without the hash label), see
     /// `deployment::util::normalized_template`.
@@ -121,9 +122,9 @@ impl Manager {
             clock,
             cache: Cache::default(),
             dirty: BTreeSet::new(),
-            timers: BinaryHeap::new(),
+            timers: bounded::Timers::default(),
             pending: BTreeSet::new(),
-            events: HashMap::new(),
+            events: bounded::EventNames::default(),
             event_seq: 0,
             rs_templates: HashMap::new(),
             passes: 0,
@@ -175,7 +176,7 @@ impl Manager {
                 // would otherwise wait behind it.
                 tokio::task::yield_now().await;
             }
-            let next = self.timers.peek().map(|Reverse((at, _))| *at);
+            let next = self.timers.next();
             tokio::select! {
                 _ = stop.changed() => break,
                 event = rx.recv() => match event {
@@ -193,15 +194,7 @@ impl Manager {
                     Err(_) => break,
                 }
             }
-            let now = Instant::now();
-            while let Some(Reverse((at, _))) = self.timers.peek() {
-                if *at > now {
-                    break;
-                }
-                if let Some(Reverse((_, work))) = self.timers.pop() {
-                    self.dirty.insert(work);
-                }
-            }
+            self.dirty.extend(self.timers.due(Instant::now()));
         }
     }
 
@@ -303,7 +296,7 @@ impl Manager {
     fn requeue(&mut self, work: Work, after: Duration) {
         self.requeues += 1;
         let at = Instant::now() + self.clock.to_wall(after);
-        self.timers.push(Reverse((at, work)));
+        self.timers.push(at, work);
     }
 
     /// Write `.status` when it differs from the cached object's.
@@ -371,8 +364,7 @@ impl Manager {
         if !self.pending.is_empty() {
             self.dirty.insert(Work::Schedule);
         }
-        let already = self.timers.iter().any(|Reverse((_, w))| *w == Work::Resync);
-        if !already {
+        if !self.timers.contains(&Work::Resync) {
             self.requeue(Work::Resync, Duration::from_secs(15));
         }
     }

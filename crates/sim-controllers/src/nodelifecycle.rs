@@ -93,7 +93,7 @@ impl Manager {
         }
         if !stopped.is_empty() {
             let after = next.unwrap_or(NODE_MONITOR_PERIOD).min(NODE_MONITOR_PERIOD);
-            if !self.timers.iter().any(|r| r.0.1 == Work::NodeHealth) {
+            if !self.timers.contains(&Work::NodeHealth) {
                 self.requeue(Work::NodeHealth, after);
             }
         }

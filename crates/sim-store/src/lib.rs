@@ -16,11 +16,13 @@
 //! it) and [`truth`] (the ground truth read off its event stream). The
 //! world does not depend on this crate: it reaches the store only over HTTP.
 
+pub mod lease;
 pub mod recorder;
 pub mod truth;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -30,6 +32,14 @@ use tokio::sync::broadcast;
 
 /// How many past events a store keeps for watch resume. Older resumes get 410.
 pub const DEFAULT_HISTORY: usize = 20_000;
+/// How many bytes of encoded objects the watch history keeps at most (the
+/// count bound alone lets a history of large objects grow to gigabytes).
+pub const DEFAULT_HISTORY_BYTES: usize = 256 << 20;
+/// Distinct request-count keys kept (verbs × resources × subresources is
+/// under 200); past it, requests are counted under [`OTHER_REQUESTS`].
+pub const MAX_REQUEST_KEYS: usize = 1024;
+/// The request-count key past [`MAX_REQUEST_KEYS`].
+pub const OTHER_REQUESTS: &str = "other";
 /// Live-event channel capacity; a watcher lagging further than this is closed
 /// (the client then resumes from its last version, as after any dropped watch).
 const BROADCAST_CAPACITY: usize = 16_384;
@@ -104,7 +114,7 @@ pub struct StoreEvent {
 /// A past event as the watch history keeps it: the object only in its JSON
 /// encoding (a small fraction of a `Value`'s memory; usually shared with
 /// the live object), decoded again only when a watch resumes.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Recorded {
     kind: Kind,
     event: EventType,
@@ -126,6 +136,12 @@ impl Recorded {
             json: Arc::clone(&event.json),
             prev_json: event.prev_json.clone(),
         }
+    }
+
+    /// The bytes this entry accounts for (the object's encoding; the
+    /// previous state's is the entry before's).
+    fn bytes(&self) -> usize {
+        self.json.len()
     }
 
     fn event(&self) -> StoreEvent {
@@ -150,11 +166,45 @@ impl StoreEvent {
     }
 }
 
+/// The events a watch replays before its live ones. Past events are
+/// decoded one at a time as the watch takes them: a resume from far back
+/// holds the history's shared JSON, never thousands of decoded objects at
+/// once, and what was sent is dropped as the watch goes on.
+#[derive(Debug)]
+pub struct Replay {
+    items: std::vec::IntoIter<ReplayItem>,
+}
+
+#[derive(Debug)]
+enum ReplayItem {
+    /// A synthetic `Added` for an object stored now (shares its `Arc`s).
+    Current(StoreEvent),
+    /// A recorded change, decoded when taken.
+    Past(Recorded),
+}
+
+impl Iterator for Replay {
+    type Item = StoreEvent;
+
+    fn next(&mut self) -> Option<StoreEvent> {
+        self.items.next().map(|item| match item {
+            ReplayItem::Current(event) => event,
+            ReplayItem::Past(recorded) => recorded.event(),
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.items.size_hint()
+    }
+}
+
+impl ExactSizeIterator for Replay {}
+
 /// Where a watch starts: the replayed events, the live receiver, and the
 /// store version the receiver starts after.
 #[derive(Debug)]
 pub struct WatchStart {
-    pub events: Vec<StoreEvent>,
+    pub events: Replay,
     pub receiver: broadcast::Receiver<StoreEvent>,
     pub resource_version: u64,
 }
@@ -169,6 +219,8 @@ fn encode(value: &Value) -> Arc<[u8]> {
 pub struct StoredObject {
     value: Arc<Value>,
     json: Arc<[u8]>,
+    /// When this version was written (an Event's lease runs from here).
+    written: Instant,
 }
 
 impl StoredObject {
@@ -176,6 +228,7 @@ impl StoredObject {
         Arc::new(StoredObject {
             json: encode(&value),
             value: Arc::new(value),
+            written: Instant::now(),
         })
     }
 
@@ -200,13 +253,31 @@ impl StoredObject {
 /// Namespace (empty for cluster-scoped kinds) and name.
 type NameKey = (String, String);
 
+/// How much watch history a store keeps: the older of the two bounds wins
+/// (a resume from before what is kept gets 410 Gone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryLimits {
+    /// Past events (at least one is kept).
+    pub events: usize,
+    /// Encoded bytes of the objects they carry.
+    pub bytes: usize,
+}
+
 struct State {
     resource_version: u64,
     objects: HashMap<Kind, BTreeMap<NameKey, Arc<StoredObject>>>,
     history: VecDeque<Recorded>,
     history_limit: usize,
+    /// The encoded bytes `history` holds, and their bound.
+    history_bytes: usize,
+    history_bytes_limit: usize,
     /// Every event with a version greater than this is still in `history`.
     history_floor: u64,
+    /// Events' time to live (wall clock; `None`: kept forever) and their
+    /// leases in write order: (written, key). A lease whose object was
+    /// written again since is stale and skipped (`lease.rs`).
+    event_ttl: Option<Duration>,
+    leases: VecDeque<(Instant, NameKey)>,
     uid_counter: u64,
     rng: ChaCha8Rng,
 }
@@ -305,12 +376,18 @@ impl State {
     }
 
     fn record(&mut self, tx: &broadcast::Sender<StoreEvent>, event: StoreEvent) {
-        if self.history.len() >= self.history_limit
-            && let Some(old) = self.history.pop_front()
+        let recorded = Recorded::of(&event);
+        self.history_bytes += recorded.bytes();
+        self.history.push_back(recorded);
+        while self.history.len() > self.history_limit
+            || (self.history_bytes > self.history_bytes_limit && self.history.len() > 1)
         {
+            let Some(old) = self.history.pop_front() else {
+                break;
+            };
+            self.history_bytes = self.history_bytes.saturating_sub(old.bytes());
             self.history_floor = old.resource_version;
         }
-        self.history.push_back(Recorded::of(&event));
         // No receivers is fine: nobody is watching.
         let _ = tx.send(event);
     }
@@ -354,6 +431,18 @@ impl Store {
     /// A store whose generated names and uids derive from `seed`, keeping
     /// `history` past events for watch resume.
     pub fn with_options(seed: u64, history: usize) -> Store {
+        Store::with_limits(
+            seed,
+            HistoryLimits {
+                events: history,
+                bytes: DEFAULT_HISTORY_BYTES,
+            },
+        )
+    }
+
+    /// A store whose generated names and uids derive from `seed`, its watch
+    /// history bounded by `limits`.
+    pub fn with_limits(seed: u64, limits: HistoryLimits) -> Store {
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
         let store = Store {
             inner: Arc::new(Inner {
@@ -361,8 +450,12 @@ impl Store {
                     resource_version: 0,
                     objects: HashMap::new(),
                     history: VecDeque::new(),
-                    history_limit: history.max(1),
+                    history_limit: limits.events.max(1),
+                    history_bytes: 0,
+                    history_bytes_limit: limits.bytes,
                     history_floor: 0,
+                    event_ttl: None,
+                    leases: VecDeque::new(),
                     uid_counter: 0,
                     rng: ChaCha8Rng::seed_from_u64(seed),
                 }),
@@ -554,6 +647,7 @@ impl Store {
             resource_version: rv,
             json: stored.json_arc(),
         };
+        state.attach_lease(kind, &key, stored.written);
         state.map(kind).insert(key, stored);
         state.record(&self.inner.events, event);
         Ok(value)
@@ -636,6 +730,7 @@ impl Store {
             state.map(kind).remove(key);
             EventType::Deleted
         } else {
+            state.attach_lease(kind, key, stored.written);
             state.map(kind).insert(key.clone(), Arc::clone(&stored));
             EventType::Modified
         };
@@ -847,6 +942,7 @@ impl Store {
         metadata_mut(&mut new)?.insert("resourceVersion".into(), Value::from(rv.to_string()));
         let stored = StoredObject::new(new);
         let value = stored.value().clone();
+        state.attach_lease(kind, key, stored.written);
         state.map(kind).insert(key.clone(), Arc::clone(&stored));
         let event = StoreEvent {
             at: std::time::SystemTime::now(),
@@ -914,7 +1010,7 @@ impl Store {
         rv: u64,
     ) -> Result<(Vec<StoreEvent>, broadcast::Receiver<StoreEvent>), StoreError> {
         self.watch_start(kind, ns, rv)
-            .map(|start| (start.events, start.receiver))
+            .map(|start| (start.events.collect(), start.receiver))
     }
 
     /// `watch_from`, also telling the version the receiver starts after
@@ -938,23 +1034,27 @@ impl Store {
                 .into_iter()
                 .flat_map(|m| m.iter())
                 .filter(|((n, _), _)| ns.is_none_or(|ns| n == ns))
-                .map(|(_, o)| StoreEvent {
-                    at: std::time::SystemTime::now(),
-                    kind,
-                    event: EventType::Added,
-                    object: o.value_arc(),
-                    prev_json: None,
-                    json: o.json_arc(),
-                    resource_version: o
-                        .value()
-                        .pointer("/metadata/resourceVersion")
-                        .and_then(Value::as_str)
-                        .and_then(|s| s.parse().ok())
-                        .unwrap_or(0),
+                .map(|(_, o)| {
+                    ReplayItem::Current(StoreEvent {
+                        at: std::time::SystemTime::now(),
+                        kind,
+                        event: EventType::Added,
+                        object: o.value_arc(),
+                        prev_json: None,
+                        json: o.json_arc(),
+                        resource_version: o
+                            .value()
+                            .pointer("/metadata/resourceVersion")
+                            .and_then(Value::as_str)
+                            .and_then(|s| s.parse().ok())
+                            .unwrap_or(0),
+                    })
                 })
-                .collect();
+                .collect::<Vec<_>>();
             return Ok(WatchStart {
-                events,
+                events: Replay {
+                    items: events.into_iter(),
+                },
                 receiver,
                 resource_version: current,
             });
@@ -969,13 +1069,21 @@ impl Store {
             .history
             .range(start..)
             .filter(|e| in_scope(e))
-            .map(Recorded::event)
-            .collect();
+            .map(|e| ReplayItem::Past(e.clone()))
+            .collect::<Vec<_>>();
         Ok(WatchStart {
-            events,
+            events: Replay {
+                items: events.into_iter(),
+            },
             receiver,
             resource_version: current,
         })
+    }
+
+    /// What the watch history holds now: (events, encoded bytes).
+    pub fn history_size(&self) -> (usize, usize) {
+        let state = self.read();
+        (state.history.len(), state.history_bytes)
     }
 
     /// The oldest version a watch can still resume from.
@@ -988,22 +1096,29 @@ impl Store {
     pub fn compact(&self) {
         let mut state = self.write();
         state.history.clear();
+        state.history_bytes = 0;
         state.history_floor = state.resource_version;
     }
 
     /// Count one API request, keyed like `"list pods"`, `"patch deployments"`.
+    /// Past [`MAX_REQUEST_KEYS`] distinct keys (a client inventing
+    /// subresources or methods), new ones are counted under `"other"`.
     pub fn record_request(&self, key: &str) {
         let mut counts = self
             .inner
             .request_counts
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match counts.get_mut(key) {
-            Some(n) => *n += 1,
-            None => {
-                counts.insert(key.to_string(), 1);
-            }
+        if let Some(n) = counts.get_mut(key) {
+            *n += 1;
+            return;
         }
+        let key = if counts.len() < MAX_REQUEST_KEYS {
+            key
+        } else {
+            OTHER_REQUESTS
+        };
+        *counts.entry(key.to_string()).or_insert(0) += 1;
     }
 
     /// Requests served so far by verb and resource (`"list pods"`,
@@ -1152,6 +1267,112 @@ mod tests {
                 .watch_from(Kind::Pod, None, store.resource_version())
                 .is_ok()
         );
+    }
+
+    /// The watch history keeps at most `events` entries and `bytes` of
+    /// encoded objects (at least the newest entry); a resume from before
+    /// what it keeps is Gone, from what it keeps replays the rest.
+    #[test]
+    fn history_is_bounded_by_count_and_bytes() {
+        let by_count = Store::with_limits(
+            0,
+            HistoryLimits {
+                events: 3,
+                bytes: usize::MAX,
+            },
+        );
+        let first = by_count.resource_version();
+        for i in 0..10 {
+            by_count
+                .create(Kind::Pod, pod(&format!("p{i}"), "default"))
+                .unwrap();
+        }
+        assert_eq!(by_count.history_size().0, 3);
+        let floor = by_count.history_floor();
+        assert_eq!(floor, by_count.resource_version() - 3);
+        assert!(matches!(
+            by_count.watch_from(Kind::Pod, None, first),
+            Err(StoreError::Gone)
+        ));
+        assert_eq!(
+            by_count.watch_from(Kind::Pod, None, floor).unwrap().0.len(),
+            3
+        );
+        let one = by_count
+            .get_stored(Kind::Pod, Some("default"), "p9")
+            .unwrap()
+            .json()
+            .len();
+        let by_bytes = Store::with_limits(
+            0,
+            HistoryLimits {
+                events: 1000,
+                bytes: 2 * one + one / 2,
+            },
+        );
+        for i in 0..10 {
+            by_bytes
+                .create(Kind::Pod, pod(&format!("p{i}"), "default"))
+                .unwrap();
+        }
+        let (events, bytes) = by_bytes.history_size();
+        assert_eq!(events, 2, "{bytes} bytes");
+        assert!(bytes <= 2 * one + one / 2);
+    }
+
+    /// A replay decodes past events as they are taken and yields them in
+    /// order; the live receiver carries what follows.
+    #[test]
+    fn a_replay_yields_the_recorded_events_in_order() {
+        let store = Store::new();
+        let from = store.resource_version();
+        for i in 0..5 {
+            store
+                .create(Kind::Pod, pod(&format!("p{i}"), "default"))
+                .unwrap();
+        }
+        let mut start = store.watch_start(Kind::Pod, None, from).unwrap();
+        assert_eq!(start.events.len(), 5);
+        let versions: Vec<u64> = start.events.by_ref().map(|e| e.resource_version).collect();
+        assert_eq!(versions, (from + 1..=from + 5).collect::<Vec<_>>());
+        store.create(Kind::Pod, pod("live", "default")).unwrap();
+        let live = start.receiver.try_recv().unwrap();
+        assert_eq!(live.object["metadata"]["name"], "live");
+    }
+
+    /// The live channel is one shared ring of [`BROADCAST_CAPACITY`]: a
+    /// receiver further behind gets `Lagged` (its watch is closed and
+    /// resumes), and holds nothing of its own.
+    #[test]
+    fn a_receiver_further_behind_than_the_channel_lags() {
+        let store = Store::new();
+        let mut slow = store.subscribe();
+        for i in 0..=BROADCAST_CAPACITY {
+            store
+                .create(Kind::Event, json!({"metadata": {"name": format!("e{i}")}}))
+                .unwrap();
+        }
+        assert!(matches!(
+            slow.try_recv(),
+            Err(broadcast::error::TryRecvError::Lagged(1))
+        ));
+        let next = slow.try_recv().unwrap();
+        assert_eq!(next.object["metadata"]["name"], "e1");
+    }
+
+    /// Request counts keep at most [`MAX_REQUEST_KEYS`] keys; the rest are
+    /// counted under `other`.
+    #[test]
+    fn request_counts_are_bounded() {
+        let store = Store::new();
+        for i in 0..MAX_REQUEST_KEYS + 10 {
+            store.record_request(&format!("get pods/sub{i}"));
+        }
+        store.record_request("get pods/sub0");
+        let counts = store.request_counts();
+        assert_eq!(counts.len(), MAX_REQUEST_KEYS + 1);
+        assert_eq!(counts.get(OTHER_REQUESTS), Some(&10));
+        assert_eq!(counts.get("get pods/sub0"), Some(&2));
     }
 
     #[test]

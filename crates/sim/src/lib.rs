@@ -61,6 +61,9 @@ pub struct SimOptions {
     /// the scenario. Without it the cluster starts empty, for `infera sim
     /// attach` to bring the world.
     pub world: bool,
+    /// How long an Event lives after its last write, in scenario time
+    /// (kube-apiserver's `--event-ttl`, default 1 h; zero keeps Events).
+    pub event_ttl: std::time::Duration,
 }
 
 impl std::fmt::Debug for SimOptions {
@@ -74,6 +77,7 @@ impl std::fmt::Debug for SimOptions {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("faults", &self.faults)
             .field("world", &self.world)
+            .field("event_ttl", &self.event_ttl)
             .finish()
     }
 }
@@ -89,6 +93,7 @@ impl SimOptions {
             token: None,
             faults: FaultConfig::default(),
             world: true,
+            event_ttl: infera_sim_store::lease::DEFAULT_EVENT_TTL,
         }
     }
 
@@ -131,6 +136,8 @@ pub struct RunningSim {
     world: Option<infera_sim_world::WorldHandle>,
     /// Kubelets stopped through [`RunningSim::stop_kubelet`].
     kubelets: infera_sim_controllers::StoppedKubelets,
+    /// The Events' lease sweeper (none with a zero `event_ttl`).
+    expiry: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for RunningSim {
@@ -183,6 +190,7 @@ impl RunningSim {
         }
         let truth = infera_sim_store::truth::Truth::start(&store);
         let clock = SimClock::new(options.speed);
+        let expiry = infera_sim_store::lease::spawn_event_expiry(&store, options.event_ttl, &clock);
         let kubelets = infera_sim_controllers::StoppedKubelets::default();
         let controllers =
             infera_sim_controllers::start(store, clock.clone(), &scenario, kubelets.clone());
@@ -196,6 +204,7 @@ impl RunningSim {
             controllers: Some(controllers),
             world: None,
             kubelets,
+            expiry,
         };
         if options.world {
             match sim.start_world().await {
@@ -374,6 +383,9 @@ impl RunningSim {
         }
         if let Some(c) = self.controllers.take() {
             c.shutdown();
+        }
+        if let Some(expiry) = self.expiry.take() {
+            expiry.abort();
         }
         self.api.shutdown().await;
     }

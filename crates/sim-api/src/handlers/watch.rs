@@ -208,9 +208,15 @@ async fn run_watch(
             event_line(event_type, obj)
         }
     };
-    for e in &start.events {
-        if let Some((t, obj)) = visible_event(&req.selectors, e) {
-            let line = render(t, e, &obj);
+    let WatchStart {
+        events, receiver, ..
+    } = start;
+    // One replayed event at a time: each is decoded when taken and dropped
+    // once sent, so a long resume never holds the history decoded, nor the
+    // watch its first events for its whole life.
+    for e in events {
+        if let Some((t, obj)) = visible_event(&req.selectors, &e) {
+            let line = render(t, &e, &obj);
             if tx.send(Ok(line)).await.is_err() {
                 return;
             }
@@ -222,7 +228,7 @@ async fn run_watch(
             return;
         }
     }
-    let mut receiver = start.receiver;
+    let mut receiver = receiver;
     let deadline = tokio::time::sleep(req.timeout);
     tokio::pin!(deadline);
     let mut ticker = tokio::time::interval(shared.bookmark_interval);
