@@ -1172,15 +1172,27 @@ async fn scale_and_status_subresources() {
         Some("app=s")
     );
 
-    // replace_scale with the current version.
+    // replace_scale with the current version. The Deployment controller
+    // may write the status between the read and the write (a new
+    // resourceVersion: 409), so read again until one write lands.
     let mut want = scale.clone();
-    if let Some(spec) = want.spec.as_mut() {
-        spec.replicas = Some(2);
+    let mut replaced = None;
+    for _ in 0..20 {
+        if let Some(spec) = want.spec.as_mut() {
+            spec.replicas = Some(2);
+        }
+        match api.replace_scale("s", &PostParams::default(), &want).await {
+            Ok(r) => {
+                replaced = Some(r);
+                break;
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                want = api.get_scale("s").await.unwrap_or_else(|e| panic!("{e}"));
+            }
+            Err(e) => panic!("{e}"),
+        }
     }
-    let replaced = api
-        .replace_scale("s", &PostParams::default(), &want)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let replaced = replaced.unwrap_or_else(|| panic!("replace_scale conflicted 20 times"));
     assert_eq!(replaced.spec.as_ref().and_then(|s| s.replicas), Some(2));
     // ... and with the old one: 409.
     let err = api_error(api.replace_scale("s", &PostParams::default(), &want).await);
