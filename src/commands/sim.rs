@@ -103,6 +103,7 @@ pub fn list_scenarios() -> anyhow::Result<Exit> {
     table.load_preset(comfy_table::presets::NOTHING);
     table.set_header(["NAME", "DESCRIPTION"]);
     table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+    infera_audit::fit_terminal(&mut table);
     for (name, description) in infera_sim_scenario::builtins() {
         table.add_row([name, description]);
     }

@@ -255,6 +255,13 @@ fn roles(h: &mut String, report: &Report) {
         h.push_str("</tr>\n");
     }
     h.push_str("</tbody></table>\n");
+    for text in (report.roles.iter()).filter_map(|r| r.already_text(report.activity)) {
+        let _ = writeln!(
+            h,
+            "<p class=\"already\">{}: not counted as a gap.</p>",
+            escape(&text)
+        );
+    }
 }
 
 fn steps(h: &mut String, report: &Report) {

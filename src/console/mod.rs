@@ -179,6 +179,7 @@ pub async fn audit(args: AuditArgs) -> anyhow::Result<Exit> {
     let outputs = Outputs::from(&args.audit);
     outputs.check()?;
     let conn = infera_cluster::connect(&args.cluster_args.options()).await?;
+    conn.check_namespace().await?;
     let status = |line: &str| eprintln!("{} {line}", stamp());
     let report = infera_audit::audit_target_with(&conn, &options, 1.0, &status, ctrl_c()).await?;
     print_steps(&report);
@@ -232,6 +233,9 @@ async fn audit_many(
     let outputs = Outputs::from(&args.audit);
     outputs.check()?;
     let conn = infera_cluster::connect(&args.cluster_args.options()).await?;
+    if !args.all_namespaces {
+        conn.check_namespace().await?;
+    }
     let selected = selection.resolve(&conn).await?;
     let status = |line: &str| eprintln!("{} {line}", stamp());
     let many = infera_audit::audit_many_with(

@@ -188,7 +188,8 @@ impl<'a> Driver<'a> {
             opts.sample_interval,
             opts.time_scale,
         )
-        .with_target(req.target.to_string());
+        .with_target(req.target.to_string())
+        .with_activity("roll");
         let bar_legs: Vec<(String, u64)> = prepared
             .legs
             .iter()
