@@ -123,6 +123,37 @@ mod tests {
         }
     }
 
+    /// `rollout restart|set-image`, `audit` and `drain --help` list every
+    /// exit code the README's table has, from the one list in `cli.rs`.
+    #[test]
+    fn help_lists_every_exit_code() {
+        let readme = include_str!("../README.md");
+        let mut cli = Cli::command();
+        for path in [
+            &["rollout", "restart"][..],
+            &["rollout", "set-image"],
+            &["audit"],
+            &["drain"],
+        ] {
+            let mut sub = &mut cli;
+            for name in path {
+                sub = sub
+                    .find_subcommand_mut(name)
+                    .unwrap_or_else(|| panic!("no {name}"));
+            }
+            let help = sub.render_help().to_string();
+            let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+            for code in ["0", "1", "2", "3", "4", "130"] {
+                let lead = if code == "0" { "Exit codes: " } else { "; " };
+                assert!(
+                    help.contains(&format!("{lead}{code} ")),
+                    "{path:?} {code}: {help}"
+                );
+                assert!(readme.contains(&format!("\n| {code} |")), "README: {code}");
+            }
+        }
+    }
+
     /// A kubectl flag before the subcommand gets the tip; after it, it
     /// parses; another unknown flag gets no such tip.
     #[test]
