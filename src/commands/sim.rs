@@ -126,6 +126,20 @@ fn target_of(idep: Option<String>, deploy: Option<String>) -> Option<String> {
     }
 }
 
+/// `infera sim scenarios`.
+pub fn list_scenarios() -> anyhow::Result<Exit> {
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::NOTHING);
+    table.set_header(["NAME", "DESCRIPTION"]);
+    table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+    infera_audit::fit_terminal(&mut table);
+    for (name, description) in infera_sim_scenario::builtins() {
+        table.add_row([name, description]);
+    }
+    println!("{table}");
+    Ok(Exit::Ok)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,18 +165,4 @@ mod tests {
         }
         assert_eq!(target_of(None, None), None);
     }
-}
-
-/// `infera sim scenarios`.
-pub fn list_scenarios() -> anyhow::Result<Exit> {
-    let mut table = comfy_table::Table::new();
-    table.load_preset(comfy_table::presets::NOTHING);
-    table.set_header(["NAME", "DESCRIPTION"]);
-    table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
-    infera_audit::fit_terminal(&mut table);
-    for (name, description) in infera_sim_scenario::builtins() {
-        table.add_row([name, description]);
-    }
-    println!("{table}");
-    Ok(Exit::Ok)
 }
