@@ -140,3 +140,48 @@ async fn the_plan_shows_its_findings_on_the_leg_once() {
     assert!(text.contains("llama-worker 1/1"), "{text}");
     sim.shutdown().await;
 }
+
+/// A resumed roll's first run may have taken a role below the floor: the
+/// rerun's report counts every fall (no `already_below`), so an
+/// old-pod-first roll interrupted while decode is dark still exits 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_roll_owns_the_gap_its_first_run_left() {
+    let speed = 50.0;
+    let sim = Sim::start("pd-1p1d-skip-probe", speed).await;
+    let target: Target = "idep/llama".parse().unwrap_or_else(|e| panic!("{e}"));
+    let conn = sim.connect().await;
+    let (store, ns) = (sim.store().clone(), sim.namespace());
+    let decode_dark = async move {
+        while !crate::common::sim::ready_pods(&store, &ns, "decode").is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    let first = execute(
+        &conn,
+        Request::restart(target.clone()),
+        Options::unattended(speed),
+        decode_dark,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("rollout: {e}"));
+    assert_eq!(first.exit, Exit::Interrupted);
+    assert!(sim.ready_pods("decode").is_empty(), "decode is still dark");
+    let resumed = execute(
+        &conn,
+        Request::restart(target),
+        Options::unattended(speed),
+        std::future::pending(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("rollout: {e}"));
+    let report = resumed.report.as_ref().expect("a report");
+    let json = report.to_json();
+    assert_eq!(resumed.exit, Exit::Findings, "{json}");
+    assert!(!json.contains("already_below"), "{json}");
+    assert!(
+        report.sentence().contains("decode fell to 0"),
+        "{}",
+        report.sentence()
+    );
+    sim.shutdown().await;
+}

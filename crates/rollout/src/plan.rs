@@ -339,9 +339,9 @@ impl Plan {
             let names: Vec<&str> = below.iter().map(|r| r.role.as_str()).collect();
             return format!(
                 "Stopping before any change: {} already below the floor of {} Ready and routable \
-                 pod(s) (see above), so the roll would be blamed for an outage it did not cause. \
-                 Wait until the role serves, or rerun with `--force` to roll anyway (the report \
-                 keeps what was already below apart from what falls during the roll).",
+                 pod(s) before anything is rolled (see above). Wait until every role serves, or \
+                 rerun with `--force` to roll anyway (the report keeps what was already below \
+                 apart from what falls during the roll).",
                 names.join(", ") + if names.len() == 1 { " is" } else { " are" },
                 self.min_ready
             );
