@@ -103,6 +103,24 @@ async fn a_roll_started_below_the_floor_is_refused_and_not_blamed() {
         "{sentence}"
     );
     assert!(!sentence.contains("fell to"), "{sentence}");
+    assert!(
+        report.table().ends_with("min sampled does not)"),
+        "{}",
+        report.table()
+    );
+    let ctx = infera::console::html::PageContext {
+        context: None,
+        namespace: None,
+        command: "infera rollout restart idep/llama --service decode --force".into(),
+        plan: None,
+    };
+    let page = infera::console::html::render(report, &ctx).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        page.contains(
+            "<p class=\"already\">prefill was already below the floor when the roll began"
+        ),
+        "{page}"
+    );
     sim.shutdown().await;
 }
 

@@ -451,7 +451,23 @@ impl Report {
         for r in &self.roles {
             table.add_row(self.role_cells(r));
         }
-        table.to_string()
+        match self.already_note() {
+            Some(note) => format!("{table}\n{note}"),
+            None => table.to_string(),
+        }
+    }
+
+    /// Under the table when a role was already below the floor when the
+    /// roll began: which columns leave that stretch out.
+    pub fn already_note(&self) -> Option<&'static str> {
+        self.roles
+            .iter()
+            .any(|r| r.already_below.is_some())
+            .then_some(
+                "(min exact, time below and longest gap leave out the stretch a role was already \
+             below the floor when the roll began (below throughout: the counts it stayed at); \
+             min sampled does not)",
+            )
     }
 
     /// One role's cells, in [`ROLE_COLUMNS`] order.

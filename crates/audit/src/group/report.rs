@@ -361,11 +361,13 @@ mod tests {
         );
         let json = rolled.to_json();
         assert!(json.contains("\"already_below\": {"), "{json}");
+        assert!(rolled.table().ends_with("min sampled does not)"));
         assert!(json.contains("\"to_end\": true"), "{json}");
         let audit = audited(new(), 0, Outcome::Complete);
         assert_eq!(audit.exit(), Exit::Findings);
         assert!(!audit.to_json().contains("already_below"));
         assert!(audit.sentence().contains("w fell to 0 Ready"));
+        assert!(audit.already_note().is_none());
     }
 
     #[test]
