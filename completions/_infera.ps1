@@ -420,8 +420,8 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
             break
         }
         'infera;rbac' {
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Namespace of the Role (and of the ServiceAccount the bindings name)')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'Namespace of the Role (and of the ServiceAccount the bindings name)')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Namespace of the Role (and of the ServiceAccount the bindings name) (default: the context''s namespace)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'Namespace of the Role (and of the ServiceAccount the bindings name) (default: the context''s namespace)')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('-A', '-A ', [CompletionResultType]::ParameterName, 'Grant the Role''s rules in every namespace (a ClusterRole and ClusterRoleBinding instead), for `audit -A` and `lint --cluster -A`')

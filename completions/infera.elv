@@ -391,8 +391,8 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --version 'Print version'
         }
         &'infera;rbac'= {
-            cand -n 'Namespace of the Role (and of the ServiceAccount the bindings name)'
-            cand --namespace 'Namespace of the Role (and of the ServiceAccount the bindings name)'
+            cand -n 'Namespace of the Role (and of the ServiceAccount the bindings name) (default: the context''s namespace)'
+            cand --namespace 'Namespace of the Role (and of the ServiceAccount the bindings name) (default: the context''s namespace)'
             cand -o 'Output format'
             cand --output 'Output format'
             cand -A 'Grant the Role''s rules in every namespace (a ClusterRole and ClusterRoleBinding instead), for `audit -A` and `lint --cluster -A`'

@@ -300,7 +300,7 @@ complete -c infera -n "__fish_infera_using_subcommand monitor" -l print-manifest
 complete -c infera -n "__fish_infera_using_subcommand monitor" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand monitor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c infera -n "__fish_infera_using_subcommand monitor" -s V -l version -d 'Print version'
-complete -c infera -n "__fish_infera_using_subcommand rbac" -s n -l namespace -d 'Namespace of the Role (and of the ServiceAccount the bindings name)' -r
+complete -c infera -n "__fish_infera_using_subcommand rbac" -s n -l namespace -d 'Namespace of the Role (and of the ServiceAccount the bindings name) (default: the context\'s namespace)' -r
 complete -c infera -n "__fish_infera_using_subcommand rbac" -s o -l output -d 'Output format' -r -f -a "yaml\t''
 json\t''"
 complete -c infera -n "__fish_infera_using_subcommand rbac" -s A -l all-namespaces -d 'Grant the Role\'s rules in every namespace (a ClusterRole and ClusterRoleBinding instead), for `audit -A` and `lint --cluster -A`'

@@ -297,6 +297,44 @@ pub struct RenderArgs {
 // rollout / audit / demo / rbac
 // ---------------------------------------------------------------------------
 
+/// The exit codes of `rollout`, `audit` and `drain`, one list for their
+/// `--help` (the README's "Exit codes" table says the same): what "done"
+/// is, what 3 means, and what is left after Ctrl-C.
+macro_rules! exit_codes {
+    ($done:literal, $three:literal, $interrupted:literal) => {
+        exit_codes!($done, "", $three, $interrupted)
+    };
+    ($done:literal, $one:literal, $three:literal, $interrupted:literal) => {
+        concat!(
+            "Exit codes: 0 ",
+            $done,
+            ", every role held --min-ready; 1 ",
+            $done,
+            ", but a role fell below it",
+            $one,
+            "; 2 usage, connection or permission error, or an output \
+file that cannot be written; 3 ",
+            $three,
+            "; 4 ",
+            $done,
+            ", but infera was blind while a \
+role may have fallen below (the minimum cannot be established); 130 interrupted",
+            $interrupted,
+            "."
+        )
+    };
+}
+
+/// `rollout restart|set-image --help`.
+const ROLLOUT_EXIT_CODES: &str = exit_codes!(
+    "complete",
+    ", or a request sent with --traffic failed",
+    "stalled, aborted, timed out or reverted by another writer; or refused before any change \
+(a predicted stall or gap, a role already below the floor, a GitOps revert) without --force, \
+or --traffic's serving path did not answer",
+    " (rerun the same command to resume)"
+);
+
 #[derive(Debug, Subcommand)]
 pub enum RolloutCommand {
     /// Restart the worker pods of TARGET, one service at a time.
@@ -350,6 +388,7 @@ pub enum OnStall {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(after_help = ROLLOUT_EXIT_CODES)]
 pub struct RolloutArgs {
     /// `idep/NAME` (`inferadeployment/NAME`) or `deploy/NAME`.
     #[arg(value_name = "TARGET")]
@@ -406,12 +445,11 @@ pub struct RolloutArgs {
 
 #[derive(Debug, Clone, Args)]
 #[command(
-    after_help = "Exit codes: 0 drained, every role held --min-ready; 1 drained but a role fell below; \
-2 usage, connection or permission (nothing changed); 3 refused by the plan (GAP or STALL without --force), \
-a move stalled, or --timeout passed (the node stays cordoned); 130 interrupted (the node stays cordoned; \
-rerun the same command to resume).\n\n\
+    after_help = concat!(exit_codes!("drained", "refused by the plan (GAP or STALL without --force), \
+a move stalled, or --timeout passed (the node stays cordoned)", " (the node stays cordoned; \
+rerun the same command to resume)"), "\n\n\
 Examples:\n  infera drain gpu-node-0 --ignore-daemonsets --dry-run=client\n  \
-infera drain -l pool=mi355x --ignore-daemonsets --timeout 30m --report drain.html"
+infera drain -l pool=mi355x --ignore-daemonsets --timeout 30m --report drain.html")
 )]
 pub struct DrainArgs {
     /// The node(s) to drain.
@@ -470,6 +508,7 @@ pub struct DrainArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(after_help = ROLLOUT_EXIT_CODES)]
 pub struct SetImageArgs {
     #[command(flatten)]
     pub rollout: RolloutArgs,
@@ -481,11 +520,11 @@ pub struct SetImageArgs {
 #[derive(Debug, Clone, Args)]
 #[command(
     group = clap::ArgGroup::new("mode").required(true).multiple(true).args(["duration", "until_complete"]),
-    after_help = "Exit status: 0 complete and every role kept at least --min-ready Ready and routable pods; \
-1 complete but a role fell below; 3 stalled or timed out; 2 usage, connection or permission error; \
-130 interrupted (the partial report is printed first). With several targets: the worst target's.\n\n\
+    after_help = concat!(exit_codes!("complete", ", or a request sent with --traffic failed", "stalled or timed out, \
+or --traffic's serving path did not answer", " (the partial report is \
+printed first). With several targets: the worst target's (0 < 4 < 1 < 3 < 130)"), "\n\n\
 Examples:\n  infera audit idep/llama --until-complete\n  infera audit idep/a idep/b deploy/c --for 10m --report night.html\n  \
-infera audit -l model=kimi -A --until-complete --timeline kimi.svg"
+infera audit -l model=kimi -A --until-complete --timeline kimi.svg")
 )]
 pub struct AuditArgs {
     /// `idep/NAME` (`inferadeployment/NAME`) or `deploy/NAME`; several are
@@ -551,9 +590,10 @@ pub struct DemoArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct RbacArgs {
-    /// Namespace of the Role (and of the ServiceAccount the bindings name).
-    #[arg(short = 'n', long, value_name = "NS", default_value = "default")]
-    pub namespace: String,
+    /// Namespace of the Role (and of the ServiceAccount the bindings name)
+    /// (default: the context's namespace).
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
     /// Grant the Role's rules in every namespace (a ClusterRole and
     /// ClusterRoleBinding instead), for `audit -A` and `lint --cluster -A`.
     #[arg(short = 'A', long)]

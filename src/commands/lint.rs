@@ -187,6 +187,9 @@ fn lint_cluster(args: &LintArgs, options: &LintOptions) -> anyhow::Result<LintOu
         .context("cannot start the async runtime for the cluster client")?;
     runtime.block_on(async {
         let connection = infera_cluster::connect(&args.cluster_args.options()).await?;
+        if !args.all_namespaces {
+            connection.check_namespace().await?;
+        }
         let namespace = (!args.all_namespaces).then_some(connection.namespace.as_str());
         let listed = super::live::list_live_objects(&connection, namespace).await?;
         let (objects, errors) = (listed.objects, listed.errors);

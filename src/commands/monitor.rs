@@ -5,9 +5,10 @@ use crate::cli::{MonitorArgs, RulesFormat};
 use infera_audit::exit::Exit;
 use infera_model::selector::Selector;
 
-/// The namespace the printed objects go in: `-n`, else `default`.
-fn print_namespace(args: &MonitorArgs) -> &str {
-    args.cluster_args.namespace.as_deref().unwrap_or("default")
+/// The namespace the printed objects go in: `-n`, else the context's
+/// namespace (kubectl's pick, [`infera_cluster::context_namespace`]).
+async fn print_namespace(args: &MonitorArgs) -> anyhow::Result<String> {
+    Ok(infera_cluster::context_namespace(&args.cluster_args.options()).await?)
 }
 
 /// `infera monitor`.
@@ -20,7 +21,7 @@ pub async fn run(args: MonitorArgs) -> anyhow::Result<Exit> {
         let rules = args.rule_options();
         let doc = match args.format {
             RulesFormat::PrometheusRule => {
-                infera_monitor::prometheus_rule(&rules, print_namespace(&args))
+                infera_monitor::prometheus_rule(&rules, &print_namespace(&args).await?)
             }
             RulesFormat::Plain => infera_monitor::rule_groups(&rules),
         };
@@ -28,11 +29,15 @@ pub async fn run(args: MonitorArgs) -> anyhow::Result<Exit> {
         return Ok(Exit::Ok);
     }
     if args.print_manifests {
-        let objects = infera_monitor::manifests::objects(&manifest_options(&args));
+        let namespace = print_namespace(&args).await?;
+        let objects = infera_monitor::manifests::objects(&manifest_options(&args, namespace));
         print!("{}", super::yaml_documents(&objects, "the manifests")?);
         return Ok(Exit::Ok);
     }
     let conn = infera_cluster::connect(&args.cluster_args.options()).await?;
+    if !args.all_namespaces {
+        conn.check_namespace().await?;
+    }
     let opts = infera_monitor::Options {
         namespace: (!args.all_namespaces).then(|| conn.namespace.clone()),
         selector,
@@ -44,9 +49,12 @@ pub async fn run(args: MonitorArgs) -> anyhow::Result<Exit> {
     Ok(Exit::Ok)
 }
 
-fn manifest_options(args: &MonitorArgs) -> infera_monitor::manifests::ManifestOptions {
+fn manifest_options(
+    args: &MonitorArgs,
+    namespace: String,
+) -> infera_monitor::manifests::ManifestOptions {
     infera_monitor::manifests::ManifestOptions {
-        namespace: print_namespace(args).to_string(),
+        namespace,
         all_namespaces: args.all_namespaces,
         image: args.image.clone(),
         min_ready: args.min_ready,

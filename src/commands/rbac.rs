@@ -41,14 +41,19 @@ pub fn render_rbac(
     }
 }
 
-/// `infera rbac`.
-pub fn rbac_command(args: &RbacArgs) -> anyhow::Result<Exit> {
+/// `infera rbac`: in `-n`, else the context's namespace.
+pub async fn rbac_command(args: &RbacArgs) -> anyhow::Result<Exit> {
+    let options = infera_cluster::ConnectOptions {
+        namespace: args.namespace.clone(),
+        ..Default::default()
+    };
+    let namespace = infera_cluster::context_namespace(&options).await?;
     let scope = match (args.drain, args.all_namespaces) {
         (true, _) => RbacScope::Drain,
         (false, true) => RbacScope::AllNamespaces,
         (false, false) => RbacScope::Namespace,
     };
-    print!("{}", render_rbac(&args.namespace, scope, args.output)?);
+    print!("{}", render_rbac(&namespace, scope, args.output)?);
     Ok(Exit::Ok)
 }
 

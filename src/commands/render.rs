@@ -33,7 +33,7 @@ pub fn render_command(args: &RenderArgs) -> anyhow::Result<Exit> {
     for item in loaded {
         match item {
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", e.rendering());
                 exit = Exit::Usage;
             }
             Ok((line, value)) => {

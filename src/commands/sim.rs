@@ -83,7 +83,9 @@ pub async fn serve(args: SimServeArgs) -> anyhow::Result<Exit> {
     );
     println!("kubeconfig: {kubeconfig}");
     println!("  kubectl --kubeconfig {kubeconfig} get pods -A");
-    println!("  infera rollout restart idep/NAME --kubeconfig {kubeconfig} --dry-run");
+    if let Some(target) = suggested_target(&sim) {
+        println!("  infera rollout restart {target} --kubeconfig {kubeconfig} --dry-run");
+    }
     println!("Ctrl-C stops the simulator.");
     let _ = tokio::signal::ctrl_c().await;
     if let Some(path) = &args.truth
@@ -98,15 +100,70 @@ pub async fn serve(args: SimServeArgs) -> anyhow::Result<Exit> {
     Ok(Exit::Ok)
 }
 
+/// A target the scenario has, for the banner: its first InferaDeployment,
+/// else its first Deployment (`None`: neither, e.g. `--no-world`).
+fn suggested_target(sim: &RunningSim) -> Option<String> {
+    use infera_sim_core::kind::Kind;
+    let ns = sim.namespace();
+    let first = |kind: Kind| {
+        let (objects, _) = sim.store().list(kind, Some(&ns));
+        let names = objects.iter().filter_map(|o| {
+            o.pointer("/metadata/name")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string)
+        });
+        names.min()
+    };
+    target_of(first(Kind::InferaDeployment), first(Kind::Deployment))
+}
+
+/// `idep/NAME` before `deploy/NAME`: an InferaDeployment's Deployments
+/// are its operator's, rolled through it.
+fn target_of(idep: Option<String>, deploy: Option<String>) -> Option<String> {
+    match (idep, deploy) {
+        (Some(name), _) => Some(format!("idep/{name}")),
+        (None, Some(name)) => Some(format!("deploy/{name}")),
+        (None, None) => None,
+    }
+}
+
 /// `infera sim scenarios`.
 pub fn list_scenarios() -> anyhow::Result<Exit> {
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::NOTHING);
     table.set_header(["NAME", "DESCRIPTION"]);
     table.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+    infera_audit::fit_terminal(&mut table);
     for (name, description) in infera_sim_scenario::builtins() {
         table.add_row([name, description]);
     }
     println!("{table}");
     Ok(Exit::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The banner names a target of the scenario, as it spells it.
+    #[tokio::test]
+    async fn the_banner_suggests_a_target_the_scenario_has() {
+        for (scenario, target) in [
+            ("pd-1p1d", "idep/llama"),
+            ("surge-no-readiness", "deploy/llama-worker"),
+        ] {
+            let loaded = infera_sim_scenario::Scenario::load(scenario)
+                .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+            let sim = RunningSim::start(SimOptions::new(loaded, 70.0))
+                .await
+                .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+            assert_eq!(
+                suggested_target(&sim).as_deref(),
+                Some(target),
+                "{scenario}"
+            );
+            sim.shutdown().await;
+        }
+        assert_eq!(target_of(None, None), None);
+    }
 }

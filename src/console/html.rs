@@ -255,6 +255,16 @@ fn roles(h: &mut String, report: &Report) {
         h.push_str("</tr>\n");
     }
     h.push_str("</tbody></table>\n");
+    if let Some(note) = report.already_note() {
+        let _ = writeln!(h, "<p class=\"already\">{}</p>", escape(note));
+    }
+    for text in (report.roles.iter()).filter_map(|r| r.already_text(report.activity)) {
+        let _ = writeln!(
+            h,
+            "<p class=\"already\">{}: not counted as a gap.</p>",
+            escape(&text)
+        );
+    }
 }
 
 fn steps(h: &mut String, report: &Report) {

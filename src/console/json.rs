@@ -59,9 +59,16 @@ impl<W: Write> Reporter for JsonLines<W> {
             json!({"tool": g.tool, "managers": g.managers, "markers": g.markers,
                    "fields": fields, "refuses": g.refuses()})
         });
+        let serving: Vec<Value> = (plan.roles_now.iter())
+            .map(|r| {
+                let (ready, routable) = r.counts.unzip();
+                json!({"role": r.role, "ready": ready, "routable": routable,
+                       "below_floor": r.below(plan.min_ready)})
+            })
+            .collect();
         self.emit(json!({"event": "plan", "target": plan.target,
                          "namespace": plan.namespace, "what": plan.what, "legs": legs,
-                         "gitops": gitops, "refuses": plan.refuses()}));
+                         "serving_now": serving, "gitops": gitops, "refuses": plan.refuses()}));
     }
 
     fn drain_plan(&mut self, plan: &infera_rollout::drain::DrainPlan) {

@@ -191,6 +191,7 @@ pub async fn audit(args: AuditArgs) -> anyhow::Result<Exit> {
     let outputs = Outputs::from(&args.audit);
     outputs.check()?;
     let conn = infera_cluster::connect(&args.cluster_args.options()).await?;
+    conn.check_namespace().await?;
     let status = |line: &str| eprintln!("{} {line}", stamp());
     let sending = match traffic::start(&args.traffic, &conn, &options.target).await {
         Ok(t) => t,
@@ -255,6 +256,9 @@ async fn audit_many(
     let outputs = Outputs::from(&args.audit);
     outputs.check()?;
     let conn = infera_cluster::connect(&args.cluster_args.options()).await?;
+    if !args.all_namespaces {
+        conn.check_namespace().await?;
+    }
     let selected = selection.resolve(&conn).await?;
     let status = |line: &str| eprintln!("{} {line}", stamp());
     let many = infera_audit::audit_many_with(

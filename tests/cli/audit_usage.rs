@@ -63,6 +63,12 @@ async fn fake_forbidding_pods() -> SocketAddr {
             }),
         )
         .route(
+            "/api/v1/namespaces/prod",
+            get(|| async {
+                Json(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod"}}))
+            }),
+        )
+        .route(
             "/api/v1/namespaces/prod/pods",
             get(|| async { forbidden("list", "pods") }),
         );

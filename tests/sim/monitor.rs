@@ -292,8 +292,12 @@ fn printed_rules_pass_promtool_test_rules() {
     // Minute by minute: decode loses its routable pods at 2m while rolling
     // (Ready 1 < 2 from 2m); prefill is Ready 2 but routable 1 from 0m;
     // mixed has a pod unschedulable for 6m while rolling; the pod watch is
-    // down from 1m.
+    // down from 1m; idle is scaled to 0 on purpose (no alert).
     let series = serde_json::json!([
+        {"series": format!("infera_role_desired_replicas{}", role("decode")), "values": "2 2 2 2 2 2 2 2"},
+        {"series": format!("infera_role_routable_pods{}", role("idle")), "values": "0 0 0 0 0 0 0 0"},
+        {"series": format!("infera_role_ready_pods{}", role("idle")), "values": "0 0 0 0 0 0 0 0"},
+        {"series": format!("infera_role_desired_replicas{}", role("idle")), "values": "0 0 0 0 0 0 0 0"},
         {"series": format!("infera_role_routable_pods{}", role("decode")), "values": "2 2 0 0 0 0 0 0"},
         {"series": format!("infera_role_ready_pods{}", role("decode")), "values": "2 2 1 1 1 1 1 1"},
         {"series": format!("infera_rollout_in_progress{}", role("decode")), "values": "0 1 1 1 1 1 1 1"},

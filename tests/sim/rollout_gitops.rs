@@ -148,6 +148,20 @@ async fn a_forced_change_reverted_by_the_manager_is_named_and_stops_safely() {
     assert_eq!(lines[0]["event"], "plan", "{all}");
     assert_eq!(lines[0]["gitops"]["managers"][0], "kustomize-controller");
     assert_eq!(lines[0]["refuses"], true);
+    // Each role's serving pods now, as the plan's `Serving now` line.
+    let serving = lines[0]["serving_now"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(serving.len(), 2, "{all}");
+    for role in serving {
+        assert_eq!(
+            (&role["ready"], &role["routable"]),
+            (&1.into(), &1.into()),
+            "{all}"
+        );
+        assert_eq!(role["below_floor"], false, "{all}");
+    }
     let result = lines.last().cloned().unwrap_or_default();
     assert_eq!(result["event"], "result", "{all}");
     assert_eq!(result["exit"], 3);

@@ -21,7 +21,7 @@ use kube::runtime::watcher::Event;
 use infera_cluster::reflect::{Delta, Reflector, namespaced_key};
 use infera_cluster::sight::{Beat, Sight, Skew, Transition};
 
-use super::evidence::{Accum, Bounds, RoleStats, sweep};
+use super::evidence::{Accum, Bounds, Onset, RoleStats, sweep};
 use super::narrate::{Narrator, Step};
 
 use super::pods::{Facts, Histories, Moment};
@@ -91,6 +91,8 @@ const SETTLE: Duration = Duration::from_secs(30);
 pub(crate) struct RoleSlot {
     pub(crate) spec: RoleSpec,
     pub(crate) accum: Accum,
+    /// Whether the role began below the floor, and the rest apart.
+    pub(crate) onset: Onset,
     pub(crate) timeline: Vec<TimelinePoint>,
     /// Closed spans during which a count was uncertain, and the open one.
     pub(crate) uncertain: Vec<(Duration, Duration)>,
@@ -134,6 +136,11 @@ pub struct Auditor {
     pub(crate) sample_interval: Duration,
     pub(crate) time_scale: f64,
     pub(crate) target: String,
+    /// The change that began with the audit (`roll`), whose report keeps
+    /// a role already below the floor then apart from one that fell
+    /// during it; `None` (`infera audit`, the monitor): the change may have
+    /// begun before the audit, so every fall counts.
+    pub(crate) activity: Option<&'static str>,
     /// Only pods of this namespace count (a cluster-wide watch feeds
     /// auditors of several namespaces); `None`: every pod the watch sees.
     namespace: Option<String>,
@@ -198,6 +205,7 @@ impl Auditor {
                 .map(|spec| RoleSlot {
                     spec,
                     accum: Accum::new(min_ready),
+                    onset: Onset::new(min_ready),
                     timeline: Vec::new(),
                     uncertain: Vec::new(),
                     uncertain_open: None,
@@ -208,6 +216,7 @@ impl Auditor {
             sample_interval,
             time_scale,
             target: String::new(),
+            activity: None,
             namespace: None,
             live: Reflector::new(),
             histories: Histories::default(),
@@ -300,6 +309,15 @@ impl Auditor {
     /// Name the audited target in the report (`idep/NAME`, `deploy/NAME`).
     pub fn with_target(mut self, target: impl Into<String>) -> Self {
         self.target = target.into();
+        self
+    }
+
+    /// The audit began with `activity` (`roll`), before it changed
+    /// anything: a role already below the floor then is reported apart
+    /// ("already below the floor when the roll began"), and only what
+    /// falls during it is the change's gap.
+    pub fn with_activity(mut self, activity: &'static str) -> Self {
+        self.activity = Some(activity);
         self
     }
 
@@ -747,6 +765,7 @@ impl RoleSlot {
     /// Settle one more span of bounds into the statistics and timeline.
     pub(crate) fn push(&mut self, b: Bounds) {
         self.accum.push(b);
+        self.onset.push(b);
         let point = TimelinePoint {
             at: b.at,
             ready: b.ready.0,

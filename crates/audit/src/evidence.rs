@@ -294,6 +294,77 @@ impl Accum {
     }
 }
 
+/// Whether a role was already below the floor when the audit began, and
+/// until when it stayed so, never lower than it began: that stretch is not
+/// the audited change's doing. The bounds after it (all of them, for a
+/// role that began at the floor) go to `during`, the change's own part.
+#[derive(Debug, Clone)]
+pub struct Onset {
+    floor: u32,
+    state: OnsetState,
+    pub during: Accum,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum OnsetState {
+    Unseen,
+    Held,
+    Below(Stretch),
+}
+
+/// A role below the floor from the start: its lowest counts then (Ready,
+/// routable) and the end of the stretch (`None`: it lasts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stretch {
+    pub ready: u32,
+    pub routable: u32,
+    pub until: Option<Duration>,
+}
+
+impl Onset {
+    pub fn new(floor: u32) -> Onset {
+        Onset {
+            floor,
+            state: OnsetState::Unseen,
+            during: Accum::new(floor),
+        }
+    }
+
+    /// The next bounds, in time order.
+    pub fn push(&mut self, b: Bounds) {
+        let below = b.ready.1 < self.floor || b.routable.1 < self.floor;
+        self.state = match self.state {
+            OnsetState::Unseen if below => OnsetState::Below(Stretch {
+                ready: b.ready.0,
+                routable: b.routable.0,
+                until: None,
+            }),
+            OnsetState::Unseen => OnsetState::Held,
+            OnsetState::Below(s @ Stretch { until: None, .. })
+                if below && b.ready.0 >= s.ready && b.routable.0 >= s.routable =>
+            {
+                return;
+            }
+            OnsetState::Below(s @ Stretch { until: None, .. }) => OnsetState::Below(Stretch {
+                until: Some(b.at),
+                ..s
+            }),
+            other => other,
+        };
+        if !matches!(self.state, OnsetState::Below(Stretch { until: None, .. })) {
+            self.during.push(b);
+        }
+    }
+
+    /// The stretch below the floor the role began with, if it did.
+    pub fn stretch(&self) -> Option<Stretch> {
+        match self.state {
+            OnsetState::Below(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
 /// Stats of `bounds` (as [`sweep`] gives them) up to `end`.
 #[cfg(test)]
 pub fn stats(bounds: &[Bounds], floor: u32, end: Duration) -> RoleStats {
@@ -397,6 +468,59 @@ mod tests {
         t.set(t0 + secs(5), Known::Yes);
         t.set(t0 + secs(3), Known::No);
         assert_eq!(t.points(), &[(t0 + secs(5), Known::No)]);
+    }
+
+    fn exact(at: u64, ready: u32, routable: u32) -> Bounds {
+        Bounds {
+            at: secs(at),
+            ready: (ready, ready),
+            routable: (routable, routable),
+        }
+    }
+
+    /// Below from the start and then Ready: a stretch, and no gap of the
+    /// change's own; a role that began at the floor has no stretch.
+    #[test]
+    fn a_role_below_from_the_start_is_a_stretch_not_a_gap() {
+        let mut onset = Onset::new(1);
+        [
+            exact(0, 0, 0),
+            exact(10, 1, 0),
+            exact(15, 1, 1),
+            exact(30, 0, 0),
+        ]
+        .into_iter()
+        .for_each(|b| onset.push(b));
+        let stretch = onset.stretch();
+        assert_eq!(
+            stretch,
+            Some(Stretch {
+                ready: 0,
+                routable: 0,
+                until: Some(secs(15))
+            })
+        );
+        let during = onset.during.at_end(secs(40));
+        assert_eq!(during.below.0, secs(10), "{during:?}");
+        let mut held = Onset::new(1);
+        held.push(exact(0, 1, 1));
+        held.push(exact(5, 0, 0));
+        assert_eq!(held.stretch(), None);
+        assert_eq!(held.during.at_end(secs(10)).below.0, secs(5));
+    }
+
+    /// A role that began below and fell lower fell during the change.
+    #[test]
+    fn falling_lower_than_it_began_ends_the_stretch() {
+        let mut onset = Onset::new(2);
+        onset.push(exact(0, 1, 1));
+        onset.push(exact(4, 0, 0));
+        assert_eq!(onset.stretch().and_then(|s| s.until), Some(secs(4)));
+        let during = onset.during.at_end(secs(6));
+        assert_eq!(during.min_ready, (0, 0));
+        let mut lasting = Onset::new(1);
+        lasting.push(exact(0, 0, 0));
+        assert_eq!(lasting.stretch().and_then(|s| s.until), None);
     }
 
     #[test]

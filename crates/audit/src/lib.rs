@@ -41,8 +41,8 @@ pub use group::{
 };
 pub use narrate::Step;
 pub use report::{
-    Outcome, Outputs, Report, ReportError, RoleBounds, RoleReport, StepRecord, Undecided,
-    Unobserved, format_seconds,
+    AlreadyBelow, Outcome, Outputs, Report, ReportError, RoleBounds, RoleReport, StepRecord,
+    Undecided, Unobserved, fit_terminal, format_seconds,
 };
 pub use roles::{
     Target, TargetError, common_selector, deployment_selector, is_worker_service, parse_role_flag,

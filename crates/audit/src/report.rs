@@ -75,6 +75,25 @@ pub struct RoleReport {
     pub min_ready_range: Option<(u32, u32)>,
     #[serde(skip)]
     pub min_routable_range: Option<(u32, u32)>,
+    /// Present when the role was already below the floor when the audit
+    /// (or roll, or drain) began: that stretch is not its doing, and every
+    /// other figure of the role counts from its end (a role below
+    /// throughout: the counts it stayed at, and no time below).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub already_below: Option<AlreadyBelow>,
+}
+
+/// A role below the floor from the start, never lower than it began.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AlreadyBelow {
+    /// Ready and routable pods when the audit began (the lower bound when
+    /// infera was blind).
+    pub ready: u32,
+    pub routable: u32,
+    /// How long it stayed so (reported seconds from the start).
+    pub seconds: f64,
+    /// It stayed so to the end.
+    pub to_end: bool,
 }
 
 /// What the evidence bounds of a role that infera did not see throughout.
@@ -129,16 +148,40 @@ pub struct Unobserved {
 
 impl RoleReport {
     /// Whether the role certainly held the floor in both counts at every
-    /// instant.
+    /// instant (after the stretch it was already below, if any; a role
+    /// below throughout, never lower, lost nothing).
     pub fn held(&self, min_ready: u32) -> bool {
-        self.min_ready_range.is_some_and(|m| m.0 >= min_ready)
-            && self.min_routable_range.is_some_and(|m| m.0 >= min_ready)
+        self.stayed_below()
+            || (self.min_ready_range.is_some_and(|m| m.0 >= min_ready)
+                && self.min_routable_range.is_some_and(|m| m.0 >= min_ready))
     }
 
-    /// Whether the role certainly fell below the floor.
+    /// Whether the role certainly fell below the floor (not counting the
+    /// stretch it was already below).
     pub fn fell(&self, min_ready: u32) -> bool {
-        self.min_ready_range.is_some_and(|m| m.1 < min_ready)
-            || self.min_routable_range.is_some_and(|m| m.1 < min_ready)
+        !self.stayed_below()
+            && (self.min_ready_range.is_some_and(|m| m.1 < min_ready)
+                || self.min_routable_range.is_some_and(|m| m.1 < min_ready))
+    }
+
+    /// Below the floor from the start to the end, never lower.
+    fn stayed_below(&self) -> bool {
+        self.already_below.as_ref().is_some_and(|a| a.to_end)
+    }
+
+    /// `prefill was already below the floor when the roll began (0 Ready, 0
+    /// routable, for 15s)`, for a role that was.
+    pub fn already_text(&self, activity: &str) -> Option<String> {
+        let a = self.already_below.as_ref()?;
+        let how_long = if a.to_end {
+            "throughout".to_string()
+        } else {
+            format!("for {}", format_seconds(a.seconds))
+        };
+        Some(format!(
+            "{} was already below the floor when the {activity} began ({} Ready, {} routable, {how_long})",
+            self.role, a.ready, a.routable
+        ))
     }
 
     /// Neither held nor fell for certain: infera was blind when it mattered.
@@ -166,6 +209,9 @@ pub struct StepRecord {
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub target: String,
+    /// What began with the audit: `audit`, `roll`, `drain`.
+    #[serde(skip)]
+    pub activity: &'static str,
     pub outcome: Outcome,
     pub sample_interval_s: f64,
     pub samples: u64,
@@ -343,7 +389,25 @@ pub(crate) fn new_table(header: Vec<&str>) -> comfy_table::Table {
         .load_preset(comfy_table::presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
         .set_header(header);
+    fit_terminal(&mut table);
     table
+}
+
+/// How a table fits a terminal `width` columns wide (`None`: not a
+/// terminal): to its width, except a terminal that reports 0 columns (a
+/// pseudo-terminal nobody sized), where wrapping to it would squash every
+/// column to one character; then as into a pipe.
+pub fn arrangement(width: Option<u16>) -> comfy_table::ContentArrangement {
+    match width {
+        Some(0) => comfy_table::ContentArrangement::Disabled,
+        _ => comfy_table::ContentArrangement::Dynamic,
+    }
+}
+
+/// A table set to fit its terminal ([`arrangement`]).
+pub fn fit_terminal(table: &mut comfy_table::Table) {
+    let fit = arrangement(table.width());
+    table.set_content_arrangement(fit);
 }
 
 /// `0` or `0–1`.
@@ -412,7 +476,23 @@ impl Report {
         for r in &self.roles {
             table.add_row(self.role_cells(r));
         }
-        table.to_string()
+        match self.already_note() {
+            Some(note) => format!("{table}\n{note}"),
+            None => table.to_string(),
+        }
+    }
+
+    /// Under the table when a role was already below the floor when the
+    /// roll began: which columns leave that stretch out.
+    pub fn already_note(&self) -> Option<&'static str> {
+        self.roles
+            .iter()
+            .any(|r| r.already_below.is_some())
+            .then_some(
+                "(min exact, time below and longest gap leave out the stretch a role was already \
+             below the floor when the roll began (below throughout: the counts it stayed at); \
+             min sampled does not)",
+            )
     }
 
     /// One role's cells, in [`ROLE_COLUMNS`] order.
@@ -461,10 +541,21 @@ impl Report {
         if self.roles.is_empty() {
             return format!("{head}: no role to audit");
         }
-        if self.all_held() {
+        let already: Vec<String> = (self.roles.iter())
+            .filter_map(|r| r.already_text(self.activity))
+            .collect();
+        if self.all_held() && already.is_empty() {
             return format!(
                 "{head}: never fewer than {min} Ready and {min} routable pod{} per role{}",
                 if min == 1 { "" } else { "s" },
+                self.unobserved_note()
+            );
+        }
+        if self.all_held() {
+            return format!(
+                "{head}: the {} took no role below the floor; {}{}",
+                self.activity,
+                already.join("; "),
                 self.unobserved_note()
             );
         }
@@ -486,6 +577,7 @@ impl Report {
                 undecided.join("; ")
             ));
         }
+        problems.extend(already);
         format!("{head}: {}{}", problems.join("; "), self.unobserved_note())
     }
 
@@ -620,6 +712,22 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_terminal_of_no_columns_does_not_squash_tables() {
+        use comfy_table::ContentArrangement::{Disabled, Dynamic};
+        assert!(matches!(arrangement(Some(0)), Disabled));
+        assert!(matches!(arrangement(Some(80)), Dynamic));
+        assert!(matches!(arrangement(None), Dynamic));
+        let mut table = comfy_table::Table::new();
+        table
+            .set_content_arrangement(Dynamic)
+            .set_width(0)
+            .set_header(vec!["role", "services"])
+            .add_row(vec!["decode", "decode"]);
+        fit_terminal(&mut table);
+        assert!(table.to_string().contains("decode"), "{table}");
+    }
 
     #[test]
     fn seconds_format_like_the_field_note() {

@@ -6,9 +6,9 @@
 use std::time::{Duration, Instant};
 
 use super::auditor::{Auditor, RoleSlot, round3};
-use super::evidence::{Bounds, RoleStats, sweep, undecided};
+use super::evidence::{Bounds, RoleStats, Stretch, sweep, undecided};
 use super::pods::Histories;
-use super::report::{Outcome, Report, RoleBounds, RoleReport, Undecided, Unobserved};
+use super::report::{AlreadyBelow, Outcome, Report, RoleBounds, RoleReport, Undecided, Unobserved};
 use super::timeline::{Timeline, TimelinePoint};
 
 impl Unobserved {
@@ -91,6 +91,7 @@ pub(crate) fn report(
     let offset = a.clock.offset_s();
     Report {
         target: a.target.clone(),
+        activity: a.activity.unwrap_or("audit"),
         outcome,
         sample_interval_s: round3(a.sample_interval.as_secs_f64()),
         samples: a.samples,
@@ -119,7 +120,12 @@ fn role_report(
     synced: bool,
     duration: Duration,
 ) -> RoleReport {
-    let s: RoleStats = slot.accum.at_end(duration);
+    let stretch = slot.onset.stretch().filter(|_| a.activity.is_some());
+    let s: RoleStats = match stretch {
+        None => slot.accum.at_end(duration),
+        Some(Stretch { until: None, .. }) => quiet(slot.accum.at_end(duration)),
+        Some(_) => slot.onset.during.at_end(duration),
+    };
     let exact = |(lo, hi): (u32, u32)| (synced && lo == hi).then_some(lo);
     let blind = s.uncertain > Duration::ZERO
         || s.min_ready.0 != s.min_ready.1
@@ -156,6 +162,26 @@ fn role_report(
         min_routable_sampled: slot.min_sampled.map(|m| m.1),
         min_ready_range: synced.then_some(s.min_ready),
         min_routable_range: synced.then_some(s.min_routable),
+        already_below: stretch.filter(|_| synced).map(|st| AlreadyBelow {
+            ready: st.ready,
+            routable: st.routable,
+            seconds: a.scaled(st.until.unwrap_or(duration)),
+            to_end: st.until.is_none(),
+        }),
+    }
+}
+
+/// The stats of a role that stayed below the floor it began below, at no
+/// lower count, throughout: its minima, and no time below of the audited
+/// change's doing.
+fn quiet(whole: RoleStats) -> RoleStats {
+    RoleStats {
+        below_ready: (Duration::ZERO, Duration::ZERO),
+        below_routable: (Duration::ZERO, Duration::ZERO),
+        longest_gap: (Duration::ZERO, Duration::ZERO),
+        below: (Duration::ZERO, Duration::ZERO),
+        gaps: 0,
+        ..whole
     }
 }
 

@@ -77,6 +77,10 @@ pub enum ClusterError {
         resource: String,
         namespace: Option<String>,
     },
+    #[error(
+        "namespaces \"{name}\" not found; check `-n` (or the context's namespace): `kubectl get namespaces` lists them"
+    )]
+    NoNamespace { name: String },
     #[error("{resource} \"{name}\" not found{}", in_namespace(.namespace))]
     NotFound {
         resource: String,
@@ -302,6 +306,36 @@ impl Connection {
     /// Classify `err` from `verb` on `resource` in this connection's namespace.
     pub fn error(&self, err: &kube::Error, verb: &str, resource: &str) -> ClusterError {
         ClusterError::from_kube(err, &self.url, verb, resource, Some(&self.namespace))
+    }
+
+    /// The connection's namespace exists: a typo is an error, as kubectl
+    /// makes it (`namespaces "nope" not found`), never an empty cluster.
+    /// Only the API server's "not found" decides: a client not allowed to
+    /// read namespaces (the minimal Role) cannot tell, and any other
+    /// failure is left to the command's own requests to report.
+    pub async fn check_namespace(&self) -> Result<(), ClusterError> {
+        let api: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+            kube::Api::all(self.client.clone());
+        match api.get_opt(&self.namespace).await {
+            Ok(None) => Err(ClusterError::NoNamespace {
+                name: self.namespace.clone(),
+            }),
+            Ok(Some(_)) | Err(_) => Ok(()),
+        }
+    }
+}
+
+/// The namespace a command that prints objects puts them in, as kubectl
+/// picks it without a request: `-n`, else the context's namespace, else
+/// (no kubeconfig and not in a pod) `default`.
+pub async fn context_namespace(args: &ConnectOptions) -> Result<String, ClusterError> {
+    if let Some(ns) = &args.namespace {
+        return Ok(ns.clone());
+    }
+    match resolve_config(args).await {
+        Ok((config, _)) => Ok(config.default_namespace),
+        Err(ClusterError::NoConfig { .. }) => Ok("default".to_string()),
+        Err(e) => Err(e),
     }
 }
 

@@ -78,7 +78,10 @@ pub fn rule_groups(o: &RuleOptions) -> Value {
     let rules = vec![
         alert(
             "InferaRoleNoRoutablePods",
-            "infera_role_routable_pods == 0".to_string(),
+            // A role scaled to 0 on purpose has nothing to route to.
+            format!(
+                "(infera_role_routable_pods == 0) and on ({ROLE}) (infera_role_desired_replicas > 0)"
+            ),
             o.no_routable_for,
             "critical",
             &format!("{who}: no routable pod"),

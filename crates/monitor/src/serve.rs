@@ -48,10 +48,12 @@ pub const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8
 /// Errors that stop the monitor before it serves.
 #[derive(Debug, thiserror::Error)]
 pub enum MonitorError {
-    #[error("cannot listen on {addr}: {source}; pick another address with --listen")]
+    /// The cause is in the message, so it is not also a `source` (an error
+    /// chain printed with `{:#}` would say it twice).
+    #[error("cannot listen on {addr}: {cause}; pick another address with --listen")]
     Listen {
         addr: SocketAddr,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("the HTTP server failed: {0}")]
     Serve(std::io::Error),
@@ -84,15 +86,15 @@ pub async fn run(
 ) -> Result<(), MonitorError> {
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
-        .map_err(|source| MonitorError::Listen {
+        .map_err(|cause| MonitorError::Listen {
             addr: opts.listen,
-            source,
+            cause,
         })?;
     let addr = listener
         .local_addr()
-        .map_err(|source| MonitorError::Listen {
+        .map_err(|cause| MonitorError::Listen {
             addr: opts.listen,
-            source,
+            cause,
         })?;
     let state: Shared = Arc::new(Mutex::new(State::new(
         opts.min_ready,
@@ -302,5 +304,28 @@ async fn watch_loop(conn: &Connection, opts: &Options, state: Shared) {
             }
             _ = tick.tick() => lock(&state).settle(Instant::now()),
         }
+    }
+}
+
+#[cfg(test)]
+mod listen_tests {
+    use super::*;
+
+    /// The error and its chain of sources (as the binary prints them, `{:#}`)
+    /// name the cause once.
+    #[test]
+    fn a_listen_error_says_its_cause_once() {
+        let err = MonitorError::Listen {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8491)),
+            cause: std::io::Error::from(std::io::ErrorKind::AddrInUse),
+        };
+        let mut text = err.to_string();
+        let mut source = std::error::Error::source(&err);
+        while let Some(s) = source {
+            text.push_str(&format!(": {s}"));
+            source = s.source();
+        }
+        let cause = std::io::Error::from(std::io::ErrorKind::AddrInUse).to_string();
+        assert_eq!(text.matches(&cause).count(), 1, "{text}");
     }
 }

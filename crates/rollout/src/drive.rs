@@ -189,6 +189,12 @@ impl<'a> Driver<'a> {
             opts.time_scale,
         )
         .with_target(req.target.to_string());
+        // A resumed roll's first run may have taken a role below: only a
+        // fresh one begins before any change.
+        let auditor = match prepared.resumed {
+            true => auditor,
+            false => auditor.with_activity("roll"),
+        };
         let bar_legs: Vec<(String, u64)> = prepared
             .legs
             .iter()

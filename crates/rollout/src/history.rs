@@ -212,6 +212,7 @@ pub fn table(entries: &[HistoryEntry]) -> String {
             "duration",
             "report",
         ]);
+    infera_audit::fit_terminal(&mut table);
     for e in entries.iter().rev() {
         let minima = e
             .minima

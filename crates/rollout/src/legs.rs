@@ -10,10 +10,11 @@ use kube::api::Api;
 use serde_json::{Map, Value};
 
 use super::api::{LIST, retrying};
+use super::lint_bridge::Attached;
 use super::options::{Request, RolloutError};
 use super::plan::{
-    Capacity, LegPlan, Plan, PlanFinding, deployment_strategy, order_legs, ready_short_of_serving,
-    replicas_of, surge_capacity, verdict,
+    Capacity, LegPlan, Plan, PlanFinding, RoleNow, deployment_strategy, order_legs,
+    ready_short_of_serving, replicas_of, surge_capacity, verdict,
 };
 use super::target::TargetKind;
 use super::trigger;
@@ -286,8 +287,11 @@ pub(crate) async fn preflight(
         });
         deployments.extend(dep_value);
     }
+    // A plain Deployment target is its own leg's workload: lint it once.
     let mut lint_objects = vec![live.clone()];
-    lint_objects.extend(deployments);
+    if req.target.kind == TargetKind::InferaDeployment {
+        lint_objects.extend(deployments);
+    }
     let operator = (req.target.kind == TargetKind::InferaDeployment).then(|| {
         infera_model::generation::detect(
             typed
@@ -298,7 +302,9 @@ pub(crate) async fn preflight(
     let generation = operator
         .as_ref()
         .and_then(infera_model::generation::Detection::generation);
-    let other_findings = attach_findings(&mut plan_legs, lint_findings(&lint_objects, generation));
+    let plain = req.target.kind == TargetKind::Deployment;
+    let found = super::lint_bridge::lint(&lint_objects, generation);
+    let other_findings = attach_findings(&mut plan_legs, found, plain);
     set_verdicts(&mut plan_legs, live, roles, min_ready);
     Ok(Plan {
         target: req.target.to_string(),
@@ -311,22 +317,47 @@ pub(crate) async fn preflight(
         other_findings,
         gitops: None,
         operator,
+        roles_now: roles_now(roles, ns, view.pods.as_deref()),
+        min_ready,
     })
 }
 
-/// Give each leg its findings; returns those of no leg.
-fn attach_findings(
-    legs: &mut [LegPlan],
-    findings: Vec<(PlanFinding, Option<String>)>,
-) -> Vec<PlanFinding> {
+/// Each role's Ready and routable pods in `ns` now (a pod counts for the
+/// first role it matches, as the Auditor counts it); unknown when the pods
+/// could not be listed.
+fn roles_now(roles: &[RoleSpec], ns: &str, pods: Option<&[Pod]>) -> Vec<RoleNow> {
+    let mut counts: Vec<Option<(u32, u32)>> = vec![pods.map(|_| (0, 0)); roles.len()];
+    let in_ns =
+        (pods.unwrap_or_default().iter()).filter(|p| p.metadata.namespace.as_deref() == Some(ns));
+    for pod in in_ns {
+        let Some(i) = roles.iter().position(|r| r.matches(pod)) else {
+            continue;
+        };
+        if let Some(Some((ready, routable))) = counts.get_mut(i) {
+            *ready += u32::from(infera_model::pod::is_ready(pod));
+            *routable += u32::from(infera_model::pod::is_serving(pod));
+        }
+    }
+    (roles.iter().zip(counts))
+        .map(|(r, counts)| RoleNow {
+            role: r.role.clone(),
+            counts,
+        })
+        .collect()
+}
+
+/// Give each leg its findings (by service; a plain Deployment target's by
+/// its object, the leg's workload); returns those of no leg.
+fn attach_findings(legs: &mut [LegPlan], findings: Vec<Attached>, plain: bool) -> Vec<PlanFinding> {
     let mut other = Vec::new();
-    for (finding, service) in findings {
-        match legs
-            .iter_mut()
-            .find(|l| service.as_deref() == Some(l.leg.as_str()))
-        {
-            Some(l) => l.findings.push(finding),
-            None => other.push(finding),
+    for a in findings {
+        let owns = |l: &LegPlan| {
+            a.service.as_deref() == Some(l.leg.as_str())
+                || (plain && a.service.is_none() && a.object == l.workload)
+        };
+        match legs.iter_mut().find(|l| owns(l)) {
+            Some(l) => l.findings.push(a.finding),
+            None => other.push(a.finding),
         }
     }
     other
@@ -356,14 +387,6 @@ fn set_verdicts(legs: &mut [LegPlan], live: &Value, roles: &[RoleSpec], min_read
             .sum();
         l.verdict = verdict(l, others, min_ready);
     }
-}
-
-/// Lint findings for the live objects, with the service they belong to.
-fn lint_findings(
-    objects: &[Value],
-    generation: Option<infera_model::generation::Generation>,
-) -> Vec<(PlanFinding, Option<String>)> {
-    super::lint_bridge::lint(objects, generation)
 }
 
 #[cfg(test)]

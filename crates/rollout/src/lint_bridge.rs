@@ -1,5 +1,5 @@
 //! The preflight's view of the lint engine: findings for the live objects,
-//! each with the InferaDeployment service it belongs to.
+//! each with the InferaDeployment service it belongs to and its object.
 
 use serde_json::Value;
 
@@ -14,7 +14,7 @@ use infera_lint::options::LintOptions;
 pub fn lint(
     objects: &[Value],
     generation: Option<infera_model::generation::Generation>,
-) -> Vec<(PlanFinding, Option<String>)> {
+) -> Vec<Attached> {
     let options = LintOptions {
         node_gpus: 8,
         nodes: None,
@@ -27,15 +27,32 @@ pub fn lint(
     lint_objects(objects, "cluster", &options)
         .findings
         .into_iter()
-        .map(|f| {
-            (
-                PlanFinding {
-                    code: f.code.to_string(),
-                    severity: format!("{:?}", f.severity).to_lowercase(),
-                    message: f.message,
-                },
-                f.object.service.clone(),
-            )
+        .map(|f| Attached {
+            object: object_label(&f.object.kind, &f.object.name),
+            service: f.object.service,
+            finding: PlanFinding {
+                code: f.code.to_string(),
+                severity: format!("{:?}", f.severity).to_lowercase(),
+                message: f.message,
+            },
         })
         .collect()
+}
+
+/// A finding of the preflight and where it belongs.
+#[derive(Debug, Clone)]
+pub struct Attached {
+    pub finding: PlanFinding,
+    /// The InferaDeployment service, when the object is one.
+    pub service: Option<String>,
+    /// `deploy/NAME` for a Deployment (as a leg names its workload), else
+    /// `Kind/NAME`.
+    pub object: String,
+}
+
+fn object_label(kind: &str, name: &str) -> String {
+    match kind {
+        "Deployment" => format!("deploy/{name}"),
+        other => format!("{other}/{name}"),
+    }
 }

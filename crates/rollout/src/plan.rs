@@ -249,6 +249,33 @@ pub fn order_legs(mut legs: Vec<(String, String)>, order: &[String]) -> Vec<Stri
     legs.into_iter().map(|(name, _)| name).collect()
 }
 
+/// A role's pods serving now, as the preflight's pod list shows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleNow {
+    pub role: String,
+    /// (Ready, routable) pods of the role; `None`: the pods could not be
+    /// listed.
+    pub counts: Option<(u32, u32)>,
+}
+
+impl RoleNow {
+    /// Whether the role is already below `floor` in either count.
+    pub fn below(&self, floor: u32) -> bool {
+        self.counts.is_some_and(|(r, rt)| r < floor || rt < floor)
+    }
+
+    /// `decode 1/1`, `prefill 0/0 (below the floor)`, `decode unknown`.
+    pub fn describe(&self, floor: u32) -> String {
+        match self.counts {
+            None => format!("{} unknown (the pods could not be listed)", self.role),
+            Some((r, rt)) if self.below(floor) => {
+                format!("{} {r}/{rt} (below the floor)", self.role)
+            }
+            Some((r, rt)) => format!("{} {r}/{rt}", self.role),
+        }
+    }
+}
+
 /// The whole preflight.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -264,6 +291,10 @@ pub struct Plan {
     /// The operator generation the target's worker Deployments show
     /// (`None`: the target is not an InferaDeployment).
     pub operator: Option<infera_model::generation::Detection>,
+    /// Each role's serving pods now, and the floor they are held to
+    /// (`--min-ready`).
+    pub roles_now: Vec<RoleNow>,
+    pub min_ready: u32,
 }
 
 impl Plan {
@@ -271,14 +302,50 @@ impl Plan {
         self.legs.iter().filter(|l| l.verdict.blocks()).collect()
     }
 
+    /// The roles already below the floor before anything is rolled.
+    pub fn below_floor(&self) -> Vec<&RoleNow> {
+        (self.roles_now.iter())
+            .filter(|r| r.below(self.min_ready))
+            .collect()
+    }
+
     /// Whether the rollout stops here without `--force`: a predicted stall
-    /// or gap, or a GitOps tool that would revert the change.
+    /// or gap, a role already below the floor, or a GitOps tool that would
+    /// revert the change.
     pub fn refuses(&self) -> bool {
-        !self.blocking().is_empty() || self.gitops.as_ref().is_some_and(|g| g.refuses())
+        !self.blocking().is_empty()
+            || !self.below_floor().is_empty()
+            || self.gitops.as_ref().is_some_and(|g| g.refuses())
+    }
+
+    /// `Serving now (Ready/routable, floor 1): decode 1/1, prefill 0/0 (below the floor)`.
+    pub fn serving_now(&self) -> Option<String> {
+        let roles: Vec<String> = (self.roles_now.iter())
+            .map(|r| r.describe(self.min_ready))
+            .collect();
+        (!roles.is_empty()).then(|| {
+            format!(
+                "Serving now (Ready/routable, floor {}): {}",
+                self.min_ready,
+                roles.join(", ")
+            )
+        })
     }
 
     /// Why it stops (after the plan), and how to go on.
     pub fn refusal(&self) -> String {
+        let below = self.below_floor();
+        if !below.is_empty() && self.blocking().is_empty() {
+            let names: Vec<&str> = below.iter().map(|r| r.role.as_str()).collect();
+            return format!(
+                "Stopping before any change: {} already below the floor of {} Ready and routable \
+                 pod(s) before anything is rolled (see above). Wait until every role serves, or \
+                 rerun with `--force` to roll anyway (the report keeps what was already below \
+                 apart from what falls during the roll).",
+                names.join(", ") + if names.len() == 1 { " is" } else { " are" },
+                self.min_ready
+            );
+        }
         match &self.gitops {
             Some(g) if g.refuses() && self.blocking().is_empty() => format!(
                 "Stopping before any change: {} would revert it mid-roll (see above). \
@@ -354,6 +421,7 @@ impl Plan {
         if let Some(operator) = &self.operator {
             lines.insert(1, format!("Operator: {}", operator.describe()));
         }
+        lines.extend(self.serving_now());
         for leg in &self.legs {
             for f in &leg.findings {
                 lines.push(format!(

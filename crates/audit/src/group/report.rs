@@ -242,6 +242,7 @@ impl ManyReport {
         let first = self.reports.first();
         Report {
             target: self.title(),
+            activity: first.map_or("audit", |r| r.activity),
             outcome: self.outcome(),
             sample_interval_s: first.map_or(0.0, |r| r.sample_interval_s),
             samples: first.map_or(0, |r| r.samples),
@@ -314,7 +315,12 @@ mod tests {
             services: vec!["w".into()],
             selector: infera_model::selector::Selector::parse("app=w").unwrap(),
         };
-        let mut a = Auditor::new(vec![role], 1, Duration::from_secs(10), 1.0).with_target(target);
+        let a = Auditor::new(vec![role], 1, Duration::from_secs(10), 1.0).with_target(target);
+        audited(a, ready, outcome)
+    }
+
+    /// The report of `a` over 5 s with `ready` pods throughout.
+    fn audited(mut a: Auditor, ready: u32, outcome: Outcome) -> Report {
         let now = Instant::now();
         a.apply(&Event::Init, now);
         for i in 0..ready {
@@ -335,6 +341,35 @@ mod tests {
             all_namespaces: false,
             reports,
         }
+    }
+
+    /// A role dark from before a roll began is not the roll's gap (exit 0,
+    /// said so); `infera audit` cannot know when the change began, so
+    /// there it is one (exit 1).
+    #[test]
+    fn a_role_dark_before_the_roll_is_not_its_gap() {
+        let role = RoleSpec {
+            role: "w".into(),
+            services: vec!["w".into()],
+            selector: infera_model::selector::Selector::parse("app=w").unwrap(),
+        };
+        let new = || Auditor::new(vec![role.clone()], 1, Duration::from_secs(10), 1.0);
+        let rolled = audited(new().with_activity("roll"), 0, Outcome::Complete);
+        assert_eq!(rolled.exit(), Exit::Ok);
+        assert_eq!(
+            rolled.sentence(),
+            "0 samples over 5s: the roll took no role below the floor; w was already below \
+             the floor when the roll began (0 Ready, 0 routable, throughout)"
+        );
+        let json = rolled.to_json();
+        assert!(json.contains("\"already_below\": {"), "{json}");
+        assert!(rolled.table().ends_with("min sampled does not)"));
+        assert!(json.contains("\"to_end\": true"), "{json}");
+        let audit = audited(new(), 0, Outcome::Complete);
+        assert_eq!(audit.exit(), Exit::Findings);
+        assert!(!audit.to_json().contains("already_below"));
+        assert!(audit.sentence().contains("w fell to 0 Ready"));
+        assert!(audit.already_note().is_none());
     }
 
     #[test]

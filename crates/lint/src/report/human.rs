@@ -251,6 +251,13 @@ fn write_summary(
         )
     };
     writeln!(out, "{sentence}")?;
+    if s.objects == 0 && input_errors == 0 {
+        writeln!(
+            out,
+            "note: nothing was linted: no Kubernetes object was read from {} (empty, or only comments)",
+            plural(s.files, "input")
+        )?;
+    }
     if input_errors > 0 {
         writeln!(
             out,
@@ -336,6 +343,25 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("severity"), "{text}");
+    }
+
+    /// An empty file lints clean, and says nothing was read.
+    #[test]
+    fn nothing_read_is_said() {
+        let mut outcome = outcome_with(Vec::new());
+        (outcome.summary.files, outcome.summary.documents) = (1, 0);
+        (outcome.summary.objects, outcome.summary.skipped) = (0, 0);
+        let text = render(&outcome, false);
+        assert!(
+            text.contains("No findings in 1 file (0 objects)."),
+            "{text}"
+        );
+        assert!(
+            text.contains("note: nothing was linted: no Kubernetes object was read from 1 input"),
+            "{text}"
+        );
+        let some = render(&outcome_with(Vec::new()), false);
+        assert!(!some.contains("nothing was linted"), "{some}");
     }
 
     #[test]

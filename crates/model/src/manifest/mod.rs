@@ -75,7 +75,19 @@ fn location(file: &str, line: Option<usize>, column: Option<usize>) -> String {
     }
 }
 
+/// How a bad document's message ends where lint goes on with the others.
+pub const OTHERS_STILL_LINTED: &str = " (the others are still linted)";
+
 impl ManifestError {
+    /// The message as `infera render` gives it: it renders the other
+    /// documents, it does not lint them.
+    pub fn rendering(mut self) -> Self {
+        if let Some(head) = self.message.strip_suffix(OTHERS_STILL_LINTED) {
+            self.message = format!("{head} (the others are still rendered)");
+        }
+        self
+    }
+
     pub fn new(
         file: &str,
         line: Option<usize>,
@@ -459,7 +471,7 @@ fn parse_full<'a>(
             Some(loc.map_or(raw.line_offset + 1, |l| l.line() as usize + raw.line_offset)),
             loc.map(|l| l.column() as usize),
             format!(
-                "invalid YAML: {}; fix this document (the others are still linted)",
+                "invalid YAML: {}; fix this document{OTHERS_STILL_LINTED}",
                 message.trim()
             ),
         )
@@ -532,6 +544,14 @@ fn load_path_values_inner(path: &FsPath) -> Result<Vec<LoadedValue>, LoadError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rendered_documents_error_does_not_promise_lint() {
+        let e = ManifestError::new("f.yaml", Some(1), None, format!("bad{OTHERS_STILL_LINTED}"));
+        assert_eq!(e.rendering().message, "bad (the others are still rendered)");
+        let other = ManifestError::new("f.yaml", None, None, "unreadable");
+        assert_eq!(other.rendering().message, "unreadable");
+    }
 
     fn parse_all(text: &str) -> Vec<Result<Option<Document<'_>>, ManifestError>> {
         split_documents(text.as_bytes())
