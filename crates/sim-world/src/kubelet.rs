@@ -295,28 +295,25 @@ impl PodTask {
         self.spec.engine.as_ref()?.target(check, self.ip.addr())
     }
 
-    /// `addr` opened with `paths`, or `None` (said on stderr) when it cannot be.
-    fn listen(&self, addr: SocketAddr, paths: &'static [&'static str]) -> Option<Listener> {
-        Listener::open(addr, paths)
-            .inspect_err(|err| {
-                eprintln!(
-                    "infera sim: pod {}/{}: cannot listen on {addr}: {err}",
-                    self.spec.ns, self.spec.name
-                );
-            })
-            .ok()
+    /// A port opened on `addr`, or `None` (said on stderr) when it could not be.
+    fn opened<T>(&self, addr: SocketAddr, port: std::io::Result<T>) -> Option<T> {
+        port.inspect_err(|err| {
+            eprintln!(
+                "infera sim: pod {}/{}: cannot listen on {addr}: {err}",
+                self.spec.ns, self.spec.name
+            );
+        })
+        .ok()
     }
 
-    /// `app` served on `addr`, or `None` (said on stderr) when it cannot be.
+    /// `addr` opened with `paths` (the readiness port).
+    fn listen(&self, addr: SocketAddr, paths: &'static [&'static str]) -> Option<Listener> {
+        self.opened(addr, Listener::open(addr, paths))
+    }
+
+    /// `app` served on `addr` (the engine's port, a router's).
     fn serve(&self, addr: SocketAddr, app: axum::Router) -> Option<ServingPort> {
-        ServingPort::open(addr, app)
-            .inspect_err(|err| {
-                eprintln!(
-                    "infera sim: pod {}/{}: cannot listen on {addr}: {err}",
-                    self.spec.ns, self.spec.name
-                );
-            })
-            .ok()
+        self.opened(addr, ServingPort::open(addr, app))
     }
 
     /// The engine starts serving once its weights are loaded (unless its
