@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use futures::StreamExt;
 use infera_sim_core::requests::{Outcome, RequestRecord};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::{Api, DeleteParams};
 use serde_json::{Value, json};
 
@@ -274,7 +274,8 @@ async fn the_router_lags_registrations_and_the_truth_records_every_request() {
 }
 
 /// pd-1p1d: the router sends a prefill then the decode; both are named,
-/// prefill first, and `/v1/models` lists the model.
+/// prefill first, and `/v1/models` lists the model. A Service without a
+/// Ready pod is the API server's `503 no endpoints available`.
 #[tokio::test]
 async fn a_disaggregated_request_goes_to_a_prefill_then_a_decode() {
     let sim = Sim::start("pd-1p1d", 200.0).await;
@@ -314,5 +315,28 @@ async fn a_disaggregated_request_goes_to_a_prefill_then_a_decode() {
         "{models}"
     );
     assert_eq!(record(&sim, "pd-1").served_by.join(","), served);
+    // A Service selecting no Ready pod: the API server's own 503 Status.
+    let services: Api<Service> = Api::namespaced(client.clone(), "llm");
+    let nobody: Service = serde_json::from_value(json!({"metadata": {"name": "nobody"},
+        "spec": {"selector": {"app": "nobody"}, "ports": [{"name": "http", "port": 80}]}}))
+    .unwrap_or_else(|e| panic!("{e}"));
+    services
+        .create(&kube::api::PostParams::default(), &nobody)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let err = client
+        .request_text(
+            http::Request::get("/api/v1/namespaces/llm/services/nobody:http/proxy/")
+                .body(Vec::new())
+                .unwrap_or_else(|e| panic!("{e}")),
+        )
+        .await;
+    match err {
+        Err(kube::Error::Api(s)) => assert_eq!(
+            (s.code, s.message.as_str()),
+            (503, r#"no endpoints available for service "nobody""#)
+        ),
+        other => panic!("{other:?}"),
+    }
     sim.shutdown().await;
 }
