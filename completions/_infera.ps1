@@ -301,7 +301,7 @@ Register-ArgumentCompleter -Native -CommandName 'infera' -ScriptBlock {
         }
         'infera;sim;serve' {
             [CompletionResult]::new('--clock-skew', '--clock-skew', [CompletionResultType]::ParameterName, 'Run the cluster''s clock this far off the host''s (`-300s`, `90s`): every timestamp it writes and every `Date` header, as a control plane with a skewed clock (for testing clients'' skew handling)')
-            [CompletionResult]::new('--truth', '--truth', [CompletionResultType]::ParameterName, 'Write the simulator''s ground truth (every InferaDeployment service''s Ready and routable counts, at every change) to FILE when it stops')
+            [CompletionResult]::new('--truth', '--truth', [CompletionResultType]::ParameterName, 'Write the simulator''s ground truth (every InferaDeployment service''s Ready and routable counts, at every change; every request the simulated routers received and how it ended) to FILE when it stops')
             [CompletionResult]::new('--scenario', '--scenario', [CompletionResultType]::ParameterName, 'Built-in scenario name or a scenario file')
             [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'Port on 127.0.0.1 (0 picks a free one)')
             [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'Bearer token clients must present (default: a random one)')

@@ -282,7 +282,7 @@ set edit:completion:arg-completer[infera] = {|@words|
         }
         &'infera;sim;serve'= {
             cand --clock-skew 'Run the cluster''s clock this far off the host''s (`-300s`, `90s`): every timestamp it writes and every `Date` header, as a control plane with a skewed clock (for testing clients'' skew handling)'
-            cand --truth 'Write the simulator''s ground truth (every InferaDeployment service''s Ready and routable counts, at every change) to FILE when it stops'
+            cand --truth 'Write the simulator''s ground truth (every InferaDeployment service''s Ready and routable counts, at every change; every request the simulated routers received and how it ended) to FILE when it stops'
             cand --scenario 'Built-in scenario name or a scenario file'
             cand --port 'Port on 127.0.0.1 (0 picks a free one)'
             cand --token 'Bearer token clients must present (default: a random one)'

@@ -801,7 +801,8 @@ pub struct SimServeArgs {
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_skew)]
     pub clock_skew: Option<jiff::SignedDuration>,
     /// Write the simulator's ground truth (every InferaDeployment service's
-    /// Ready and routable counts, at every change) to FILE when it stops.
+    /// Ready and routable counts, at every change; every request the
+    /// simulated routers received and how it ended) to FILE when it stops.
     #[arg(long, value_name = "FILE")]
     pub truth: Option<PathBuf>,
     /// Built-in scenario name or a scenario file.

@@ -98,7 +98,7 @@ async fn a_skewed_server_clock_is_measured_and_corrected() {
         serde_json::from_str(&std::fs::read_to_string(&truth).unwrap_or_else(|e| panic!("{e}")))
             .unwrap_or_else(|e| panic!("{e}"));
     for role in ["prefill", "decode"] {
-        let series = truth[format!("llm/llama/{role}")]
+        let series = truth["pods"][format!("llm/llama/{role}")]
             .as_array()
             .unwrap_or_else(|| panic!("no truth for {role}: {truth}"));
         let below = below_ms(series, from_ms, to_ms) as f64 / 1000.0 * SPEED;

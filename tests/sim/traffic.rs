@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use futures::StreamExt;
 use infera_sim_core::requests::{Outcome, RequestRecord};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::{Api, DeleteParams};
 use serde_json::{Value, json};
 
@@ -270,5 +270,73 @@ async fn the_router_lags_registrations_and_the_truth_records_every_request() {
         json.contains(r#""outcome": "status""#) && json.contains(r#""pods""#),
         "{json}"
     );
+    sim.shutdown().await;
+}
+
+/// pd-1p1d: the router sends a prefill then the decode; both are named,
+/// prefill first, and `/v1/models` lists the model. A Service without a
+/// Ready pod is the API server's `503 no endpoints available`.
+#[tokio::test]
+async fn a_disaggregated_request_goes_to_a_prefill_then_a_decode() {
+    let sim = Sim::start("pd-1p1d", 200.0).await;
+    let client = client(&sim).await;
+    wait_serving(&client).await;
+    let names = |role: &str| sim.pod_names(role).join(",");
+    let a = post(
+        &client,
+        "/v1/completions",
+        &json!({"prompt": "x", "max_tokens": 4}),
+        "pd-1",
+    )
+    .await;
+    let body: Value = serde_json::from_str(&a.text()).unwrap_or_default();
+    assert_eq!(
+        (a.status, body["choices"][0]["finish_reason"].as_str()),
+        (200, Some("length")),
+        "{body}"
+    );
+    let served = format!("{},{}", names("prefill"), names("decode"));
+    assert_eq!(
+        a.headers
+            .get("x-infera-served-by")
+            .and_then(|v| v.to_str().ok()),
+        Some(served.as_str())
+    );
+    let models = client
+        .request_text(
+            http::Request::get(format!("{PROXY}/v1/models"))
+                .body(Vec::new())
+                .unwrap_or_else(|e| panic!("{e}")),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        models.contains("meta-llama/Llama-3.1-8B-Instruct"),
+        "{models}"
+    );
+    assert_eq!(record(&sim, "pd-1").served_by.join(","), served);
+    // A Service selecting no Ready pod: the API server's own 503 Status.
+    let services: Api<Service> = Api::namespaced(client.clone(), "llm");
+    let nobody: Service = serde_json::from_value(json!({"metadata": {"name": "nobody"},
+        "spec": {"selector": {"app": "nobody"}, "ports": [{"name": "http", "port": 80}]}}))
+    .unwrap_or_else(|e| panic!("{e}"));
+    services
+        .create(&kube::api::PostParams::default(), &nobody)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let err = client
+        .request_text(
+            http::Request::get("/api/v1/namespaces/llm/services/nobody:http/proxy/")
+                .body(Vec::new())
+                .unwrap_or_else(|e| panic!("{e}")),
+        )
+        .await;
+    match err {
+        Err(kube::Error::Api(s)) => assert_eq!(
+            (s.code, s.message.as_str()),
+            (503, r#"no endpoints available for service "nobody""#)
+        ),
+        other => panic!("{other:?}"),
+    }
     sim.shutdown().await;
 }

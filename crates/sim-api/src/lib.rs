@@ -27,9 +27,12 @@
 //! * No authorization: a `SelfSubjectAccessReview` (`kubectl auth can-i`)
 //!   is always `allowed` ([`authz`]); `pods/eviction` (`kubectl drain`)
 //!   honours PodDisruptionBudgets as upstream ([`eviction`]).
-//! * `pods/proxy` forwards a GET to `podIP:port` (the world's real listener
-//!   on the pod's loopback IP) and relays status and body; a refused
-//!   connection is a 503 as upstream's. Other methods are sent as GET.
+//! * `pods/proxy` and `services/proxy` forward any method, body and headers
+//!   to `podIP:port` (the world's real listener on the pod's loopback IP;
+//!   for a Service, one Ready pod it selects) and stream the answer back
+//!   chunk by chunk; a refused connection is a 503 as upstream's, a Service
+//!   without a Ready pod `503 no endpoints available for service "NAME"`.
+//!   Services have no ClusterIP and no Endpoints objects.
 //! * OpenAPI v3 lists paths and operations but no schemas (`kubectl explain`
 //!   fails); OpenAPI v2 is not served ([`openapi`]).
 //! * Only a few validation rules ([`validation`]); unknown fields

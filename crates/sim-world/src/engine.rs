@@ -99,26 +99,25 @@ async fn chat_completions(State(c): State<Arc<EngineConfig>>, body: Body) -> Res
     generate(&c, Api::Chat, body).await
 }
 
+/// An OpenAI error: status, `type`, message.
+type ApiError = (StatusCode, &'static str, String);
+
 /// The request read, or the 400/404 vLLM answers.
-fn parse(c: &EngineConfig, api: Api, bytes: &[u8]) -> Result<Generation, Response<Body>> {
-    let bad = |m: &str| error_response(StatusCode::BAD_REQUEST, "BadRequestError", m);
-    let req: Value = serde_json::from_slice(bytes).map_err(|e| bad(&e.to_string()))?;
+fn parse(c: &EngineConfig, api: Api, bytes: &[u8]) -> Result<Generation, ApiError> {
+    let bad = |m: String| (StatusCode::BAD_REQUEST, "BadRequestError", m);
+    let req: Value = serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
     if let Some(model) = req.get("model").and_then(Value::as_str)
         && model != c.model
     {
         let message = format!("The model `{model}` does not exist.");
-        return Err(error_response(
-            StatusCode::NOT_FOUND,
-            "NotFoundError",
-            &message,
-        ));
+        return Err((StatusCode::NOT_FOUND, "NotFoundError", message));
     }
     let max_tokens = match req.get("max_tokens") {
         None | Some(Value::Null) => 16,
         Some(v) => v
             .as_u64()
             .filter(|n| (1..=MAX_TOKENS).contains(n))
-            .ok_or_else(|| bad(&format!("max_tokens must be 1..={MAX_TOKENS}, got {v}")))?,
+            .ok_or_else(|| bad(format!("max_tokens must be 1..={MAX_TOKENS}, got {v}")))?,
     };
     let prefix = if api == Api::Chat { "chatcmpl" } else { "cmpl" };
     Ok(Generation {
@@ -140,7 +139,7 @@ async fn generate(c: &EngineConfig, api: Api, body: Body) -> Response<Body> {
     };
     let g = match parse(c, api, &bytes) {
         Ok(g) => g,
-        Err(resp) => return resp,
+        Err((status, kind, message)) => return error_response(status, kind, &message),
     };
     let schedule = Schedule {
         clock: c.clock.clone(),

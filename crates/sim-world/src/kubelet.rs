@@ -9,18 +9,23 @@
 //! block; a decode never waits), registers (the
 //! `infera.amd.com/worker-info` annotation) and opens a real listener on
 //! `podIP:readinessPort` answering `GET /ready`. Once its weights are
-//! loaded the engine listens on `podIP:enginePort` (`GET /health` answers
-//! 200), before the worker registers. Readiness follows the pod's actual
+//! loaded the engine serves on `podIP:enginePort` (`GET /health` answers
+//! 200, and the OpenAI API: `engine.rs`), before the worker registers. A
+//! router pod (`infera.server`) serves on its port once running
+//! (`router.rs`). Readiness follows the pod's actual
 //! probe, sent for real to the port it names with the probe's period,
 //! timeout and thresholds: on the readiness port Ready means routable; on
 //! the engine port (the operator's `/health` before PR #176) a pod is Ready
 //! before it is routable. A probe on another port passes once weights are
 //! loaded, exec/other probes at Running, no probe means Ready at Running;
 //! startupProbe is honoured. Termination: preStop (a `sleep N` exec is
-//! slept), the readiness port closes and the annotation is cleared
+//! slept), then SIGTERM: the engine's port refuses new connections and
+//! drains what is in flight for the engine's drain time (a router's until
+//! the grace period ends), bounded by the grace period, then cuts the
+//! rest; meanwhile the readiness port closes and the annotation is cleared
 //! (NotReady when the pod has a readiness probe), teardown bounded by the
-//! grace period (the engine port closes at its end), then `delete` with
-//! `gracePeriodSeconds=0` and a UID precondition.
+//! grace period; then `delete` with `gracePeriodSeconds=0` and a UID
+//! precondition.
 //!
 //! Simplifications: once a pod's probe result is stable the prober stops
 //! ticking until something changes (a crash, a node fault, registration,
@@ -290,28 +295,25 @@ impl PodTask {
         self.spec.engine.as_ref()?.target(check, self.ip.addr())
     }
 
-    /// `addr` opened with `paths`, or `None` (said on stderr) when it cannot be.
-    fn listen(&self, addr: SocketAddr, paths: &'static [&'static str]) -> Option<Listener> {
-        Listener::open(addr, paths)
-            .inspect_err(|err| {
-                eprintln!(
-                    "infera sim: pod {}/{}: cannot listen on {addr}: {err}",
-                    self.spec.ns, self.spec.name
-                );
-            })
-            .ok()
+    /// A port opened on `addr`, or `None` (said on stderr) when it could not be.
+    fn opened<T>(&self, addr: SocketAddr, port: std::io::Result<T>) -> Option<T> {
+        port.inspect_err(|err| {
+            eprintln!(
+                "infera sim: pod {}/{}: cannot listen on {addr}: {err}",
+                self.spec.ns, self.spec.name
+            );
+        })
+        .ok()
     }
 
-    /// `app` served on `addr`, or `None` (said on stderr) when it cannot be.
+    /// `addr` opened with `paths` (the readiness port).
+    fn listen(&self, addr: SocketAddr, paths: &'static [&'static str]) -> Option<Listener> {
+        self.opened(addr, Listener::open(addr, paths))
+    }
+
+    /// `app` served on `addr` (the engine's port, a router's).
     fn serve(&self, addr: SocketAddr, app: axum::Router) -> Option<ServingPort> {
-        ServingPort::open(addr, app)
-            .inspect_err(|err| {
-                eprintln!(
-                    "infera sim: pod {}/{}: cannot listen on {addr}: {err}",
-                    self.spec.ns, self.spec.name
-                );
-            })
-            .ok()
+        self.opened(addr, ServingPort::open(addr, app))
     }
 
     /// The engine starts serving once its weights are loaded (unless its

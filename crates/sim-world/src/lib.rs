@@ -1,7 +1,8 @@
 //! The simulated world: what only `infera sim` can provide to a cluster —
 //! GPU nodes (kept alive as a kubelet keeps them), the kubelet's view of an
-//! infera worker (with a real `/ready` listener on the pod IP), the infera
-//! operator, and the scenario's `podFaults` — running over the Kubernetes
+//! infera worker (with a real `/ready` listener on the pod IP and the
+//! engine's OpenAI API), the router pod (forwarding to the workers it
+//! watches), the infera operator, and the scenario's `podFaults` — running over the Kubernetes
 //! API through a `kube::Client`, exactly as against a production cluster.
 //!
 //! One implementation, two users: `infera sim attach` runs it against any

@@ -488,14 +488,14 @@ async fn route(state: &RouterState, asked: &Asked, ledger: &mut Ledger) -> Respo
                 }
             }
             Ok(resp) => return answered(ledger, resp),
-            Err(resp) => return resp,
+            Err(resp) => return *resp,
         }
         rest
     };
     match forward(&decodes, asked, &asked.body, ledger).await {
         Ok(resp) if resp.status() == StatusCode::OK => resp,
         Ok(resp) => answered(ledger, resp),
-        Err(resp) => resp,
+        Err(resp) => *resp,
     }
 }
 
@@ -519,7 +519,7 @@ async fn forward(
     asked: &Asked,
     body: &Value,
     ledger: &mut Ledger,
-) -> Result<Response<Body>, Response<Body>> {
+) -> Result<Response<Body>, Box<Response<Body>>> {
     for w in workers {
         let Ok(req) = Request::builder()
             .method(Method::POST)
@@ -538,12 +538,13 @@ async fn forward(
             Err(SendError::Connect(_)) => {}
             Err(SendError::Exchange(e)) => {
                 ledger.served_by(&w.pod);
-                return Err(failed(ledger, &format!("worker {} failed: {e}", w.pod)));
+                let message = format!("worker {} failed: {e}", w.pod);
+                return Err(Box::new(failed(ledger, &message)));
             }
         }
     }
     ledger.finish(Outcome::Status, Some(503));
-    Err(no_workers())
+    Err(Box::new(no_workers()))
 }
 
 /// The worker's body relayed to the client as it arrives, the request

@@ -334,6 +334,35 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// One Service per server service, as `buildServerService`: name,
+    /// labels = selector, one port `http` (the service's, 8000 by default).
+    #[test]
+    fn server_services_as_the_operator_builds_them() {
+        let idep = typed(
+            json!({"apiVersion": "infera.amd.com/v1alpha1", "kind": "InferaDeployment",
+            "metadata": {"name": "llama", "namespace": "llm"},
+            "spec": {"services": {"router": {"componentType": "server"},
+                "api": {"componentType": "server", "port": 9000},
+                "decode": {"componentType": "worker"}}}}),
+        )
+        .unwrap();
+        let svcs = server_services(&idep);
+        let names: Vec<&str> = svcs
+            .iter()
+            .filter_map(|s| s["metadata"]["name"].as_str())
+            .collect();
+        assert_eq!(names, ["llama-api", "llama-router"]);
+        let router = &svcs[1];
+        assert_eq!(router["metadata"]["namespace"], "llm");
+        assert_eq!(router["spec"]["selector"], router["metadata"]["labels"]);
+        assert_eq!(router["spec"]["selector"][LABEL_SERVICE], "router");
+        assert_eq!(
+            router["spec"]["ports"],
+            json!([{"name": "http", "port": 8000, "targetPort": 8000}])
+        );
+        assert_eq!(svcs[0]["spec"]["ports"][0]["port"], 9000);
+    }
+
     #[test]
     fn serving_worker_detection() {
         let svc = |cmd: serde_json::Value| -> ServiceSpec {
