@@ -614,6 +614,10 @@ async fn usage_errors_exit_2_with_one_line() {
             vec!["monitor", "--listen", addr.as_str()],
             "cannot listen on",
         ),
+        (
+            vec!["monitor", "--probe-interval", "500ms"],
+            "is below the floor of 1s",
+        ),
     ] {
         let out = infera(&args)
             .arg("--kubeconfig")
@@ -832,5 +836,146 @@ async fn a_leaderworkerset_is_one_role_counted_by_its_leaders() {
     .await
     .unwrap();
     assert_eq!(terminate(&mut child.0), 0);
+    sim.shutdown().await;
+}
+
+/// The value of the sample `series` (name and labels, as written) in a
+/// scrape; 0 when absent.
+fn sample(body: &str, series: &str) -> f64 {
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+const PROBED: &str = "namespace=\"llm\",inferadeployment=\"llama\"";
+
+/// `infera_requests_total` of the probed InferaDeployment, every class.
+fn requests_by_class(body: &str) -> Vec<(&'static str, f64)> {
+    ["ok", "refused", "status", "error-event", "cut", "hung"]
+        .into_iter()
+        .map(|c| {
+            let series = format!("infera_requests_total{{{PROBED},class=\"{c}\"}}");
+            (c, sample(body, &series))
+        })
+        .collect()
+}
+
+/// `vllm-short-drain` (a router and one worker serving the OpenAI API
+/// through the API server's service proxy): the always-on probe's
+/// requests end `ok` and their number grows, streams give a TTFT, and the
+/// scrape still passes `promtool check metrics` where it is installed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_probe_counts_ok_requests_through_the_router() {
+    let sim = Sim::start("vllm-short-drain", 20.0).await;
+    let (mut child, _rx, addr) = spawn_monitor(&sim, &["--probe-interval", "1s"]);
+    let ok = format!("infera_requests_total{{{PROBED},class=\"ok\"}}");
+    let ttft = format!("infera_request_ttft_seconds_count{{{PROBED}}}");
+    let first = tokio::task::spawn_blocking({
+        let (ok, ttft) = (ok.clone(), ttft.clone());
+        move || {
+            scrape_until(addr, "text/plain", |b| {
+                sample(b, &ok) >= 2.0 && sample(b, &ttft) >= 1.0
+            })
+        }
+    })
+    .await
+    .unwrap();
+    let before = sample(&first, &ok);
+    let later = tokio::task::spawn_blocking({
+        let ok = ok.clone();
+        move || scrape_until(addr, "text/plain", |b| sample(b, &ok) > before)
+    })
+    .await
+    .unwrap();
+    assert!(sample(&later, &ok) > before, "{later}");
+    assert!(
+        later.contains("# TYPE infera_request_ttft_seconds histogram"),
+        "{later}"
+    );
+    assert!(later.contains("infera_probe_blind_total 0"), "{later}");
+    if let Some(promtool) = prometheus_tool("promtool") {
+        let mut check = Command::new(&promtool)
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn promtool");
+        check
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(later.as_bytes())
+            .unwrap();
+        let out = check.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "promtool check metrics: {}{}\n{later}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(terminate(&mut child.0), 0);
+    sim.shutdown().await;
+}
+
+/// The router scaled to 0 through its InferaDeployment (the operator
+/// renders its Deployment with no replica): the API server's proxy has no
+/// endpoint to reach, the probe's requests fail while the API server
+/// answers, so they are attributed and a failure class grows; `--no-probe`
+/// sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_router_grows_a_failure_class() {
+    let sim = Sim::start("vllm-short-drain", 20.0).await;
+    let (mut child, _rx, addr) = spawn_monitor(&sim, &["--probe-interval", "1s"]);
+    let ok = format!("infera_requests_total{{{PROBED},class=\"ok\"}}");
+    tokio::task::spawn_blocking({
+        let ok = ok.clone();
+        move || scrape_until(addr, "text/plain", |b| sample(b, &ok) >= 1.0)
+    })
+    .await
+    .unwrap();
+    let ideps: Api<DynamicObject> = Api::namespaced_with(
+        sim.client().await,
+        &sim.namespace(),
+        &infera_cluster::inferadeployment_resource(),
+    );
+    let none = serde_json::json!({"spec": {"services": {"router": {"replicas": 0}}}});
+    ideps
+        .patch("llama", &PatchParams::default(), &Patch::Merge(none))
+        .await
+        .expect("scale the router to 0");
+    let failed = |b: &str| -> f64 {
+        requests_by_class(b)
+            .iter()
+            .filter(|(c, _)| *c != "ok")
+            .map(|(_, n)| n)
+            .sum()
+    };
+    let first =
+        tokio::task::spawn_blocking(move || scrape_until(addr, "text/plain", |b| failed(b) >= 1.0))
+            .await
+            .unwrap();
+    let (ok_then, failed_then) = (sample(&first, &ok), failed(&first));
+    let later = tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| failed(b) > failed_then)
+    })
+    .await
+    .unwrap();
+    assert!(failed(&later) > failed_then, "{later}");
+    assert!(sample(&later, &ok) <= ok_then + 1.0, "{later}");
+    assert!(later.contains("infera_probe_blind_total 0"), "{later}");
+    assert_eq!(terminate(&mut child.0), 0);
+    let (mut quiet, _rx, addr) = spawn_monitor(&sim, &["--no-probe"]);
+    let body = tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| {
+            b.contains("infera_watch_up{resource=\"inferadeployments\"} 1")
+        })
+    })
+    .await
+    .unwrap();
+    assert!(!body.contains("infera_requests_total{"), "{body}");
+    assert_eq!(terminate(&mut quiet.0), 0);
     sim.shutdown().await;
 }
