@@ -187,7 +187,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__audit)
-            opts="-l -A -n -v -h -V --selector --all-namespaces --for --until-complete --role --samples --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
+            opts="-l -A -n -v -h -V --selector --all-namespaces --for --until-complete --role --samples --sample-interval --min-ready --report --timeline --traffic --traffic-rate --traffic-concurrency --traffic-deadline --traffic-service --traffic-url --traffic-model --traffic-log --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -229,6 +229,34 @@ _infera() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --traffic-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-concurrency)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-deadline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-service)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-log)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --kubeconfig)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -267,7 +295,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__demo)
-            opts="-v -h -V --scenario --speed --stall-after --sample-interval --min-ready --report --timeline --verbose --help --version"
+            opts="-v -h -V --scenario --speed --stall-after --no-traffic --sample-interval --min-ready --report --timeline --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -797,7 +825,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__monitor)
-            opts="-A -l -n -v -h -V --all-namespaces --selector --min-ready --listen --print-rules --format --print-manifests --image --no-routable-for --below-min-for --stalled-for --ready-not-routable-for --watch-down-for --kubeconfig --context --namespace --verbose --help --version"
+            opts="-A -l -n -v -h -V --all-namespaces --selector --min-ready --listen --print-rules --format --print-manifests --image --no-routable-for --below-min-for --stalled-for --ready-not-routable-for --watch-down-for --request-failure-ratio --request-failures-for --probe-interval --no-probe --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -844,6 +872,18 @@ _infera() {
                     return 0
                     ;;
                 --watch-down-for)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-failure-ratio)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-failures-for)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probe-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1083,7 +1123,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rollout__subcmd__restart)
-            opts="-y -o -n -v -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --output --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
+            opts="-y -o -n -v -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --output --sample-interval --min-ready --report --timeline --traffic --traffic-rate --traffic-concurrency --traffic-deadline --traffic-service --traffic-url --traffic-model --traffic-log --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1138,6 +1178,34 @@ _infera() {
                     return 0
                     ;;
                 --timeline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-concurrency)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-deadline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-service)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-log)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1165,7 +1233,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rollout__subcmd__set__subcmd__image)
-            opts="-y -o -n -v -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --output --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
+            opts="-y -o -n -v -h -V --service --set-env --surge --order --dry-run --force --yes --pause-between --step-timeout --stall-after --on-stall --abort --output --sample-interval --min-ready --report --timeline --traffic --traffic-rate --traffic-concurrency --traffic-deadline --traffic-service --traffic-url --traffic-model --traffic-log --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1220,6 +1288,34 @@ _infera() {
                     return 0
                     ;;
                 --timeline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-concurrency)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-deadline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-service)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-log)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

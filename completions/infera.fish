@@ -104,6 +104,13 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l report -d 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l traffic-rate -d 'Requests per second (at most 50)' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l traffic-concurrency -d 'At most this many requests in flight; a tick that finds them all busy sends nothing and is counted' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l traffic-deadline -d 'Each request\'s deadline: past it, it is `hung`' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l traffic-service -d 'The Service to send to, through the API server\'s service proxy (default: the InferaDeployment\'s `componentType: server` service)' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l traffic-url -d 'A base URL to send to directly (an ingress, a port-forward) instead of the API server\'s proxy; no control probe runs beside it' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l traffic-model -d 'The model to ask for (default: the first of `/v1/models`)' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l traffic-log -d 'Write one JSON line per request to FILE' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l context -d 'The name of the kubeconfig context to use' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
@@ -112,6 +119,7 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l force -d 'Proceed even when the preflight predicts a stall or a gap'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s y -l yes -d 'Do not ask for confirmation'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l abort -d 'Undo the current leg of an interrupted rollout (restore the previous template on the target, so the old pods keep serving) and forget it'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l traffic -d 'Send OpenAI-compatible requests (streaming chat completions and completions, alternating) through the serving path while this runs and account for every one: a request that fails makes the verdict a gap (exit 1) even when the pod counts held. The path must answer 5 requests in a row first, or nothing starts (exit 3)'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s V -l version -d 'Print version'
@@ -131,6 +139,13 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l report -d 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l traffic-rate -d 'Requests per second (at most 50)' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l traffic-concurrency -d 'At most this many requests in flight; a tick that finds them all busy sends nothing and is counted' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l traffic-deadline -d 'Each request\'s deadline: past it, it is `hung`' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l traffic-service -d 'The Service to send to, through the API server\'s service proxy (default: the InferaDeployment\'s `componentType: server` service)' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l traffic-url -d 'A base URL to send to directly (an ingress, a port-forward) instead of the API server\'s proxy; no control probe runs beside it' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l traffic-model -d 'The model to ask for (default: the first of `/v1/models`)' -r
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l traffic-log -d 'Write one JSON line per request to FILE' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l context -d 'The name of the kubeconfig context to use' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
@@ -139,6 +154,7 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l force -d 'Proceed even when the preflight predicts a stall or a gap'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s y -l yes -d 'Do not ask for confirmation'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l abort -d 'Undo the current leg of an interrupted rollout (restore the previous template on the target, so the old pods keep serving) and forget it'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l traffic -d 'Send OpenAI-compatible requests (streaming chat completions and completions, alternating) through the serving path while this runs and account for every one: a request that fails makes the verdict a gap (exit 1) even when the pod counts held. The path must answer 5 requests in a row first, or nothing starts (exit 3)'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s V -l version -d 'Print version'
@@ -162,11 +178,19 @@ complete -c infera -n "__fish_infera_using_subcommand audit" -l sample-interval 
 complete -c infera -n "__fish_infera_using_subcommand audit" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
 complete -c infera -n "__fish_infera_using_subcommand audit" -l report -d 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report' -r -F
 complete -c infera -n "__fish_infera_using_subcommand audit" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
+complete -c infera -n "__fish_infera_using_subcommand audit" -l traffic-rate -d 'Requests per second (at most 50)' -r
+complete -c infera -n "__fish_infera_using_subcommand audit" -l traffic-concurrency -d 'At most this many requests in flight; a tick that finds them all busy sends nothing and is counted' -r
+complete -c infera -n "__fish_infera_using_subcommand audit" -l traffic-deadline -d 'Each request\'s deadline: past it, it is `hung`' -r
+complete -c infera -n "__fish_infera_using_subcommand audit" -l traffic-service -d 'The Service to send to, through the API server\'s service proxy (default: the InferaDeployment\'s `componentType: server` service)' -r
+complete -c infera -n "__fish_infera_using_subcommand audit" -l traffic-url -d 'A base URL to send to directly (an ingress, a port-forward) instead of the API server\'s proxy; no control probe runs beside it' -r
+complete -c infera -n "__fish_infera_using_subcommand audit" -l traffic-model -d 'The model to ask for (default: the first of `/v1/models`)' -r
+complete -c infera -n "__fish_infera_using_subcommand audit" -l traffic-log -d 'Write one JSON line per request to FILE' -r -F
 complete -c infera -n "__fish_infera_using_subcommand audit" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
 complete -c infera -n "__fish_infera_using_subcommand audit" -l context -d 'The name of the kubeconfig context to use' -r
 complete -c infera -n "__fish_infera_using_subcommand audit" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
 complete -c infera -n "__fish_infera_using_subcommand audit" -s A -l all-namespaces -d 'Select in every namespace (one cluster-wide pod watch) instead of the `-n` namespace. Without `-l`: every InferaDeployment and Deployment'
 complete -c infera -n "__fish_infera_using_subcommand audit" -l until-complete -d 'Audit until every Deployment of every TARGET is complete as `kubectl rollout status` decides it (observedGeneration caught up, all replicas updated and available, no old replicas) and has stayed so for 20 s, longer than the operator\'s reconcile period. A Deployment past its progress deadline ends the audit as stalled (exit 3)'
+complete -c infera -n "__fish_infera_using_subcommand audit" -l traffic -d 'Send OpenAI-compatible requests (streaming chat completions and completions, alternating) through the serving path while this runs and account for every one: a request that fails makes the verdict a gap (exit 1) even when the pod counts held. The path must answer 5 requests in a row first, or nothing starts (exit 3)'
 complete -c infera -n "__fish_infera_using_subcommand audit" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand audit" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand audit" -s V -l version -d 'Print version'
@@ -251,6 +275,7 @@ complete -c infera -n "__fish_infera_using_subcommand demo" -l sample-interval -
 complete -c infera -n "__fish_infera_using_subcommand demo" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
 complete -c infera -n "__fish_infera_using_subcommand demo" -l report -d 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report' -r -F
 complete -c infera -n "__fish_infera_using_subcommand demo" -l timeline -d 'Write the timeline to FILE: `.svg` draws a chart, `.csv` writes rows. Repeat for both' -r -F
+complete -c infera -n "__fish_infera_using_subcommand demo" -l no-traffic -d 'Send no requests through the serving path (by default the demo sends them and prints their tally, as `--traffic` does)'
 complete -c infera -n "__fish_infera_using_subcommand demo" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand demo" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand demo" -s V -l version -d 'Print version'
@@ -265,12 +290,16 @@ complete -c infera -n "__fish_infera_using_subcommand monitor" -l below-min-for 
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l stalled-for -d 'Alert: a pod of a rolling role unschedulable this long (a stalled surge; `infera rollout --stall-after` is 5m too)' -r
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l ready-not-routable-for -d 'Alert: Ready pods not routable this long (readiness that means nothing)' -r
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l watch-down-for -d 'Alert: a watch of the monitor not current this long' -r
+complete -c infera -n "__fish_infera_using_subcommand monitor" -l request-failure-ratio -d 'Alert: the failure ratio of attributed probe requests over 5m above this (a fraction: 0.01 is 1 %)' -r
+complete -c infera -n "__fish_infera_using_subcommand monitor" -l request-failures-for -d 'Alert: that ratio above its threshold this long' -r
+complete -c infera -n "__fish_infera_using_subcommand monitor" -l probe-interval -d 'Send one small OpenAI request through the router of each InferaDeployment in scope this often (at least 1s), beside a control request to the API server\'s /readyz' -r
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l context -d 'The name of the kubeconfig context to use' -r
 complete -c infera -n "__fish_infera_using_subcommand monitor" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
 complete -c infera -n "__fish_infera_using_subcommand monitor" -s A -l all-namespaces -d 'Watch every namespace (one cluster-wide list+watch per resource) instead of the `-n` namespace'
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l print-rules -d 'Print the alert rules and exit'
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l print-manifests -d 'Print the ServiceAccount, RBAC, Deployment, Service and ServiceMonitor that run the monitor in the `-n` namespace, and exit'
+complete -c infera -n "__fish_infera_using_subcommand monitor" -l no-probe -d 'Send no requests (no infera_requests_total, no TTFT)'
 complete -c infera -n "__fish_infera_using_subcommand monitor" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand monitor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c infera -n "__fish_infera_using_subcommand monitor" -s V -l version -d 'Print version'

@@ -282,6 +282,11 @@ fn printed_rules_pass_promtool_test_rules() {
     std::fs::write(dir.path().join("rules.yaml"), &text).unwrap();
     let rules: Value = serde_saphyr::from_str(&text).unwrap();
     let role = |r: &str| format!("{{namespace=\"llm\",workload=\"idep/llama\",role=\"{r}\"}}");
+    let probed = |idep: &str, class: &str| {
+        format!(
+            "infera_requests_total{{namespace=\"llm\",inferadeployment=\"{idep}\",class=\"{class}\"}}"
+        )
+    };
     let labels = |r: &'static str| {
         [
             ("namespace", "llm"),
@@ -305,6 +310,15 @@ fn printed_rules_pass_promtool_test_rules() {
         {"series": format!("infera_rollout_in_progress{}", role("mixed")), "values": "1 1 1 1 1 1 1 1"},
         {"series": format!("infera_role_unschedulable_pods{{namespace=\"llm\",workload=\"idep/llama\",role=\"mixed\",reason=\"insufficient_resource\"}}"), "values": "1 1 1 1 1 1 1 1"},
         {"series": "infera_watch_up{resource=\"pods\"}", "values": "1 0 0 0 0 0 0 0"},
+        // The probe: llama answers 6 requests a minute and fails one a
+        // minute from 3m (1 in 7 > 1 %); steady never fails; quiet sends
+        // nothing (0 / 0 is no alert).
+        {"series": probed("llama", "ok"), "values": "0+6x20"},
+        {"series": probed("llama", "refused"), "values": "0 0 0 1+1x17"},
+        {"series": probed("steady", "ok"), "values": "0+6x20"},
+        {"series": probed("steady", "refused"), "values": "0x20"},
+        {"series": probed("quiet", "ok"), "values": "0x20"},
+        {"series": probed("quiet", "refused"), "values": "0x20"},
     ]);
     let mut stalled = expected_alert(&rules, "InferaRolloutStalled", &labels("mixed"));
     stalled["exp_labels"]["reason"] = "insufficient_resource".into();
@@ -333,6 +347,11 @@ fn printed_rules_pass_promtool_test_rules() {
         {"eval_time": "2m", "alertname": "InferaRoleReadyNotRoutable", "exp_alerts": []},
         {"eval_time": "3m", "alertname": "InferaRoleReadyNotRoutable", "exp_alerts": [expected_alert(&rules, "InferaRoleReadyNotRoutable", &labels("prefill"))]},
         {"eval_time": "6m", "alertname": "InferaMonitorWatchDown", "exp_alerts": [watch]},
+        // Failing from 3m, `for: 5m`: pending at 7m30s, firing at 8m; only
+        // llama (steady fails nothing, quiet sends nothing).
+        {"eval_time": "7m30s", "alertname": "InferaRequestFailures", "exp_alerts": []},
+        {"eval_time": "8m", "alertname": "InferaRequestFailures", "exp_alerts": [expected_alert(&rules, "InferaRequestFailures", &[("namespace", "llm"), ("inferadeployment", "llama")])]},
+        {"eval_time": "15m", "alertname": "InferaRequestFailures", "exp_alerts": [expected_alert(&rules, "InferaRequestFailures", &[("namespace", "llm"), ("inferadeployment", "llama")])]},
     ]);
     let test = serde_json::json!({
         "rule_files": ["rules.yaml"],
