@@ -222,7 +222,7 @@ async fn probe_once(
         infera_traffic::send(&client, &route, kind, &name, id, DEADLINE),
         infera_traffic::readyz(&client),
     );
-    let after = !(record.class != Class::Ok) || infera_traffic::readyz(&client).await;
+    let after = record.class == Class::Ok || infera_traffic::readyz(&client).await;
     let model = if record.class != Class::Ok {
         None
     } else {
