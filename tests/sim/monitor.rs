@@ -176,26 +176,7 @@ async fn live_scrape_passes_promtool_check_metrics() {
             assert!(!body.contains(&pod), "pod name {pod} in the metrics");
         }
     }
-    let mut check = Command::new(&promtool)
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn promtool");
-    check
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(body.as_bytes())
-        .unwrap();
-    let out = check.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics: {}{}\n{body}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    promtool_check_metrics(&promtool, &body);
     let (status, om) = http_get(
         addr,
         "/metrics",
@@ -227,6 +208,30 @@ async fn live_scrape_passes_promtool_check_metrics() {
         "the token was logged"
     );
     sim.shutdown().await;
+}
+
+/// `promtool check metrics` passes `body` (the classic text format).
+fn promtool_check_metrics(promtool: &Path, body: &str) {
+    let mut check = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn promtool");
+    check
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = check.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}\n{body}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Each alert's expected annotations, rendered for one role.
@@ -914,26 +919,7 @@ async fn the_request_probe_counts_ok_requests_through_the_router() {
     );
     assert!(later.contains("infera_probe_blind_total 0"), "{later}");
     if let Some(promtool) = prometheus_tool("promtool") {
-        let mut check = Command::new(&promtool)
-            .args(["check", "metrics"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn promtool");
-        check
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(later.as_bytes())
-            .unwrap();
-        let out = check.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "promtool check metrics: {}{}\n{later}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        promtool_check_metrics(&promtool, &later);
     }
     assert_eq!(terminate(&mut child.0), 0);
     sim.shutdown().await;

@@ -151,13 +151,9 @@ impl Metrics {
     }
 
     /// Forget the series of targets no longer in scope.
-    pub fn retain(&self, targets: &BTreeMap<Target, Route>) {
+    pub fn retain(&self, keep: impl Fn(&Target) -> bool) {
         let mut counted = self.counted.lock().unwrap_or_else(PoisonError::into_inner);
-        let gone: Vec<Target> = counted
-            .iter()
-            .filter(|t| !targets.contains_key(*t))
-            .cloned()
-            .collect();
+        let gone: Vec<Target> = counted.iter().filter(|t| !keep(t)).cloned().collect();
         for t in gone {
             for class in CLASSES {
                 self.requests.remove(&class_labels(&t, class));
@@ -238,7 +234,8 @@ pub struct Prober {
     metrics: Metrics,
     probed: BTreeMap<Target, Probed>,
     in_flight: JoinSet<(Target, Option<String>, RequestRecord, u32)>,
-    busy: BTreeSet<Target>,
+    /// The targets with a probe in flight, by task.
+    busy: BTreeMap<tokio::task::Id, Target>,
     run: String,
 }
 
@@ -252,21 +249,17 @@ impl Prober {
             metrics,
             probed: BTreeMap::new(),
             in_flight: JoinSet::new(),
-            busy: BTreeSet::new(),
+            busy: BTreeMap::new(),
             run: format!("{nanos:08x}"),
         }
     }
 
     /// A round: a probe to each target not already in flight.
     pub fn round(&mut self, targets: &BTreeMap<Target, (Route, String)>) {
-        let routes = targets
-            .iter()
-            .map(|(t, (r, _))| (t.clone(), r.clone()))
-            .collect();
-        self.metrics.retain(&routes);
+        self.metrics.retain(|t| targets.contains_key(t));
         self.probed.retain(|t, _| targets.contains_key(t));
         for (target, (route, fallback)) in targets {
-            if !self.busy.insert(target.clone()) {
+            if self.busy.values().any(|t| t == target) {
                 continue;
             }
             let p = self.probed.entry(target.clone()).or_default();
@@ -274,25 +267,33 @@ impl Prober {
             let id = format!("infera-monitor-{}-{}-{}", self.run, target.1, p.seq);
             p.seq += 1;
             let (client, route, model) = (self.client.clone(), route.clone(), p.model.clone());
-            let (target, fallback) = (target.clone(), fallback.clone());
-            self.in_flight.spawn(async move {
+            let (owner, fallback) = (target.clone(), fallback.clone());
+            let task = self.in_flight.spawn(async move {
                 let (model, record, blind) =
                     probe_once(client, route, model, fallback, (id, kind)).await;
-                (target, model, record, blind)
+                (owner, model, record, blind)
             });
+            self.busy.insert(task.id(), target.clone());
         }
     }
 
     /// Wait for the next probe to end and count it (pending forever when
     /// none is in flight).
     pub async fn next(&mut self) {
-        let Some(done) = self.in_flight.join_next().await else {
+        let Some(done) = self.in_flight.join_next_with_id().await else {
             return std::future::pending().await;
         };
-        let Ok((target, model, record, blind)) = done else {
-            return;
+        let (target, model, record, blind) = match done {
+            Ok((task, done)) => {
+                self.busy.remove(&task);
+                done
+            }
+            Err(e) => {
+                // A probe that panicked: its target is free for the next round.
+                self.busy.remove(&e.id());
+                return;
+            }
         };
-        self.busy.remove(&target);
         for _ in 0..blind {
             self.metrics.blind();
         }
@@ -363,25 +364,22 @@ mod tests {
 
     #[test]
     fn the_model_is_read_from_the_workers_args() {
-        let idep = |args: serde_json::Value| {
-            serde_json::json!({"spec": {"services": {"router": {"componentType": "server"},
-                "worker": {"componentType": "worker", "args": args}}}})
+        let model = |args: &[&str]| {
+            model_of(&serde_json::json!({"spec": {"services": {
+                "router": {"componentType": "server"},
+                "worker": {"componentType": "worker", "args": args}}}}))
         };
-        let m = model_of(&idep(serde_json::json!([
-            "--model",
-            "meta-llama/L",
-            "--drain-timeout",
-            "0"
-        ])));
-        assert_eq!(m, "meta-llama/L");
-        let m = model_of(&idep(serde_json::json!([
-            "--model",
-            "a",
-            "--served-model-name",
-            "b"
-        ])));
-        assert_eq!(m, "b");
-        assert_eq!(model_of(&idep(serde_json::json!([]))), "default");
+        let cases: [(&[&str], &str); 3] = [
+            (
+                &["--model", "meta-llama/L", "--drain-timeout", "0"],
+                "meta-llama/L",
+            ),
+            (&["--model", "a", "--served-model-name", "b"], "b"),
+            (&[], "default"),
+        ];
+        for (args, want) in cases {
+            assert_eq!(model(args), want, "{args:?}");
+        }
     }
 
     #[test]
@@ -390,7 +388,7 @@ mod tests {
         let t: Target = ("llm".into(), "llama".into());
         m.record(&t, &record(Class::Hung, true, None), false);
         assert!(text(&m).contains("class=\"ok\"} 0"), "{}", text(&m));
-        m.retain(&BTreeMap::new());
+        m.retain(|_| false);
         let out = text(&m);
         assert!(!out.contains("llama"), "{out}");
     }
