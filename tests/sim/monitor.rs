@@ -963,8 +963,12 @@ async fn an_unreachable_router_grows_a_failure_class() {
             .await
             .unwrap();
     let (ok_then, failed_then) = (sample(&first, &ok), failed(&first));
+    // With the router gone, the proxy has no endpoint: `refused`.
+    let refused = format!("infera_requests_total{{{PROBED},class=\"refused\"}}");
     let later = tokio::task::spawn_blocking(move || {
-        scrape_until(addr, "text/plain", |b| failed(b) > failed_then)
+        scrape_until(addr, "text/plain", |b| {
+            failed(b) > failed_then && sample(b, &refused) >= 1.0
+        })
     })
     .await
     .unwrap();
