@@ -988,3 +988,56 @@ async fn an_unreachable_router_grows_a_failure_class() {
     assert_eq!(terminate(&mut quiet.0), 0);
     sim.shutdown().await;
 }
+
+/// A cut between the monitor and the API server (issue 24's partition):
+/// the probe's requests fail, and so does its control request (`GET
+/// /readyz`), so the failures are unattributed and `infera_probe_blind_total`
+/// grows; no failure is counted against the fleet, and `ok` grows again
+/// once the cut ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_to_the_api_server_is_blind_not_a_failure() {
+    let sim = Sim::start("vllm-short-drain", 20.0).await;
+    let (mut child, _rx, addr) = spawn_monitor(&sim, &["--probe-interval", "1s"]);
+    let ok = format!("infera_requests_total{{{PROBED},class=\"ok\"}}");
+    let before = tokio::task::spawn_blocking({
+        let ok = ok.clone();
+        move || scrape_until(addr, "text/plain", |b| sample(b, &ok) >= 1.0)
+    })
+    .await
+    .unwrap();
+    let failed = |b: &str| -> f64 {
+        requests_by_class(b)
+            .iter()
+            .filter(|(c, _)| *c != "ok")
+            .map(|(_, n)| n)
+            .sum()
+    };
+    let unattributed = |b: &str| -> f64 {
+        b.lines()
+            .filter(|l| l.starts_with("infera_requests_unattributed_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    sim.partition(
+        infera_sim_core::partition::PartitionKind::Cut,
+        Duration::from_secs(5),
+    );
+    let blind = tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| {
+            unattributed(b) >= 1.0 && sample(b, "infera_probe_blind_total") >= 1.0
+        })
+    })
+    .await
+    .unwrap();
+    let ok_then = sample(&blind, &ok);
+    let after = tokio::task::spawn_blocking({
+        let ok = ok.clone();
+        move || scrape_until(addr, "text/plain", |b| sample(b, &ok) > ok_then)
+    })
+    .await
+    .unwrap();
+    assert_eq!(failed(&after), failed(&before), "{after}");
+    assert!(unattributed(&after) >= 1.0, "{after}");
+    assert_eq!(terminate(&mut child.0), 0);
+    sim.shutdown().await;
+}
