@@ -885,6 +885,28 @@ fn requests_by_class(body: &str) -> Vec<(&'static str, f64)> {
         .collect()
 }
 
+/// The probe's attributed failures, every class but `ok`.
+fn attributed_failures(body: &str) -> f64 {
+    requests_by_class(body)
+        .iter()
+        .filter(|(c, _)| *c != "ok")
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// `infera monitor --probe-interval 1s` on `sim`, once a probe request
+/// ended `ok`: the child, the address and that scrape.
+async fn probing(sim: &Sim) -> (Killed, SocketAddr, String) {
+    let (child, _rx, addr) = spawn_monitor(sim, &["--probe-interval", "1s"]);
+    let ok = format!("infera_requests_total{{{PROBED},class=\"ok\"}}");
+    let body = tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| sample(b, &ok) >= 1.0)
+    })
+    .await
+    .unwrap();
+    (child, addr, body)
+}
+
 /// `vllm-short-drain` (a router and one worker serving the OpenAI API
 /// through the API server's service proxy): the always-on probe's
 /// requests end `ok` and their number grows, streams give a TTFT, and the
@@ -933,14 +955,8 @@ async fn the_request_probe_counts_ok_requests_through_the_router() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_router_grows_a_failure_class() {
     let sim = Sim::start("vllm-short-drain", 20.0).await;
-    let (mut child, _rx, addr) = spawn_monitor(&sim, &["--probe-interval", "1s"]);
+    let (mut child, addr, _) = probing(&sim).await;
     let ok = format!("infera_requests_total{{{PROBED},class=\"ok\"}}");
-    tokio::task::spawn_blocking({
-        let ok = ok.clone();
-        move || scrape_until(addr, "text/plain", |b| sample(b, &ok) >= 1.0)
-    })
-    .await
-    .unwrap();
     let ideps: Api<DynamicObject> = Api::namespaced_with(
         sim.client().await,
         &sim.namespace(),
@@ -951,28 +967,22 @@ async fn an_unreachable_router_grows_a_failure_class() {
         .patch("llama", &PatchParams::default(), &Patch::Merge(none))
         .await
         .expect("scale the router to 0");
-    let failed = |b: &str| -> f64 {
-        requests_by_class(b)
-            .iter()
-            .filter(|(c, _)| *c != "ok")
-            .map(|(_, n)| n)
-            .sum()
-    };
-    let first =
-        tokio::task::spawn_blocking(move || scrape_until(addr, "text/plain", |b| failed(b) >= 1.0))
-            .await
-            .unwrap();
-    let (ok_then, failed_then) = (sample(&first, &ok), failed(&first));
+    let first = tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| attributed_failures(b) >= 1.0)
+    })
+    .await
+    .unwrap();
+    let (ok_then, failed_then) = (sample(&first, &ok), attributed_failures(&first));
     // With the router gone, the proxy has no endpoint: `refused`.
     let refused = format!("infera_requests_total{{{PROBED},class=\"refused\"}}");
     let later = tokio::task::spawn_blocking(move || {
         scrape_until(addr, "text/plain", |b| {
-            failed(b) > failed_then && sample(b, &refused) >= 1.0
+            attributed_failures(b) > failed_then && sample(b, &refused) >= 1.0
         })
     })
     .await
     .unwrap();
-    assert!(failed(&later) > failed_then, "{later}");
+    assert!(attributed_failures(&later) > failed_then, "{later}");
     assert!(sample(&later, &ok) <= ok_then + 1.0, "{later}");
     assert!(later.contains("infera_probe_blind_total 0"), "{later}");
     assert_eq!(terminate(&mut child.0), 0);
@@ -997,21 +1007,8 @@ async fn an_unreachable_router_grows_a_failure_class() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_to_the_api_server_is_blind_not_a_failure() {
     let sim = Sim::start("vllm-short-drain", 20.0).await;
-    let (mut child, _rx, addr) = spawn_monitor(&sim, &["--probe-interval", "1s"]);
+    let (mut child, addr, before) = probing(&sim).await;
     let ok = format!("infera_requests_total{{{PROBED},class=\"ok\"}}");
-    let before = tokio::task::spawn_blocking({
-        let ok = ok.clone();
-        move || scrape_until(addr, "text/plain", |b| sample(b, &ok) >= 1.0)
-    })
-    .await
-    .unwrap();
-    let failed = |b: &str| -> f64 {
-        requests_by_class(b)
-            .iter()
-            .filter(|(c, _)| *c != "ok")
-            .map(|(_, n)| n)
-            .sum()
-    };
     let unattributed = |b: &str| -> f64 {
         b.lines()
             .filter(|l| l.starts_with("infera_requests_unattributed_total{"))
@@ -1036,7 +1033,11 @@ async fn a_cut_to_the_api_server_is_blind_not_a_failure() {
     })
     .await
     .unwrap();
-    assert_eq!(failed(&after), failed(&before), "{after}");
+    assert_eq!(
+        attributed_failures(&after),
+        attributed_failures(&before),
+        "{after}"
+    );
     assert!(unattributed(&after) >= 1.0, "{after}");
     assert_eq!(terminate(&mut child.0), 0);
     sim.shutdown().await;
