@@ -825,7 +825,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__monitor)
-            opts="-A -l -n -v -h -V --all-namespaces --selector --min-ready --listen --print-rules --format --print-manifests --image --no-routable-for --below-min-for --stalled-for --ready-not-routable-for --watch-down-for --kubeconfig --context --namespace --verbose --help --version"
+            opts="-A -l -n -v -h -V --all-namespaces --selector --min-ready --listen --print-rules --format --print-manifests --image --no-routable-for --below-min-for --stalled-for --ready-not-routable-for --watch-down-for --request-failure-ratio --request-failures-for --probe-interval --no-probe --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -872,6 +872,18 @@ _infera() {
                     return 0
                     ;;
                 --watch-down-for)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-failure-ratio)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-failures-for)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probe-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

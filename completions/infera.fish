@@ -291,12 +291,16 @@ complete -c infera -n "__fish_infera_using_subcommand monitor" -l below-min-for 
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l stalled-for -d 'Alert: a pod of a rolling role unschedulable this long (a stalled surge; `infera rollout --stall-after` is 5m too)' -r
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l ready-not-routable-for -d 'Alert: Ready pods not routable this long (readiness that means nothing)' -r
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l watch-down-for -d 'Alert: a watch of the monitor not current this long' -r
+complete -c infera -n "__fish_infera_using_subcommand monitor" -l request-failure-ratio -d 'Alert: the failure ratio of attributed probe requests over 5m above this (a fraction: 0.01 is 1 %)' -r
+complete -c infera -n "__fish_infera_using_subcommand monitor" -l request-failures-for -d 'Alert: that ratio above its threshold this long' -r
+complete -c infera -n "__fish_infera_using_subcommand monitor" -l probe-interval -d 'Send one small OpenAI request through the router of each InferaDeployment in scope this often (at least 1s), beside a control request to the API server\'s /readyz' -r
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l kubeconfig -d 'Path to the kubeconfig file to use' -r -F
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l context -d 'The name of the kubeconfig context to use' -r
 complete -c infera -n "__fish_infera_using_subcommand monitor" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
 complete -c infera -n "__fish_infera_using_subcommand monitor" -s A -l all-namespaces -d 'Watch every namespace (one cluster-wide list+watch per resource) instead of the `-n` namespace'
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l print-rules -d 'Print the alert rules and exit'
 complete -c infera -n "__fish_infera_using_subcommand monitor" -l print-manifests -d 'Print the ServiceAccount, RBAC, Deployment, Service and ServiceMonitor that run the monitor in the `-n` namespace, and exit'
+complete -c infera -n "__fish_infera_using_subcommand monitor" -l no-probe -d 'Send no requests (no infera_requests_total, no TTFT)'
 complete -c infera -n "__fish_infera_using_subcommand monitor" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand monitor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c infera -n "__fish_infera_using_subcommand monitor" -s V -l version -d 'Print version'

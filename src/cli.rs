@@ -673,8 +673,47 @@ pub struct MonitorArgs {
     /// Alert: a watch of the monitor not current this long.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     pub watch_down_for: Duration,
+    /// Alert: the failure ratio of attributed probe requests over 5m above
+    /// this (a fraction: 0.01 is 1 %).
+    #[arg(long, value_name = "RATIO", default_value_t = 0.01, value_parser = parse_ratio)]
+    pub request_failure_ratio: f64,
+    /// Alert: that ratio above its threshold this long.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub request_failures_for: Duration,
+    /// Send one small OpenAI request through the router of each
+    /// InferaDeployment in scope this often (at least 1s), beside a control
+    /// request to the API server's /readyz.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_probe_interval)]
+    pub probe_interval: Duration,
+    /// Send no requests (no infera_requests_total, no TTFT).
+    #[arg(long)]
+    pub no_probe: bool,
     #[command(flatten)]
     pub cluster_args: ClusterArgs,
+}
+
+/// `--probe-interval`: a duration of at least
+/// [`infera_monitor::probe::MIN_INTERVAL`].
+fn parse_probe_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    let min = infera_monitor::probe::MIN_INTERVAL;
+    if d < min {
+        return Err(format!(
+            "`{s}` is below the floor of {}s: the probe measures the path, it is not load",
+            min.as_secs()
+        ));
+    }
+    Ok(d)
+}
+
+/// A ratio in (0, 1).
+fn parse_ratio(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r > 0.0 && r < 1.0 => Ok(r),
+        _ => Err(format!(
+            "`{s}` is not a ratio between 0 and 1 (0.01 is 1 %)"
+        )),
+    }
 }
 
 impl MonitorArgs {
@@ -687,6 +726,8 @@ impl MonitorArgs {
             stalled_for: self.stalled_for,
             ready_not_routable_for: self.ready_not_routable_for,
             watch_down_for: self.watch_down_for,
+            request_failure_ratio: self.request_failure_ratio,
+            request_failures_for: self.request_failures_for,
         }
     }
 }

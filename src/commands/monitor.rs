@@ -43,6 +43,7 @@ pub async fn run(args: MonitorArgs) -> anyhow::Result<Exit> {
         selector,
         min_ready: args.min_ready,
         listen: args.listen,
+        probe: (!args.no_probe).then_some(args.probe_interval),
     };
     let listening = |addr| eprintln!("infera monitor: serving http://{addr}/metrics");
     infera_monitor::run(&conn, &opts, listening, terminated()).await?;

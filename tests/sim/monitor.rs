@@ -176,26 +176,7 @@ async fn live_scrape_passes_promtool_check_metrics() {
             assert!(!body.contains(&pod), "pod name {pod} in the metrics");
         }
     }
-    let mut check = Command::new(&promtool)
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn promtool");
-    check
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(body.as_bytes())
-        .unwrap();
-    let out = check.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics: {}{}\n{body}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    promtool_check_metrics(&promtool, &body);
     let (status, om) = http_get(
         addr,
         "/metrics",
@@ -227,6 +208,30 @@ async fn live_scrape_passes_promtool_check_metrics() {
         "the token was logged"
     );
     sim.shutdown().await;
+}
+
+/// `promtool check metrics` passes `body` (the classic text format).
+fn promtool_check_metrics(promtool: &Path, body: &str) {
+    let mut check = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn promtool");
+    check
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = check.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}\n{body}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Each alert's expected annotations, rendered for one role.
@@ -282,6 +287,11 @@ fn printed_rules_pass_promtool_test_rules() {
     std::fs::write(dir.path().join("rules.yaml"), &text).unwrap();
     let rules: Value = serde_saphyr::from_str(&text).unwrap();
     let role = |r: &str| format!("{{namespace=\"llm\",workload=\"idep/llama\",role=\"{r}\"}}");
+    let probed = |idep: &str, class: &str| {
+        format!(
+            "infera_requests_total{{namespace=\"llm\",inferadeployment=\"{idep}\",class=\"{class}\"}}"
+        )
+    };
     let labels = |r: &'static str| {
         [
             ("namespace", "llm"),
@@ -309,6 +319,15 @@ fn printed_rules_pass_promtool_test_rules() {
         {"series": format!("infera_rollout_in_progress{}", role("mixed")), "values": "1 1 1 1 1 1 1 1"},
         {"series": format!("infera_role_unschedulable_pods{{namespace=\"llm\",workload=\"idep/llama\",role=\"mixed\",reason=\"insufficient_resource\"}}"), "values": "1 1 1 1 1 1 1 1"},
         {"series": "infera_watch_up{resource=\"pods\"}", "values": "1 0 0 0 0 0 0 0"},
+        // The probe: llama answers 6 requests a minute and fails one a
+        // minute from 3m (1 in 7 > 1 %); steady never fails; quiet sends
+        // nothing (0 / 0 is no alert).
+        {"series": probed("llama", "ok"), "values": "0+6x20"},
+        {"series": probed("llama", "refused"), "values": "0 0 0 1+1x17"},
+        {"series": probed("steady", "ok"), "values": "0+6x20"},
+        {"series": probed("steady", "refused"), "values": "0x20"},
+        {"series": probed("quiet", "ok"), "values": "0x20"},
+        {"series": probed("quiet", "refused"), "values": "0x20"},
     ]);
     let mut stalled = expected_alert(&rules, "InferaRolloutStalled", &labels("mixed"));
     stalled["exp_labels"]["reason"] = "insufficient_resource".into();
@@ -337,6 +356,11 @@ fn printed_rules_pass_promtool_test_rules() {
         {"eval_time": "2m", "alertname": "InferaRoleReadyNotRoutable", "exp_alerts": []},
         {"eval_time": "3m", "alertname": "InferaRoleReadyNotRoutable", "exp_alerts": [expected_alert(&rules, "InferaRoleReadyNotRoutable", &labels("prefill"))]},
         {"eval_time": "6m", "alertname": "InferaMonitorWatchDown", "exp_alerts": [watch]},
+        // Failing from 3m, `for: 5m`: pending at 7m30s, firing at 8m; only
+        // llama (steady fails nothing, quiet sends nothing).
+        {"eval_time": "7m30s", "alertname": "InferaRequestFailures", "exp_alerts": []},
+        {"eval_time": "8m", "alertname": "InferaRequestFailures", "exp_alerts": [expected_alert(&rules, "InferaRequestFailures", &[("namespace", "llm"), ("inferadeployment", "llama")])]},
+        {"eval_time": "15m", "alertname": "InferaRequestFailures", "exp_alerts": [expected_alert(&rules, "InferaRequestFailures", &[("namespace", "llm"), ("inferadeployment", "llama")])]},
     ]);
     let test = serde_json::json!({
         "rule_files": ["rules.yaml"],
@@ -618,6 +642,10 @@ async fn usage_errors_exit_2_with_one_line() {
             vec!["monitor", "--listen", addr.as_str()],
             "cannot listen on",
         ),
+        (
+            vec!["monitor", "--probe-interval", "500ms"],
+            "is below the floor of 1s",
+        ),
     ] {
         let out = infera(&args)
             .arg("--kubeconfig")
@@ -835,6 +863,186 @@ async fn a_leaderworkerset_is_one_role_counted_by_its_leaders() {
     })
     .await
     .unwrap();
+    assert_eq!(terminate(&mut child.0), 0);
+    sim.shutdown().await;
+}
+
+/// The value of the sample `series` (name and labels, as written) in a
+/// scrape; 0 when absent.
+fn sample(body: &str, series: &str) -> f64 {
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+const PROBED: &str = "namespace=\"llm\",inferadeployment=\"llama\"";
+
+/// `infera_requests_total` of the probed InferaDeployment, every class.
+fn requests_by_class(body: &str) -> Vec<(&'static str, f64)> {
+    ["ok", "refused", "status", "error-event", "cut", "hung"]
+        .into_iter()
+        .map(|c| {
+            let series = format!("infera_requests_total{{{PROBED},class=\"{c}\"}}");
+            (c, sample(body, &series))
+        })
+        .collect()
+}
+
+/// The probe's attributed failures, every class but `ok`.
+fn attributed_failures(body: &str) -> f64 {
+    requests_by_class(body)
+        .iter()
+        .filter(|(c, _)| *c != "ok")
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// `infera monitor --probe-interval 1s` on `sim`, once a probe request
+/// ended `ok`: the child, the address and that scrape.
+async fn probing(sim: &Sim) -> (Killed, SocketAddr, String) {
+    let (child, _rx, addr) = spawn_monitor(sim, &["--probe-interval", "1s"]);
+    let ok = format!("infera_requests_total{{{PROBED},class=\"ok\"}}");
+    let body = tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| sample(b, &ok) >= 1.0)
+    })
+    .await
+    .unwrap();
+    (child, addr, body)
+}
+
+/// `vllm-short-drain` (a router and one worker serving the OpenAI API
+/// through the API server's service proxy): the always-on probe's
+/// requests end `ok` and their number grows, streams give a TTFT, and the
+/// scrape still passes `promtool check metrics` where it is installed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_probe_counts_ok_requests_through_the_router() {
+    let sim = Sim::start("vllm-short-drain", 20.0).await;
+    let (mut child, _rx, addr) = spawn_monitor(&sim, &["--probe-interval", "1s"]);
+    let ok = format!("infera_requests_total{{{PROBED},class=\"ok\"}}");
+    let ttft = format!("infera_request_ttft_seconds_count{{{PROBED}}}");
+    let first = tokio::task::spawn_blocking({
+        let (ok, ttft) = (ok.clone(), ttft.clone());
+        move || {
+            scrape_until(addr, "text/plain", |b| {
+                sample(b, &ok) >= 2.0 && sample(b, &ttft) >= 1.0
+            })
+        }
+    })
+    .await
+    .unwrap();
+    let before = sample(&first, &ok);
+    let later = tokio::task::spawn_blocking({
+        let ok = ok.clone();
+        move || scrape_until(addr, "text/plain", |b| sample(b, &ok) > before)
+    })
+    .await
+    .unwrap();
+    assert!(sample(&later, &ok) > before, "{later}");
+    assert!(
+        later.contains("# TYPE infera_request_ttft_seconds histogram"),
+        "{later}"
+    );
+    assert!(later.contains("infera_probe_blind_total 0"), "{later}");
+    if let Some(promtool) = prometheus_tool("promtool") {
+        promtool_check_metrics(&promtool, &later);
+    }
+    assert_eq!(terminate(&mut child.0), 0);
+    sim.shutdown().await;
+}
+
+/// The router scaled to 0 through its InferaDeployment (the operator
+/// renders its Deployment with no replica): the API server's proxy has no
+/// endpoint to reach, the probe's requests fail while the API server
+/// answers, so they are attributed and a failure class grows; `--no-probe`
+/// sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_router_grows_a_failure_class() {
+    let sim = Sim::start("vllm-short-drain", 20.0).await;
+    let (mut child, addr, _) = probing(&sim).await;
+    let ok = format!("infera_requests_total{{{PROBED},class=\"ok\"}}");
+    let ideps: Api<DynamicObject> = Api::namespaced_with(
+        sim.client().await,
+        &sim.namespace(),
+        &infera_cluster::inferadeployment_resource(),
+    );
+    let none = serde_json::json!({"spec": {"services": {"router": {"replicas": 0}}}});
+    ideps
+        .patch("llama", &PatchParams::default(), &Patch::Merge(none))
+        .await
+        .expect("scale the router to 0");
+    let first = tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| attributed_failures(b) >= 1.0)
+    })
+    .await
+    .unwrap();
+    let (ok_then, failed_then) = (sample(&first, &ok), attributed_failures(&first));
+    // With the router gone, the proxy has no endpoint: `refused`.
+    let refused = format!("infera_requests_total{{{PROBED},class=\"refused\"}}");
+    let later = tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| {
+            attributed_failures(b) > failed_then && sample(b, &refused) >= 1.0
+        })
+    })
+    .await
+    .unwrap();
+    assert!(attributed_failures(&later) > failed_then, "{later}");
+    assert!(sample(&later, &ok) <= ok_then + 1.0, "{later}");
+    assert!(later.contains("infera_probe_blind_total 0"), "{later}");
+    assert_eq!(terminate(&mut child.0), 0);
+    let (mut quiet, _rx, addr) = spawn_monitor(&sim, &["--no-probe"]);
+    let body = tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| {
+            b.contains("infera_watch_up{resource=\"inferadeployments\"} 1")
+        })
+    })
+    .await
+    .unwrap();
+    assert!(!body.contains("infera_requests_total{"), "{body}");
+    assert_eq!(terminate(&mut quiet.0), 0);
+    sim.shutdown().await;
+}
+
+/// A cut between the monitor and the API server (issue 24's partition):
+/// the probe's requests fail, and so does its control request (`GET
+/// /readyz`), so the failures are unattributed and `infera_probe_blind_total`
+/// grows; no failure is counted against the fleet, and `ok` grows again
+/// once the cut ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_to_the_api_server_is_blind_not_a_failure() {
+    let sim = Sim::start("vllm-short-drain", 20.0).await;
+    let (mut child, addr, before) = probing(&sim).await;
+    let ok = format!("infera_requests_total{{{PROBED},class=\"ok\"}}");
+    let unattributed = |b: &str| -> f64 {
+        b.lines()
+            .filter(|l| l.starts_with("infera_requests_unattributed_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    sim.partition(
+        infera_sim_core::partition::PartitionKind::Cut,
+        Duration::from_secs(5),
+    );
+    let blind = tokio::task::spawn_blocking(move || {
+        scrape_until(addr, "text/plain", |b| {
+            unattributed(b) >= 1.0 && sample(b, "infera_probe_blind_total") >= 1.0
+        })
+    })
+    .await
+    .unwrap();
+    let ok_then = sample(&blind, &ok);
+    let after = tokio::task::spawn_blocking({
+        let ok = ok.clone();
+        move || scrape_until(addr, "text/plain", |b| sample(b, &ok) > ok_then)
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        attributed_failures(&after),
+        attributed_failures(&before),
+        "{after}"
+    );
+    assert!(unattributed(&after) >= 1.0, "{after}");
     assert_eq!(terminate(&mut child.0), 0);
     sim.shutdown().await;
 }

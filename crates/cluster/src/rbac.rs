@@ -214,10 +214,13 @@ fn drain_objects(namespace: &str) -> Vec<Value> {
 /// The name of `infera monitor`'s ServiceAccount, Role and bindings.
 pub const MONITOR_NAME: &str = "infera-monitor";
 
-/// What `infera monitor` reads, and only reads: its five list+watches
-/// (pods, InferaDeployments, Deployments, StatefulSets, LeaderWorkerSets). Its heartbeat
-/// (`GET /version`) is open to every authenticated client
-/// (`system:discovery`).
+/// What `infera monitor` reads: its five list+watches (pods,
+/// InferaDeployments, Deployments, StatefulSets, LeaderWorkerSets), and the
+/// one thing it sends: its request probe's `POST` through the service proxy
+/// to each router (`create` on `services/proxy`). Its heartbeat (`GET
+/// /version`) and the probe's control request (`GET /readyz`) are open to
+/// every authenticated client (`system:discovery`,
+/// `system:public-info-viewer`).
 pub fn monitor_rules() -> Vec<Value> {
     let idep = INFERA_DEPLOYMENT;
     let read = ["list", "watch"];
@@ -226,6 +229,9 @@ pub fn monitor_rules() -> Vec<Value> {
         rule(idep.group, &[idep.plural], &read),
         rule("apps", &["deployments", "statefulsets"], &read),
         rule(LEADER_WORKER_SET.group, &[LEADER_WORKER_SET.plural], &read),
+        // The request probe: `POST services/NAME:PORT/proxy/v1/...` to each
+        // InferaDeployment's router (`docs/monitor.md`, "Requests").
+        rule("", &["services/proxy"], &["create"]),
     ]
 }
 
@@ -325,7 +331,7 @@ mod tests {
     }
 
     #[test]
-    fn the_monitor_only_lists_and_watches() {
+    fn the_monitor_lists_watches_and_posts_through_the_proxy_only() {
         for scope in [Scope::Namespace, Scope::AllNamespaces] {
             let objects = monitor_rbac_objects("mon", scope);
             assert_eq!(objects.len(), 2);
@@ -335,10 +341,20 @@ mod tests {
                 .flatten()
                 .flat_map(|r| r["verbs"].as_array().into_iter().flatten())
                 .collect();
-            assert!(
-                verbs.iter().all(|v| *v == "list" || *v == "watch"),
-                "{verbs:?}"
-            );
+            let rules = objects[0]["rules"].as_array().cloned().unwrap_or_default();
+            for r in &rules {
+                let proxy = r["resources"] == json!(["services/proxy"]);
+                let verbs = r["verbs"].as_array().cloned().unwrap_or_default();
+                if proxy {
+                    assert_eq!(verbs, vec![json!("create")], "the probe only POSTs");
+                } else {
+                    assert!(
+                        verbs.iter().all(|v| *v == "list" || *v == "watch"),
+                        "{verbs:?}"
+                    );
+                }
+            }
+            assert!(verbs.iter().any(|v| *v == "create"), "{verbs:?}");
             assert_eq!(objects[1]["subjects"][0]["name"], MONITOR_NAME);
         }
         let kinds = |s| monitor_rbac_objects("mon", s)[0]["kind"].clone();

@@ -11,6 +11,7 @@
 
 pub mod manifests;
 pub mod metrics;
+pub mod probe;
 pub mod rules;
 pub mod serve;
 pub mod state;

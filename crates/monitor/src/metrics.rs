@@ -156,7 +156,7 @@ pub fn encode_state(state: &mut State, now: Instant) -> String {
 /// The metric families of one scrape, filled from the state under its
 /// lock and encoded after the lock is released: a watch event waits for
 /// the copy of the numbers, never for the text.
-pub struct Snapshot(Families);
+pub struct Snapshot(Families, crate::probe::Metrics);
 
 impl Snapshot {
     /// The numbers of the state at `now`.
@@ -181,13 +181,14 @@ impl Snapshot {
             Disrupted::new()
         };
         roles(state, &f, now, (pods_up, objects_up), &disrupted);
-        Snapshot(f)
+        Snapshot(f, state.probe.clone())
     }
 
     /// The OpenMetrics text.
     pub fn encode(self) -> String {
         let mut registry = Registry::default();
         self.0.register(&mut registry);
+        self.1.register(&mut registry);
         let mut out = String::new();
         match encode(&mut out, &registry) {
             Ok(()) => out,

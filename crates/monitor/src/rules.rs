@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 /// The `for:` of each alert and the floor they hold roles to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RuleOptions {
     /// `--min-ready`: the floor of the below-floor alert.
     pub min_ready: u32,
@@ -23,6 +23,11 @@ pub struct RuleOptions {
     pub ready_not_routable_for: Duration,
     /// A watch not current.
     pub watch_down_for: Duration,
+    /// The failure ratio of attributed probe requests over 5m above which
+    /// the request alert fires (0.01: 1 %).
+    pub request_failure_ratio: f64,
+    /// That ratio above its threshold this long.
+    pub request_failures_for: Duration,
 }
 
 impl Default for RuleOptions {
@@ -34,6 +39,8 @@ impl Default for RuleOptions {
             stalled_for: Duration::from_secs(5 * 60),
             ready_not_routable_for: Duration::from_secs(3 * 60),
             watch_down_for: Duration::from_secs(5 * 60),
+            request_failure_ratio: 0.01,
+            request_failures_for: Duration::from_secs(5 * 60),
         }
     }
 }
@@ -68,6 +75,31 @@ fn alert(
         "labels": { "severity": severity },
         "annotations": { "summary": summary, "description": description },
     })
+}
+
+/// The labels that name a probed InferaDeployment.
+const PROBED: &str = "namespace, inferadeployment";
+
+/// The failure ratio of the probe's attributed requests over 5m above the
+/// threshold; no request in the window (no router, `--no-probe`) is no
+/// alert, not a division by zero.
+fn request_failures(o: &RuleOptions) -> Value {
+    let all = format!("sum by ({PROBED}) (rate(infera_requests_total[5m]))");
+    let failed = format!("sum by ({PROBED}) (rate(infera_requests_total{{class!=\"ok\"}}[5m]))");
+    alert(
+        "InferaRequestFailures",
+        format!(
+            "({failed} / {all}) > {} and {all} > 0",
+            o.request_failure_ratio
+        ),
+        o.request_failures_for,
+        "critical",
+        &format!(
+            "idep/{{{{ $labels.inferadeployment }}}} ({{{{ $labels.namespace }}}}): more than {}% of probe requests failed over 5m",
+            o.request_failure_ratio * 100.0
+        ),
+        "Requests through the router fail while the API server answers (failures while it does not are unattributed, not counted): infera_requests_total by class says how (refused, status, error-event, cut, hung).",
+    )
 }
 
 /// The rule groups (`{"groups": [...]}`, a plain rules file's content).
@@ -121,6 +153,7 @@ pub fn rule_groups(o: &RuleOptions) -> Value {
             "infera monitor cannot watch {{ $labels.resource }}",
             "The monitor's list+watch is not current (unreachable API server, missing permission): the role metrics it cannot vouch for are absent. Its log names the cause.",
         ),
+        request_failures(o),
     ];
     json!({ "groups": [{ "name": "infera", "rules": rules }] })
 }
@@ -174,5 +207,10 @@ mod tests {
             .unwrap();
         assert!(below.contains("< 2)"), "{below}");
         assert_eq!(prometheus_rule(&o, "mon")["spec"], g);
+        let requests = by("InferaRequestFailures");
+        assert_eq!(requests["for"], "5m");
+        let expr = requests["expr"].as_str().unwrap();
+        assert!(expr.contains(") > 0.01 and sum by"), "{expr}");
+        assert!(expr.ends_with("[5m])) > 0"), "{expr}");
     }
 }

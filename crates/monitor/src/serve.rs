@@ -68,6 +68,8 @@ pub struct Options {
     pub selector: infera_model::selector::Selector,
     pub min_ready: u32,
     pub listen: SocketAddr,
+    /// `--probe-interval`; `None`: `--no-probe`.
+    pub probe: Option<Duration>,
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -118,7 +120,8 @@ pub async fn run(
     tracing::info!(target: infera_cluster::trace::target::MONITOR, "serving /metrics, /healthz and /readyz on http://{addr}");
     on_listening(addr);
     tokio::select! {
-        () = watch_loop(conn, opts, state) => {}
+        () = watch_loop(conn, opts, state.clone()) => {}
+        () = probe_loop(conn, opts.probe, state) => {}
         () = shutdown => {
             tracing::info!(target: infera_cluster::trace::target::MONITOR, "shutting down");
         }
@@ -159,6 +162,28 @@ async fn readyz(AxumState(state): AxumState<Shared>) -> impl IntoResponse {
             StatusCode::SERVICE_UNAVAILABLE,
             format!("not current: {why}\n"),
         ),
+    }
+}
+
+/// Probe every InferaDeployment in scope with a router each `interval`
+/// ([`crate::probe`]); never returns (pending forever with `--no-probe`).
+async fn probe_loop(conn: &Connection, interval: Option<Duration>, state: Shared) {
+    let Some(interval) = interval else {
+        return std::future::pending().await;
+    };
+    let interval = interval.max(crate::probe::MIN_INTERVAL);
+    let metrics = lock(&state).probe.clone();
+    let mut prober = crate::probe::Prober::new(conn.probe_client.clone(), metrics);
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let targets = lock(&state).probe_targets();
+                prober.round(&targets);
+            }
+            () = prober.next() => {}
+        }
     }
 }
 

@@ -217,6 +217,8 @@ pub struct State {
     pub leaderworkersets: Reflector<Value>,
     pub workloads: BTreeMap<WorkloadKey, Watched>,
     pub watches: BTreeMap<Resource, WatchState>,
+    /// The request probe's counters ([`crate::probe`]).
+    pub probe: crate::probe::Metrics,
 }
 
 fn labels_hold(selector: &Selector, labels: Option<&BTreeMap<String, String>>) -> bool {
@@ -238,7 +240,25 @@ impl State {
                 .into_iter()
                 .map(|r| (r, WatchState::new(start)))
                 .collect(),
+            probe: crate::probe::Metrics::default(),
         }
+    }
+
+    /// The InferaDeployments in scope that have a router, each with its
+    /// route and the model its workers name (asked of `/v1/models` first).
+    pub fn probe_targets(&self) -> BTreeMap<crate::probe::Target, (infera_traffic::Route, String)> {
+        self.ideps
+            .values()
+            .filter_map(|idep| {
+                let route = infera_traffic::Route::router_of(idep).ok()?;
+                let text = |p: &str| idep.pointer(p).and_then(Value::as_str).unwrap_or("");
+                let target = (
+                    text("/metadata/namespace").to_string(),
+                    text("/metadata/name").to_string(),
+                );
+                Some((target, (route, crate::probe::model_of(idep))))
+            })
+            .collect()
     }
 
     pub fn watch(&self, r: Resource) -> Option<&WatchState> {

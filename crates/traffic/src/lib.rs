@@ -22,7 +22,7 @@ mod sse;
 
 pub use request::{Kind, MAX_TOKENS, first_model, send};
 pub use route::{Route, RouteError};
-pub use run::{Config, MAX_RATE, PREFLIGHT_IN_A_ROW, Traffic, TrafficError, start};
+pub use run::{Config, MAX_RATE, PREFLIGHT_IN_A_ROW, Traffic, TrafficError, readyz, start};
 
 use infera_audit::Report;
 use infera_audit::exit::Exit;

@@ -257,7 +257,9 @@ async fn control_probe(
     blind
 }
 
-async fn readyz(client: &Client) -> bool {
+/// `GET /readyz` on the API server answered 200 within two control
+/// periods: the control request (also the monitor's, beside each probe).
+pub async fn readyz(client: &Client) -> bool {
     let Ok(request) = http::Request::get("/readyz").body(kube::client::Body::empty()) else {
         return false;
     };
