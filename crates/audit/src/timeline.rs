@@ -9,6 +9,8 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::traffic::RequestMark;
+
 /// A count change of one role: from `at` (wall offset from the audit start)
 /// until the next point, the role had these counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,8 +91,10 @@ impl Timeline {
 
     /// Rows `elapsed_s,role,ready,routable,event`: one per count change,
     /// one per sample (`event` = `change` or `sample`), one per step marker
-    /// (`event` = `step:<label>`, role empty), in time order.
-    pub fn write_csv(&self, path: &Path) -> Result<(), ReportError> {
+    /// (`event` = `step:<label>`, role empty), one per request sent
+    /// (`event` = `request:<label>` at its start, `request:<label>
+    /// unattributed` for a failure while infera was blind), in time order.
+    pub fn write_csv(&self, path: &Path, requests: &[RequestMark]) -> Result<(), ReportError> {
         let file = std::fs::File::create(path).map_err(io_err(path))?;
         let mut out = std::io::BufWriter::new(file);
         let mut rows: Vec<(f64, String)> = Vec::new();
@@ -116,6 +120,10 @@ impl Timeline {
                 format!(",,,{}", csv_field(&format!("step:{label}"))),
             ));
         }
+        for r in requests {
+            let blind = if r.unattributed { " unattributed" } else { "" };
+            rows.push((r.elapsed_s, format!(",,,request:{}{blind}", r.label())));
+        }
         rows.sort_by(|a, b| a.0.total_cmp(&b.0));
         writeln!(out, "elapsed_s,role,ready,routable,event").map_err(io_err(path))?;
         for (t, rest) in rows {
@@ -134,9 +142,10 @@ impl Timeline {
         target: &str,
         floor: u32,
         services: &[Vec<String>],
+        requests: &[RequestMark],
     ) -> Result<(), ReportError> {
         let svg = self
-            .svg(target, floor, services)
+            .svg(target, floor, services, requests)
             .map_err(|message| ReportError::Draw {
                 path: path.display().to_string(),
                 message,
@@ -144,15 +153,18 @@ impl Timeline {
         std::fs::write(path, svg).map_err(io_err(path))
     }
 
-    /// The chart of [`write_svg`](Self::write_svg) as an SVG document.
+    /// The chart of [`write_svg`](Self::write_svg) as an SVG document;
+    /// with `requests`, a request lane under the role panels.
     pub fn svg(
         &self,
         target: &str,
         floor: u32,
         services: &[Vec<String>],
+        requests: &[RequestMark],
     ) -> Result<String, String> {
         let panels = self.roles.len().max(1);
-        let height = 110 + 280 * panels as u32;
+        let lane = if requests.is_empty() { 0 } else { lane::HEIGHT };
+        let height = 110 + 280 * panels as u32 + lane;
         let mut out = String::new();
         {
             let root = SVGBackend::with_string(&mut out, (1100, height)).into_drawing_area();
@@ -167,6 +179,11 @@ impl Timeline {
                 .map_err(|e| e.to_string())?;
             let (band, root) = root.split_vertically(34);
             draw_legend(&band, floor).map_err(|e| e.to_string())?;
+            let rest = root.dim_in_pixel().1;
+            let (root, lane_area) = root.split_vertically(rest.saturating_sub(lane));
+            if lane > 0 {
+                self.draw_lane(&lane_area, requests)?;
+            }
             let areas = root.split_evenly((panels, 1));
             for (i, area) in areas.iter().enumerate().take(self.roles.len()) {
                 let own = services.get(i).map(Vec::as_slice).unwrap_or(&[]);
@@ -443,6 +460,8 @@ pub fn minutes_seconds(seconds: f64) -> String {
     format!("{}:{:02}", total / 60, total % 60)
 }
 
+mod lane;
+
 /// Step kinds worth a label on the chart (the rest are unlabelled lines).
 fn is_milestone(label: &str) -> bool {
     let kind = label.rsplit(' ').next().unwrap_or(label);
@@ -553,7 +572,7 @@ mod tests {
             ],
         };
         let services = [vec!["prefill".to_string()], vec!["decode".to_string()]];
-        let svg = t.svg("idep/x", 1, &services).unwrap();
+        let svg = t.svg("idep/x", 1, &services, &[]).unwrap();
         assert_eq!(svg.matches("decode trigger (0:10)").count(), 1, "{svg}");
         assert_eq!(svg.matches("prefill trigger (3:20)").count(), 1);
         // decode: Ready below 10..40 s, routable-only below 40..90 s; each
