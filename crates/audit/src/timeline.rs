@@ -583,4 +583,98 @@ mod tests {
         // decode's unobserved span is shaded apart (and in the legend).
         assert_eq!(svg.matches("fill=\"#969696\"").count(), 2, "{svg}");
     }
+
+    fn mark(elapsed_s: f64, class: crate::traffic::Class, unattributed: bool) -> RequestMark {
+        RequestMark {
+            elapsed_s,
+            class,
+            status: (class == crate::traffic::Class::Status).then_some(503),
+            unattributed,
+        }
+    }
+
+    fn marks() -> Vec<RequestMark> {
+        use crate::traffic::Class;
+        let mut out: Vec<RequestMark> = (0..600)
+            .map(|i| mark(f64::from(i) * 0.5, Class::Ok, false))
+            .collect();
+        out.extend([
+            mark(100.25, Class::Cut, false),
+            mark(100.75, Class::Status, false),
+            mark(200.0, Class::Refused, true),
+        ]);
+        out.sort_by(|a, b| a.elapsed_s.total_cmp(&b.elapsed_s));
+        out
+    }
+
+    #[test]
+    fn the_csv_has_a_row_per_request_at_its_start_in_time_order() {
+        let mut t = timeline(300.0);
+        t.steps = vec![(Duration::from_secs(100), "w old-deleting".into())];
+        let path = std::env::temp_dir().join(format!("infera-lane-{}.csv", std::process::id()));
+        t.write_csv(&path, &marks()).unwrap();
+        let csv = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let requests: Vec<&str> = csv.lines().filter(|l| l.contains(",request:")).collect();
+        assert_eq!(requests.len(), 603);
+        let around: Vec<&str> = csv
+            .lines()
+            .skip_while(|l| !l.starts_with("100.000"))
+            .take(5)
+            .collect();
+        assert_eq!(
+            around,
+            [
+                "100.000,,,,step:w old-deleting",
+                "100.000,,,,request:ok",
+                "100.250,,,,request:cut",
+                "100.500,,,,request:ok",
+                "100.750,,,,request:HTTP 503",
+            ]
+        );
+        assert!(
+            csv.contains("200.000,,,,request:refused unattributed\n"),
+            "{csv}"
+        );
+        for line in csv.lines() {
+            assert_eq!(line.split(',').count(), 5, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_svg_lane_counts_every_request_and_marks_each_row() {
+        let t = Timeline {
+            roles: vec![(
+                "w".into(),
+                vec![TimelinePoint {
+                    at: Duration::ZERO,
+                    ready: 1,
+                    routable: 1,
+                }],
+            )],
+            ..timeline(300.0)
+        };
+        let none = t.svg("idep/x", 1, &[], &[]).unwrap();
+        assert!(
+            !none.contains("requests by start"),
+            "a lane without requests"
+        );
+        let svg = t.svg("idep/x", 1, &[], &marks()).unwrap();
+        assert!(
+            svg.contains(
+                "requests by start: 603 sent, 600 ok, 2 failed, 1 unattributed (infera blind)"
+            ),
+            "{svg}"
+        );
+        // 600 ok starts half a second apart over 300 s: one mark per
+        // thousandth of the axis at most; the failures two red marks, the
+        // blind one grey.
+        let ok = svg.matches("stroke=\"#2CA02C\"").count();
+        assert!((290..=601).contains(&ok), "{ok} ok marks");
+        assert_eq!(svg.matches("stroke=\"#D62728\"").count(), 2, "{svg}");
+        for row in ["ok", "failed", "blind"] {
+            let row = format!(">\n{row}\n</text>");
+            assert!(svg.contains(&row), "no row {row}: {svg}");
+        }
+    }
 }
