@@ -16,6 +16,7 @@ use infera_audit::traffic::TrafficReport;
 use infera_rollout::target::Target;
 use infera_rollout::{Options, Request, execute};
 
+use crate::common;
 use crate::common::sim::Sim;
 
 const SPEED: f64 = 200.0;
@@ -59,31 +60,13 @@ fn headless(browser: &Path, profile: &Path, extra: &[&str], page: &Path) -> std:
     out
 }
 
-/// Requests through the router of idep/llama at 20/s (wall).
-async fn start_traffic(conn: &infera_cluster::Connection) -> infera_traffic::Traffic {
-    let route = infera_traffic::route::of_inferadeployment(conn, "llama")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let config = infera_traffic::Config {
-        route,
-        rate: 20.0,
-        concurrency: 32,
-        deadline: std::time::Duration::from_secs(5),
-        model: None,
-        log: None,
-    };
-    infera_traffic::start(conn.probe_client.clone(), config)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-}
-
 /// Roll idep/llama on pd-1p1d-skip-probe with traffic and write the page
 /// through the CLI's output path; returns the page's path (kept in the
 /// temp dir) and the requests' evidence it was drawn from.
 async fn rollout_page(dir: &Path) -> (PathBuf, TrafficReport) {
     let sim = Sim::start("pd-1p1d-skip-probe", SPEED).await;
     let conn = sim.connect().await;
-    let traffic = start_traffic(&conn).await;
+    let traffic = common::traffic::start(&conn, "llama", 20.0).await;
     let target: Target = "idep/llama".parse().unwrap_or_else(|e| panic!("{e}"));
     let mut outcome = execute(
         &conn,
@@ -93,17 +76,8 @@ async fn rollout_page(dir: &Path) -> (PathBuf, TrafficReport) {
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));
-    let run = traffic.stop().await;
+    let (_, exit, evidence) = common::traffic::attach(traffic, &mut outcome).await;
     sim.shutdown().await;
-    let report = outcome
-        .report
-        .as_mut()
-        .unwrap_or_else(|| panic!("no report"));
-    let exit = infera_traffic::attach(&run, report, outcome.exit);
-    let evidence = report
-        .traffic
-        .clone()
-        .unwrap_or_else(|| panic!("no traffic"));
     let page_path = dir.join("report.html");
     let outputs = Outputs {
         report: Some(page_path.clone()),

@@ -223,7 +223,7 @@ pub struct TrafficReport {
 }
 
 /// One request on the timeline, compact (`{"t":12.5,"c":"cut"}`: a run of
-/// an hour at 2/s is about 160 kB of JSON).
+/// an hour at 2/s is under 200 kB of JSON).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RequestMark {
     /// Its start: reported seconds since the audit started, to the ms.

@@ -103,7 +103,7 @@ impl Scale {
 pub fn section(h: &mut String, report: &Report, traffic: &TrafficReport) {
     let _ = writeln!(
         h,
-        "<h2>Requests</h2><p id=\"traffic-path\">{} at {} requests/s</p>",
+        "<h2>Requests</h2><p id=\"traffic-path\">{}, {} requests/s asked for (wall clock)</p>",
         escape(&traffic.path),
         traffic.rate
     );
