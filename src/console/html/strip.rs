@@ -303,3 +303,89 @@ fn spans_table(h: &mut String, id: &str, head: &str, spans: &[Span]) {
     }
     h.push_str("</tbody></table>\n");
 }
+
+#[cfg(test)]
+mod tests {
+    use infera_audit::traffic::{Cause, Tally};
+
+    use super::*;
+
+    fn mark(elapsed_s: f64, class: Class, unattributed: bool) -> RequestMark {
+        RequestMark {
+            elapsed_s,
+            class,
+            status: (class == Class::Status).then_some(503),
+            unattributed,
+        }
+    }
+
+    fn traffic(requests: Vec<RequestMark>, causes: Vec<Cause>) -> TrafficReport {
+        TrafficReport {
+            path: "service ns/r:8000".into(),
+            rate: 2.0,
+            total: Tally::default(),
+            not_sent: 0,
+            blind: Vec::new(),
+            legs: Vec::new(),
+            steps: Vec::new(),
+            causes,
+            requests,
+        }
+    }
+
+    #[test]
+    fn rows_are_ok_then_failures_by_label_then_unattributed() {
+        let marks = [
+            mark(1.0, Class::Refused, true),
+            mark(2.0, Class::Status, false),
+            mark(3.0, Class::Ok, false),
+            mark(4.0, Class::Cut, false),
+            mark(5.0, Class::Ok, false),
+        ];
+        let named: Vec<(String, usize)> = rows(&marks)
+            .into_iter()
+            .map(|r| (r.name, r.starts.len()))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("ok".to_string(), 2),
+                ("HTTP 503".to_string(), 1),
+                ("cut".to_string(), 1),
+                ("unattributed".to_string(), 1),
+            ]
+        );
+    }
+
+    #[test]
+    fn marks_within_a_pixel_are_drawn_once_and_counted_all() {
+        // 7,200 starts over an hour: about 950 pixels, so fewer strokes.
+        let marks: Vec<RequestMark> = (0..7_200)
+            .map(|i| mark(f64::from(i) * 0.5, Class::Ok, false))
+            .collect();
+        let mut h = String::new();
+        let rows = rows(&marks);
+        row_marks(&mut h, &rows[0], &Scale { end: 3_600.0 }, 0.0);
+        assert!(h.contains("data-label=\"ok\" data-count=\"7200\""), "{h}");
+        assert!(h.contains(">ok (7200)</text>"), "{h}");
+        let strokes = h.matches('M').count();
+        assert!((900..=1000).contains(&strokes), "{strokes} strokes");
+    }
+
+    #[test]
+    fn a_cause_before_any_step_sits_at_the_left_edge() {
+        let t = traffic(
+            vec![mark(1.0, Class::Cut, false)],
+            vec![Cause {
+                label: "cut".into(),
+                count: 1,
+                step: "none".into(),
+                step_elapsed_s: None,
+            }],
+        );
+        let mut h = String::new();
+        causes(&mut h, &t, &Scale { end: 10.0 }, 50.0);
+        assert!(h.contains(&format!("x1=\"{LEFT:.1}\"")), "{h}");
+        assert!(h.contains(">1 cut before any step</text>"), "{h}");
+    }
+}
