@@ -7,6 +7,8 @@ use std::path::Path;
 use infera_audit::minutes_seconds as mss;
 use infera_audit::{ManyReport, Report, ReportError, format_seconds};
 
+mod strip;
+
 /// What the page says besides the [`Report`]: where it ran and what was
 /// planned.
 #[derive(Debug, Clone, Default)]
@@ -80,7 +82,9 @@ li.verdict.bad{border-color:#d62728;background:#fff4f4}";
 
 /// The page.
 pub fn render(report: &Report, ctx: &PageContext) -> Result<String, String> {
-    let held = report.all_held() && report.outcome == infera_audit::Outcome::Complete;
+    let held = report.all_held()
+        && report.outcome == infera_audit::Outcome::Complete
+        && !report.traffic_failed();
     page(report, ctx, &Verdicts::one(report.verdict(), held))
 }
 
@@ -143,9 +147,12 @@ impl Verdicts {
 }
 
 fn page(report: &Report, ctx: &PageContext, verdicts: &Verdicts) -> Result<String, String> {
-    let svg = report
-        .timeline
-        .svg(&report.target, report.min_ready, &report.role_services())?;
+    let svg = report.timeline.svg(
+        &report.target,
+        report.min_ready,
+        &report.role_services(),
+        &[],
+    )?;
     let svg = strip_xml_declaration(&svg);
     let title = format!("infera {}: {}", report.outcome.as_str(), report.target);
     let mut h = String::new();
@@ -163,8 +170,14 @@ fn page(report: &Report, ctx: &PageContext, verdicts: &Verdicts) -> Result<Strin
     let _ = writeln!(h, "<h1>{}</h1>", escape(&title));
     meta(&mut h, report, ctx);
     verdicts.write(&mut h);
+    if let Some(traffic) = &report.traffic {
+        strip::verdict(&mut h, traffic);
+    }
     roles(&mut h, report);
     let _ = writeln!(h, "<h2>Timeline</h2><figure id=\"timeline\">{svg}</figure>");
+    if let Some(traffic) = &report.traffic {
+        strip::section(&mut h, report, traffic);
+    }
     if let Some(plan) = &ctx.plan {
         let _ = writeln!(h, "<h2>Plan</h2><pre id=\"plan\">{}</pre>", escape(plan));
     }

@@ -7,3 +7,4 @@ pub mod disruption;
 pub mod lab;
 pub mod process;
 pub mod sim;
+pub mod traffic;

@@ -1,6 +1,8 @@
 //! `--report FILE.html`: the incident report of a real rollout on the
 //! embedded simulator (pd-1p1d-skip-probe, so both roles fall below
-//! `--min-ready`), rendered in headless Chromium. Without a `chromium` on
+//! `--min-ready`) with requests sent through the serving path (the strip,
+//! the per-leg table and the requests' verdict), rendered in headless
+//! Chromium. Without a `chromium` on
 //! `PATH` (or `INFERA_CHROMIUM`) the browser half skips and says why;
 //! `INFERA_CHROMIUM_REQUIRED` turns that skip into a failure (CI).
 
@@ -10,9 +12,11 @@ use std::process::Command;
 use infera::console::html::PageContext;
 use infera_audit::Outputs;
 use infera_audit::exit::Exit;
+use infera_audit::traffic::TrafficReport;
 use infera_rollout::target::Target;
 use infera_rollout::{Options, Request, execute};
 
+use crate::common;
 use crate::common::sim::Sim;
 
 const SPEED: f64 = 200.0;
@@ -56,13 +60,15 @@ fn headless(browser: &Path, profile: &Path, extra: &[&str], page: &Path) -> std:
     out
 }
 
-/// Roll idep/llama on pd-1p1d-skip-probe and write the page through the
-/// CLI's output path; returns the page's path (kept in the temp dir).
-async fn rollout_page(dir: &Path) -> PathBuf {
+/// Roll idep/llama on pd-1p1d-skip-probe with traffic and write the page
+/// through the CLI's output path; returns the page's path (kept in the
+/// temp dir) and the requests' evidence it was drawn from.
+async fn rollout_page(dir: &Path) -> (PathBuf, TrafficReport) {
     let sim = Sim::start("pd-1p1d-skip-probe", SPEED).await;
     let conn = sim.connect().await;
+    let traffic = common::traffic::start(&conn, "llama", 20.0).await;
     let target: Target = "idep/llama".parse().unwrap_or_else(|e| panic!("{e}"));
-    let outcome = execute(
+    let mut outcome = execute(
         &conn,
         Request::restart(target),
         Options::unattended(SPEED),
@@ -70,11 +76,12 @@ async fn rollout_page(dir: &Path) -> PathBuf {
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));
+    let (_, exit, evidence) = common::traffic::attach(traffic, &mut outcome).await;
     sim.shutdown().await;
     let page_path = dir.join("report.html");
     let outputs = Outputs {
         report: Some(page_path.clone()),
-        timeline: vec![dir.join("timeline.svg")],
+        timeline: vec![dir.join("timeline.svg"), dir.join("timeline.csv")],
     };
     let page = PageContext {
         context: conn.context.clone(),
@@ -82,14 +89,80 @@ async fn rollout_page(dir: &Path) -> PathBuf {
         command: "infera rollout restart idep/llama".into(),
         plan: outcome.plan.as_ref().map(|p| p.render()),
     };
-    let exit = infera::console::finish_outputs_with(
-        outcome.report.as_ref(),
-        &outputs,
-        outcome.exit,
-        &page,
-    );
+    let exit = infera::console::finish_outputs_with(outcome.report.as_ref(), &outputs, exit, &page);
     assert_eq!(exit, Exit::Findings, "both roles fell below --min-ready 1");
-    page_path
+    (page_path, evidence)
+}
+
+/// The strip's rows (`data-label`, `data-count`), in page order.
+fn strip_rows(html: &str) -> Vec<(String, u64)> {
+    html.split("<path class=\"requests\" data-label=\"")
+        .skip(1)
+        .map(|rest| {
+            let (label, rest) = rest.split_once('"').unwrap_or_else(|| panic!("{rest}"));
+            let count = rest
+                .trim_start_matches(" data-count=\"")
+                .split('"')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("no count after {label}"));
+            (label.to_string(), count)
+        })
+        .collect()
+}
+
+/// The strip sits under the pod timeline, each request is in the row of
+/// its class, the rows' counts are the report's, every cause is labelled
+/// at its step, and the tables and the sentence are the report's own.
+fn assert_request_strip(html: &str, t: &TrafficReport) {
+    assert!(t.total.sent > 0, "no request was sent: {t:?}");
+    let at = |needle: &str| {
+        html.find(needle)
+            .unwrap_or_else(|| panic!("no {needle:?} in the page"))
+    };
+    assert!(at("<figure id=\"timeline\">") < at("<figure id=\"requests\"><svg"));
+    assert!(at("<figure id=\"requests\">") < at("<table id=\"legs\""));
+    let rows = strip_rows(html);
+    let mut expected: Vec<(String, u64)> = vec![("ok".into(), t.total.succeeded)];
+    expected.extend(t.total.failed.iter().map(|(k, v)| (k.clone(), *v)));
+    if t.total.unattributed > 0 {
+        expected.push(("unattributed".into(), t.total.unattributed));
+    }
+    expected.retain(|(_, n)| *n > 0);
+    assert_eq!(
+        rows, expected,
+        "the strip's rows are not the report's tally"
+    );
+    assert_eq!(rows.iter().map(|(_, n)| n).sum::<u64>(), t.total.sent);
+    for c in &t.causes {
+        let label = match c.step_elapsed_s {
+            Some(at) => format!(
+                "{} {} after {} at +{}",
+                c.count,
+                c.label,
+                c.step,
+                infera_audit::format_seconds(at)
+            ),
+            None => format!("{} {} before any step", c.count, c.label),
+        };
+        assert!(html.contains(&label), "no cause label {label:?}");
+    }
+    assert_eq!(
+        html.matches("<line class=\"cause\"").count(),
+        t.causes.len()
+    );
+    let sentence = infera::console::html::escape(&t.sentence());
+    assert!(
+        html.contains(&format!("id=\"traffic-verdict\">requests: {sentence}</p>")),
+        "no requests' verdict {sentence:?}"
+    );
+    for leg in &t.legs {
+        let row = format!(
+            "<td>{}</td><td class=\"num\">{}</td>",
+            leg.name, leg.tally.sent
+        );
+        assert!(html.contains(&row), "no leg row {row:?}");
+    }
 }
 
 fn assert_page_content(html: &str) {
@@ -118,13 +191,21 @@ fn assert_page_content(html: &str) {
 async fn html_report_renders_in_headless_chromium() {
     let dir = std::env::temp_dir().join(format!("infera-report-html-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-    let page = rollout_page(&dir).await;
+    let (page, traffic) = rollout_page(&dir).await;
     let html = std::fs::read_to_string(&page).unwrap_or_else(|e| panic!("{e}"));
     assert_page_content(&html);
+    assert_request_strip(&html, &traffic);
     let svg = std::fs::read_to_string(dir.join("timeline.svg")).unwrap_or_else(|e| panic!("{e}"));
     assert!(
         svg.contains("Ready below min") && svg.contains("0:00"),
         "{svg}"
+    );
+    let lane = format!("requests by start: {} sent", traffic.total.sent);
+    assert!(svg.contains(&lane), "no {lane:?} in the SVG");
+    let csv = std::fs::read_to_string(dir.join("timeline.csv")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        csv.lines().filter(|l| l.contains(",request:")).count() as u64,
+        traffic.total.sent
     );
     let browser = match chromium() {
         Ok(b) => b,
@@ -153,6 +234,15 @@ async fn html_report_renders_in_headless_chromium() {
     assert!(
         dom.contains("<rect"),
         "the chart has no shaded interval in the DOM"
+    );
+    assert!(
+        dom.contains("<figure id=\"requests\"><svg") && dom.contains("<path class=\"requests\""),
+        "no request strip in the DOM"
+    );
+    assert_eq!(
+        strip_rows(&dom),
+        strip_rows(&html),
+        "the browser's strip differs from the page's"
     );
     let shot = dir.join("report.png");
     headless(

@@ -240,20 +240,7 @@ async fn failures_while_the_control_probe_fails_are_never_the_rolls() {
     use std::time::Duration;
     let sim = Sim::start("pd-1p1d", 20.0).await;
     let conn = sim.connect().await;
-    let route = infera_traffic::route::of_inferadeployment(&conn, "llama")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let config = infera_traffic::Config {
-        route,
-        rate: 10.0,
-        concurrency: 32,
-        deadline: Duration::from_secs(5),
-        model: None,
-        log: None,
-    };
-    let traffic = infera_traffic::start(conn.probe_client.clone(), config)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let traffic = crate::common::traffic::start(&conn, "llama", 10.0).await;
     let target = "idep/llama".parse().unwrap_or_else(|e| panic!("{e}"));
     let roll = infera_rollout::execute(
         &conn,
@@ -267,16 +254,7 @@ async fn failures_while_the_control_probe_fails_are_never_the_rolls() {
     };
     let (outcome, ()) = tokio::join!(roll, cut);
     let mut outcome = outcome.unwrap_or_else(|e| panic!("{e}"));
-    let run = traffic.stop().await;
-    let report = outcome
-        .report
-        .as_mut()
-        .unwrap_or_else(|| panic!("no report"));
-    let exit = infera_traffic::attach(&run, report, outcome.exit);
-    let t = report
-        .traffic
-        .as_ref()
-        .unwrap_or_else(|| panic!("no traffic"));
+    let (run, exit, t) = crate::common::traffic::attach(traffic, &mut outcome).await;
     assert!(!t.blind.is_empty(), "the control probe never failed: {t:?}");
     assert!(
         t.total.unattributed > 0,

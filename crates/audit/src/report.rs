@@ -697,14 +697,23 @@ impl Report {
         }
     }
 
+    /// The requests as timeline marks (`--traffic`; empty without it).
+    pub fn request_marks(&self) -> &[super::traffic::RequestMark] {
+        self.traffic.as_ref().map_or(&[], |t| t.requests.as_slice())
+    }
+
     /// Write the timeline to `path`: `.svg` draws a chart, `.csv` writes rows.
     pub fn write_timeline(&self, path: &Path) -> Result<(), ReportError> {
+        let requests = self.request_marks();
         match timeline_format(path)? {
-            "svg" => {
-                self.timeline
-                    .write_svg(path, &self.target, self.min_ready, &self.role_services())
-            }
-            _ => self.timeline.write_csv(path),
+            "svg" => self.timeline.write_svg(
+                path,
+                &self.target,
+                self.min_ready,
+                &self.role_services(),
+                requests,
+            ),
+            _ => self.timeline.write_csv(path, requests),
         }
     }
 }

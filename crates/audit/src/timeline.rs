@@ -9,6 +9,8 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::traffic::RequestMark;
+
 /// A count change of one role: from `at` (wall offset from the audit start)
 /// until the next point, the role had these counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,8 +91,10 @@ impl Timeline {
 
     /// Rows `elapsed_s,role,ready,routable,event`: one per count change,
     /// one per sample (`event` = `change` or `sample`), one per step marker
-    /// (`event` = `step:<label>`, role empty), in time order.
-    pub fn write_csv(&self, path: &Path) -> Result<(), ReportError> {
+    /// (`event` = `step:<label>`, role empty), one per request sent
+    /// (`event` = `request:<label>` at its start, `request:<label>
+    /// unattributed` for a failure while infera was blind), in time order.
+    pub fn write_csv(&self, path: &Path, requests: &[RequestMark]) -> Result<(), ReportError> {
         let file = std::fs::File::create(path).map_err(io_err(path))?;
         let mut out = std::io::BufWriter::new(file);
         let mut rows: Vec<(f64, String)> = Vec::new();
@@ -116,6 +120,10 @@ impl Timeline {
                 format!(",,,{}", csv_field(&format!("step:{label}"))),
             ));
         }
+        for r in requests {
+            let blind = if r.unattributed { " unattributed" } else { "" };
+            rows.push((r.elapsed_s, format!(",,,request:{}{blind}", r.label())));
+        }
         rows.sort_by(|a, b| a.0.total_cmp(&b.0));
         writeln!(out, "elapsed_s,role,ready,routable,event").map_err(io_err(path))?;
         for (t, rest) in rows {
@@ -134,9 +142,10 @@ impl Timeline {
         target: &str,
         floor: u32,
         services: &[Vec<String>],
+        requests: &[RequestMark],
     ) -> Result<(), ReportError> {
         let svg = self
-            .svg(target, floor, services)
+            .svg(target, floor, services, requests)
             .map_err(|message| ReportError::Draw {
                 path: path.display().to_string(),
                 message,
@@ -144,15 +153,18 @@ impl Timeline {
         std::fs::write(path, svg).map_err(io_err(path))
     }
 
-    /// The chart of [`write_svg`](Self::write_svg) as an SVG document.
+    /// The chart of [`write_svg`](Self::write_svg) as an SVG document;
+    /// with `requests`, a request lane under the role panels.
     pub fn svg(
         &self,
         target: &str,
         floor: u32,
         services: &[Vec<String>],
+        requests: &[RequestMark],
     ) -> Result<String, String> {
         let panels = self.roles.len().max(1);
-        let height = 110 + 280 * panels as u32;
+        let lane = if requests.is_empty() { 0 } else { lane::HEIGHT };
+        let height = 110 + 280 * panels as u32 + lane;
         let mut out = String::new();
         {
             let root = SVGBackend::with_string(&mut out, (1100, height)).into_drawing_area();
@@ -167,6 +179,11 @@ impl Timeline {
                 .map_err(|e| e.to_string())?;
             let (band, root) = root.split_vertically(34);
             draw_legend(&band, floor).map_err(|e| e.to_string())?;
+            let rest = root.dim_in_pixel().1;
+            let (root, lane_area) = root.split_vertically(rest.saturating_sub(lane));
+            if lane > 0 {
+                self.draw_lane(&lane_area, requests)?;
+            }
             let areas = root.split_evenly((panels, 1));
             for (i, area) in areas.iter().enumerate().take(self.roles.len()) {
                 let own = services.get(i).map(Vec::as_slice).unwrap_or(&[]);
@@ -443,6 +460,8 @@ pub fn minutes_seconds(seconds: f64) -> String {
     format!("{}:{:02}", total / 60, total % 60)
 }
 
+mod lane;
+
 /// Step kinds worth a label on the chart (the rest are unlabelled lines).
 fn is_milestone(label: &str) -> bool {
     let kind = label.rsplit(' ').next().unwrap_or(label);
@@ -553,7 +572,7 @@ mod tests {
             ],
         };
         let services = [vec!["prefill".to_string()], vec!["decode".to_string()]];
-        let svg = t.svg("idep/x", 1, &services).unwrap();
+        let svg = t.svg("idep/x", 1, &services, &[]).unwrap();
         assert_eq!(svg.matches("decode trigger (0:10)").count(), 1, "{svg}");
         assert_eq!(svg.matches("prefill trigger (3:20)").count(), 1);
         // decode: Ready below 10..40 s, routable-only below 40..90 s; each
@@ -563,5 +582,99 @@ mod tests {
         assert_eq!((ready_shade, routable_shade), (2, 2), "{svg}");
         // decode's unobserved span is shaded apart (and in the legend).
         assert_eq!(svg.matches("fill=\"#969696\"").count(), 2, "{svg}");
+    }
+
+    fn mark(elapsed_s: f64, class: crate::traffic::Class, unattributed: bool) -> RequestMark {
+        RequestMark {
+            elapsed_s,
+            class,
+            status: (class == crate::traffic::Class::Status).then_some(503),
+            unattributed,
+        }
+    }
+
+    fn marks() -> Vec<RequestMark> {
+        use crate::traffic::Class;
+        let mut out: Vec<RequestMark> = (0..600)
+            .map(|i| mark(f64::from(i) * 0.5, Class::Ok, false))
+            .collect();
+        out.extend([
+            mark(100.25, Class::Cut, false),
+            mark(100.75, Class::Status, false),
+            mark(200.0, Class::Refused, true),
+        ]);
+        out.sort_by(|a, b| a.elapsed_s.total_cmp(&b.elapsed_s));
+        out
+    }
+
+    #[test]
+    fn the_csv_has_a_row_per_request_at_its_start_in_time_order() {
+        let mut t = timeline(300.0);
+        t.steps = vec![(Duration::from_secs(100), "w old-deleting".into())];
+        let path = std::env::temp_dir().join(format!("infera-lane-{}.csv", std::process::id()));
+        t.write_csv(&path, &marks()).unwrap();
+        let csv = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let requests: Vec<&str> = csv.lines().filter(|l| l.contains(",request:")).collect();
+        assert_eq!(requests.len(), 603);
+        let around: Vec<&str> = csv
+            .lines()
+            .skip_while(|l| !l.starts_with("100.000"))
+            .take(5)
+            .collect();
+        assert_eq!(
+            around,
+            [
+                "100.000,,,,step:w old-deleting",
+                "100.000,,,,request:ok",
+                "100.250,,,,request:cut",
+                "100.500,,,,request:ok",
+                "100.750,,,,request:HTTP 503",
+            ]
+        );
+        assert!(
+            csv.contains("200.000,,,,request:refused unattributed\n"),
+            "{csv}"
+        );
+        for line in csv.lines() {
+            assert_eq!(line.split(',').count(), 5, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_svg_lane_counts_every_request_and_marks_each_row() {
+        let t = Timeline {
+            roles: vec![(
+                "w".into(),
+                vec![TimelinePoint {
+                    at: Duration::ZERO,
+                    ready: 1,
+                    routable: 1,
+                }],
+            )],
+            ..timeline(300.0)
+        };
+        let none = t.svg("idep/x", 1, &[], &[]).unwrap();
+        assert!(
+            !none.contains("requests by start"),
+            "a lane without requests"
+        );
+        let svg = t.svg("idep/x", 1, &[], &marks()).unwrap();
+        assert!(
+            svg.contains(
+                "requests by start: 603 sent, 600 ok, 2 failed, 1 unattributed (infera blind)"
+            ),
+            "{svg}"
+        );
+        // 600 ok starts half a second apart over 300 s: one mark per
+        // thousandth of the axis at most; the failures two red marks, the
+        // blind one grey.
+        let ok = svg.matches("stroke=\"#2CA02C\"").count();
+        assert!((290..=601).contains(&ok), "{ok} ok marks");
+        assert_eq!(svg.matches("stroke=\"#D62728\"").count(), 2, "{svg}");
+        for row in ["ok", "failed", "blind"] {
+            let row = format!(">\n{row}\n</text>");
+            assert!(svg.contains(&row), "no row {row}: {svg}");
+        }
     }
 }

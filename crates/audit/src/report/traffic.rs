@@ -217,6 +217,50 @@ pub struct TrafficReport {
     pub legs: Vec<Span>,
     pub steps: Vec<Span>,
     pub causes: Vec<Cause>,
+    /// Every request as a mark on the timeline, in start order (what the
+    /// HTML strip, the SVG lane and the CSV rows are drawn from).
+    pub requests: Vec<RequestMark>,
+}
+
+/// One request on the timeline, compact (`{"t":12.5,"c":"cut"}`: a run of
+/// an hour at 2/s is under 200 kB of JSON).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RequestMark {
+    /// Its start: reported seconds since the audit started, to the ms.
+    #[serde(rename = "t")]
+    pub elapsed_s: f64,
+    #[serde(rename = "c")]
+    pub class: Class,
+    /// The HTTP status of a `status` failure.
+    #[serde(rename = "s", skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Failed while the control probe failed (not counted).
+    #[serde(rename = "u", skip_serializing_if = "std::ops::Not::not", default)]
+    pub unattributed: bool,
+}
+
+impl RequestMark {
+    fn of(r: &RequestRecord, elapsed_s: f64) -> RequestMark {
+        RequestMark {
+            elapsed_s: (elapsed_s * 1000.0).round() / 1000.0,
+            class: r.class,
+            status: r.status.filter(|_| r.class == Class::Status),
+            unattributed: r.failed() && r.unattributed,
+        }
+    }
+
+    /// `ok`, `cut`, `HTTP 503`, …
+    pub fn label(&self) -> String {
+        match (self.class, self.status) {
+            (Class::Status, Some(code)) => format!("HTTP {code}"),
+            (class, _) => class.as_str().to_string(),
+        }
+    }
+
+    /// Whether it failed and counts against the roll.
+    pub fn counted_failure(&self) -> bool {
+        self.class != Class::Ok && !self.unattributed
+    }
 }
 
 /// What the runner hands over when it stops.
@@ -320,6 +364,7 @@ impl TrafficReport {
                 step_before(&steps, r.start?).map(|s| step_name(s.step))
             }),
             causes: causes(&run.records, &steps),
+            requests: marks(&run.records, since),
         }
     }
 
@@ -386,37 +431,47 @@ impl TrafficReport {
 
     /// The per-leg table.
     pub fn table(&self) -> String {
-        let mut table = super::new_table(vec![
-            "leg",
-            "sent",
-            "succeeded",
-            "failed",
-            "unattributed",
-            "TTFT p50 / p99 (wall)",
-            "longest failure run (wall)",
-        ]);
+        let mut table = super::new_table(Span::HEAD.to_vec());
         for span in &self.legs {
-            let t = &span.tally;
-            let failed: Vec<String> = t.failed.iter().map(|(k, v)| format!("{v} {k}")).collect();
-            let ttft = match (t.ttft_p50_ms, t.ttft_p99_ms) {
-                (Some(a), Some(b)) => format!("{a} / {b} ms"),
-                _ => "-".into(),
-            };
-            table.add_row(vec![
-                span.name.clone(),
-                t.sent.to_string(),
-                t.succeeded.to_string(),
-                if failed.is_empty() {
-                    "0".into()
-                } else {
-                    failed.join(", ")
-                },
-                t.unattributed.to_string(),
-                ttft,
-                format_seconds(t.longest_failure_run_s),
-            ]);
+            table.add_row(span.cells());
         }
         table.to_string()
+    }
+}
+
+impl Span {
+    /// The columns of a span table (the first names the leg or the step).
+    pub const HEAD: [&'static str; 7] = [
+        "leg",
+        "sent",
+        "succeeded",
+        "failed",
+        "unattributed",
+        "TTFT p50 / p99 (wall)",
+        "longest failure run (wall)",
+    ];
+
+    /// A span table's row, one cell per [`Span::HEAD`] column.
+    pub fn cells(&self) -> Vec<String> {
+        let t = &self.tally;
+        let failed: Vec<String> = t.failed.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        let ttft = match (t.ttft_p50_ms, t.ttft_p99_ms) {
+            (Some(a), Some(b)) => format!("{a} / {b} ms"),
+            _ => "-".into(),
+        };
+        vec![
+            self.name.clone(),
+            t.sent.to_string(),
+            t.succeeded.to_string(),
+            if failed.is_empty() {
+                "0".into()
+            } else {
+                failed.join(", ")
+            },
+            t.unattributed.to_string(),
+            ttft,
+            format_seconds(t.longest_failure_run_s),
+        ]
     }
 }
 
@@ -438,6 +493,17 @@ fn spans(records: &[RequestRecord], key: impl Fn(&RequestRecord) -> Option<Strin
             Span { name, tally }
         })
         .collect()
+}
+
+/// The requests' marks in start order (a record without a monotonic start,
+/// as read back from a log, has no place on the timeline and is left out).
+fn marks(records: &[RequestRecord], since: impl Fn(Instant) -> f64) -> Vec<RequestMark> {
+    let mut out: Vec<RequestMark> = records
+        .iter()
+        .filter_map(|r| Some(RequestMark::of(r, since(r.start?))))
+        .collect();
+    out.sort_by(|a, b| a.elapsed_s.total_cmp(&b.elapsed_s));
+    out
 }
 
 fn causes(records: &[RequestRecord], steps: &[TimedStep<'_>]) -> Vec<Cause> {

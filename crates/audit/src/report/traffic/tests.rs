@@ -175,3 +175,57 @@ fn all_succeeded_says_so_and_keeps_the_exit() {
     with.traffic = Some(t);
     assert_eq!(with.exit(), exit);
 }
+
+#[test]
+fn every_request_is_a_compact_mark_in_reported_time_in_start_order() {
+    let t0 = Instant::now();
+    let report = report(t0);
+    let mut blind = record(3, t0, 12_000, 100, Class::Refused);
+    blind.unattributed = true;
+    let mut unstarted = record(4, t0, 13_000, 100, Class::Ok);
+    unstarted.start = None;
+    let run = TrafficRun {
+        records: vec![
+            record(0, t0, 9_800, 400, Class::Cut),
+            record(1, t0, 2_000, 100, Class::Ok),
+            record(2, t0, 10_500, 100, Class::Status),
+            blind,
+            unstarted,
+        ],
+        ..TrafficRun::default()
+    };
+    let t = TrafficReport::build(&run, &report);
+    let marks: Vec<(f64, String, bool)> = t
+        .requests
+        .iter()
+        .map(|m| (m.elapsed_s, m.label(), m.counted_failure()))
+        .collect();
+    // Wall seconds × 2 (the report's time scale); the unstarted record
+    // has no place on the timeline.
+    assert_eq!(
+        marks,
+        [
+            (4.0, "ok".to_string(), false),
+            (19.6, "cut".to_string(), true),
+            (21.0, "HTTP 503".to_string(), true),
+            (24.0, "refused".to_string(), false),
+        ]
+    );
+    let json = serde_json::to_string(&t.requests).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        json,
+        r#"[{"t":4.0,"c":"ok"},{"t":19.6,"c":"cut"},{"t":21.0,"c":"status","s":503},{"t":24.0,"c":"refused","u":true}]"#
+    );
+}
+
+#[test]
+fn an_hour_of_marks_stays_small() {
+    let mark = RequestMark {
+        elapsed_s: 3599.999,
+        class: Class::Ok,
+        status: None,
+        unattributed: false,
+    };
+    let json = serde_json::to_string(&vec![mark; 7_200]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(json.len() < 200_000, "{} bytes", json.len());
+}
