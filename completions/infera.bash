@@ -945,7 +945,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__rbac)
-            opts="-n -A -o -v -h -V --namespace --all-namespaces --drain --output --verbose --help --version"
+            opts="-n -A -o -v -h -V --namespace --all-namespaces --drain --traffic --output --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

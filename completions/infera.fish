@@ -309,6 +309,7 @@ complete -c infera -n "__fish_infera_using_subcommand rbac" -s o -l output -d 'O
 json\t''"
 complete -c infera -n "__fish_infera_using_subcommand rbac" -s A -l all-namespaces -d 'Grant the Role\'s rules in every namespace (a ClusterRole and ClusterRoleBinding instead), for `audit -A` and `lint --cluster -A`'
 complete -c infera -n "__fish_infera_using_subcommand rbac" -l drain -d 'Print what `infera drain` needs: the same rules in every namespace (it moves and evicts wherever a pod runs) and the `infera-drain` ClusterRole (nodes, evictions, PodDisruptionBudgets, owners)'
+complete -c infera -n "__fish_infera_using_subcommand rbac" -l traffic -d 'Also grant what `--traffic` sends through the API server\'s service proxy to the router (`get` and `create` on `services/proxy`)'
 complete -c infera -n "__fish_infera_using_subcommand rbac" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand rbac" -s h -l help -d 'Print help'
 complete -c infera -n "__fish_infera_using_subcommand rbac" -s V -l version -d 'Print version'

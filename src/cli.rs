@@ -603,6 +603,10 @@ pub struct RbacArgs {
     /// ClusterRole (nodes, evictions, PodDisruptionBudgets, owners).
     #[arg(long)]
     pub drain: bool,
+    /// Also grant what `--traffic` sends through the API server's service
+    /// proxy to the router (`get` and `create` on `services/proxy`).
+    #[arg(long)]
+    pub traffic: bool,
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Yaml)]
     pub output: OutputFormat,

@@ -14,9 +14,13 @@ const NAME: &str = infera_cluster::RBAC_NAME;
 pub fn render_rbac(
     namespace: &str,
     scope: RbacScope,
+    traffic: bool,
     format: OutputFormat,
 ) -> anyhow::Result<String> {
-    let objects = rbac_objects(namespace, scope);
+    let mut objects = rbac_objects(namespace, scope);
+    if traffic {
+        with_traffic(&mut objects);
+    }
     let reach = match scope {
         RbacScope::Namespace => format!("in namespace {namespace}"),
         RbacScope::AllNamespaces => {
@@ -41,6 +45,17 @@ pub fn render_rbac(
     }
 }
 
+/// `--traffic`: the first Role (or ClusterRole) also grants what the
+/// requests through the service proxy need.
+fn with_traffic(objects: &mut [serde_json::Value]) {
+    let role = objects
+        .iter_mut()
+        .find(|o| matches!(o["kind"].as_str(), Some("Role" | "ClusterRole")));
+    if let Some(rules) = role.and_then(|r| r["rules"].as_array_mut()) {
+        rules.extend(infera_cluster::traffic_rules());
+    }
+}
+
 /// `infera rbac`: in `-n`, else the context's namespace.
 pub async fn rbac_command(args: &RbacArgs) -> anyhow::Result<Exit> {
     let options = infera_cluster::ConnectOptions {
@@ -53,7 +68,10 @@ pub async fn rbac_command(args: &RbacArgs) -> anyhow::Result<Exit> {
         (false, true) => RbacScope::AllNamespaces,
         (false, false) => RbacScope::Namespace,
     };
-    print!("{}", render_rbac(&namespace, scope, args.output)?);
+    print!(
+        "{}",
+        render_rbac(&namespace, scope, args.traffic, args.output)?
+    );
     Ok(Exit::Ok)
 }
 
@@ -62,18 +80,50 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
+    /// `--traffic` adds exactly the proxy rule, to the Role only.
+    #[test]
+    fn traffic_adds_the_service_proxy_rule_to_the_role() {
+        let render = |traffic| {
+            let json = render_rbac("ns1", RbacScope::Namespace, traffic, OutputFormat::Json)
+                .unwrap_or_else(|e| panic!("{e}"));
+            serde_json::from_str::<Value>(&json).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let (without, with) = (render(false), render(true));
+        let rules = |v: &Value| {
+            v["items"][0]["rules"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        };
+        let added: Vec<Value> = rules(&with)
+            .into_iter()
+            .filter(|r| !rules(&without).contains(r))
+            .collect();
+        assert_eq!(
+            added,
+            [
+                serde_json::json!({"apiGroups": [""], "resources": ["services/proxy"], "verbs": ["get", "create"]})
+            ]
+        );
+        assert_eq!(with["items"][0]["kind"], "Role");
+        assert_eq!(
+            with["items"].as_array().map(Vec::len),
+            without["items"].as_array().map(Vec::len)
+        );
+    }
+
     #[test]
     fn yaml_and_json_render() {
-        let yaml = render_rbac("ns1", RbacScope::Namespace, OutputFormat::Yaml).unwrap();
+        let yaml = render_rbac("ns1", RbacScope::Namespace, false, OutputFormat::Yaml).unwrap();
         assert!(yaml.contains("kind: Role\n"), "{yaml}");
         assert!(yaml.contains("kind: ClusterRoleBinding"));
         assert!(yaml.contains("# in namespace ns1."), "{yaml}");
         let json: Value = serde_json::from_str(
-            &render_rbac("ns1", RbacScope::Namespace, OutputFormat::Json).unwrap(),
+            &render_rbac("ns1", RbacScope::Namespace, false, OutputFormat::Json).unwrap(),
         )
         .unwrap();
         assert_eq!(json["items"].as_array().map(Vec::len), Some(4));
-        let all = render_rbac("ns1", RbacScope::AllNamespaces, OutputFormat::Yaml).unwrap();
+        let all = render_rbac("ns1", RbacScope::AllNamespaces, false, OutputFormat::Yaml).unwrap();
         assert!(!all.contains("kind: Role\n"), "{all}");
         assert!(all.contains("name: infera-ns1\n"), "{all}");
         assert!(all.contains("# in every namespace"), "{all}");

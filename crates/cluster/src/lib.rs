@@ -30,6 +30,7 @@ pub use capacity::{
 };
 pub use rbac::{
     MONITOR_NAME, NAME as RBAC_NAME, Scope as RbacScope, monitor_rbac_objects, rbac_objects,
+    traffic_rules,
 };
 pub use status::{DeploymentProgress, deployment_progress};
 

@@ -214,25 +214,31 @@ fn drain_objects(namespace: &str) -> Vec<Value> {
 /// The name of `infera monitor`'s ServiceAccount, Role and bindings.
 pub const MONITOR_NAME: &str = "infera-monitor";
 
+/// What `--traffic` and the monitor's request probe send through the API
+/// server's service proxy to a router: `GET .../proxy/v1/models` (`get`)
+/// and `POST .../proxy/v1/{chat/,}completions` (`create`), one home.
+pub fn traffic_rules() -> Vec<Value> {
+    vec![rule("", &["services/proxy"], &["get", "create"])]
+}
+
 /// What `infera monitor` reads: its five list+watches (pods,
-/// InferaDeployments, Deployments, StatefulSets, LeaderWorkerSets), and the
-/// one thing it sends: its request probe's `POST` through the service proxy
-/// to each router (`create` on `services/proxy`). Its heartbeat (`GET
+/// InferaDeployments, Deployments, StatefulSets, LeaderWorkerSets), and
+/// what its request probe sends to each router ([`traffic_rules`]). Its heartbeat (`GET
 /// /version`) and the probe's control request (`GET /readyz`) are open to
 /// every authenticated client (`system:discovery`,
 /// `system:public-info-viewer`).
 pub fn monitor_rules() -> Vec<Value> {
     let idep = INFERA_DEPLOYMENT;
     let read = ["list", "watch"];
-    vec![
+    let mut rules = vec![
         rule("", &["pods"], &read),
         rule(idep.group, &[idep.plural], &read),
         rule("apps", &["deployments", "statefulsets"], &read),
         rule(LEADER_WORKER_SET.group, &[LEADER_WORKER_SET.plural], &read),
-        // The request probe: `POST services/NAME:PORT/proxy/v1/...` to each
-        // InferaDeployment's router (`docs/monitor.md`, "Requests").
-        rule("", &["services/proxy"], &["create"]),
-    ]
+    ];
+    // The request probe (`docs/monitor.md`, "Requests").
+    rules.extend(traffic_rules());
+    rules
 }
 
 /// The monitor's Role and RoleBinding in `namespace` (cluster-wide for
@@ -346,7 +352,11 @@ mod tests {
                 let proxy = r["resources"] == json!(["services/proxy"]);
                 let verbs = r["verbs"].as_array().cloned().unwrap_or_default();
                 if proxy {
-                    assert_eq!(verbs, vec![json!("create")], "the probe only POSTs");
+                    assert_eq!(
+                        verbs,
+                        vec![json!("get"), json!("create")],
+                        "the probe GETs the models and POSTs requests"
+                    );
                 } else {
                     assert!(
                         verbs.iter().all(|v| *v == "list" || *v == "watch"),
