@@ -233,7 +233,7 @@ fn refused_or_status(status: u16, body: Bytes) -> Ending {
     let k8s_status = parsed
         .as_ref()
         .is_some_and(|v| v.get("kind").and_then(Value::as_str) == Some("Status"));
-    let message = body_message(&body);
+    let message = message_of(parsed.as_ref(), &body);
     let unreachable = [
         "error trying to reach service",
         "no endpoints available",
@@ -255,6 +255,11 @@ fn refused_or_status(status: u16, body: Bytes) -> Ending {
 /// Status' `message`), else its first 200 characters.
 fn body_message(body: &[u8]) -> String {
     let parsed: Option<Value> = serde_json::from_slice(body).ok();
+    message_of(parsed.as_ref(), body)
+}
+
+/// [`body_message`] of a body already parsed (`parsed`: its JSON, if any).
+fn message_of(parsed: Option<&Value>, body: &[u8]) -> String {
     if let Some(v) = parsed {
         if let Some(e) = v.get("error") {
             return error_message(e);

@@ -42,17 +42,10 @@ impl Route {
     /// The path (or URL) of `api` (`/v1/models`) on this route.
     pub fn uri(&self, api: &str) -> String {
         match self {
-            Route::Proxy {
-                namespace,
-                service,
-                port,
-            } => {
-                let target = match port {
-                    Some(p) => format!("{service}:{p}"),
-                    None => service.clone(),
-                };
-                format!("/api/v1/namespaces/{namespace}/services/{target}/proxy{api}")
-            }
+            Route::Proxy { namespace, .. } => format!(
+                "/api/v1/namespaces/{namespace}/services/{}/proxy{api}",
+                self.proxy_target()
+            ),
             Route::Url { base } => format!("{}{api}", base.trim_end_matches('/')),
         }
     }
@@ -61,15 +54,25 @@ impl Route {
     /// server's proxy`, `http://127.0.0.1:8000`.
     pub fn describe(&self) -> String {
         match self {
-            Route::Proxy {
-                namespace,
-                service,
-                port,
-            } => {
-                let port = port.as_ref().map(|p| format!(":{p}")).unwrap_or_default();
-                format!("service {namespace}/{service}{port} through the API server's proxy")
-            }
+            Route::Proxy { namespace, .. } => format!(
+                "service {namespace}/{} through the API server's proxy",
+                self.proxy_target()
+            ),
             Route::Url { base } => base.clone(),
+        }
+    }
+
+    /// `NAME` or `NAME:PORT` of a proxy route, as the proxy path spells it
+    /// (empty for a URL).
+    fn proxy_target(&self) -> String {
+        match self {
+            Route::Proxy {
+                service,
+                port: Some(p),
+                ..
+            } => format!("{service}:{p}"),
+            Route::Proxy { service, .. } => service.clone(),
+            Route::Url { .. } => String::new(),
         }
     }
 

@@ -100,6 +100,12 @@ impl RequestRecord {
         }
     }
 
+    /// When it ended, on this process's monotonic clock.
+    fn end(&self) -> Option<Instant> {
+        let took = Duration::from_millis(self.ended_ms.saturating_sub(self.started_ms));
+        self.start.map(|start| start + took)
+    }
+
     fn failed(&self) -> bool {
         self.class != Class::Ok
     }
@@ -280,10 +286,9 @@ impl TrafficRun {
     pub fn attribute(&mut self, margin: Duration) {
         let blind = self.blind.clone();
         for r in &mut self.records {
-            let (Some(start), true) = (r.start, r.failed()) else {
+            let (Some(start), Some(end), true) = (r.start, r.end(), r.failed()) else {
                 continue;
             };
-            let end = start + Duration::from_millis(r.ended_ms.saturating_sub(r.started_ms));
             r.unattributed = blind
                 .iter()
                 .any(|&(from, to)| start <= to + margin && end + margin >= from);
@@ -327,8 +332,7 @@ fn step_before<'s, 'a>(steps: &'s [TimedStep<'a>], at: Instant) -> Option<&'s Ti
 /// The step a failure is put beside: the deletion of a pod that served it
 /// (a cut stream names its worker), else the last step before it ended.
 fn cause_of<'s, 'a>(steps: &'s [TimedStep<'a>], r: &RequestRecord) -> Option<&'s TimedStep<'a>> {
-    let start = r.start?;
-    let end = start + Duration::from_millis(r.ended_ms.saturating_sub(r.started_ms));
+    let end = r.end()?;
     let served = steps.iter().rev().find(|s| {
         s.at <= end + Duration::from_secs(1)
             && s.step.kind.contains("delet")
