@@ -161,9 +161,11 @@ async fn draining_the_only_decode_pods_node_keeps_every_role_serving() {
     assert_eq!(result["event"], "result", "{text}");
     assert_eq!(result["exit"], 0, "{text}");
     for (role, ready, routable) in truth_minima(&sim, from, to) {
+        let series = sim.truth().series().remove(&format!("{NS}/llama/{role}"));
         assert!(
             ready >= 1 && routable >= 1,
-            "truth: {role} fell to {ready}/{routable}\n{text}"
+            "truth: {role} fell to {ready} Ready / {routable} routable between {from} and {to}: \
+             {series:?}\n{text}"
         );
     }
     // infera's own report says the same, per role.
