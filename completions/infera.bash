@@ -337,7 +337,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__drain)
-            opts="-l -o -n -v -h -V --selector --pod-selector --ignore-daemonsets --delete-emptydir-data --force --grace-period --timeout --dry-run --stall-after --step-timeout --output --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
+            opts="-l -o -n -v -h -V --selector --pod-selector --ignore-daemonsets --delete-emptydir-data --force --grace-period --timeout --dry-run --stall-after --step-timeout --output --traffic --traffic-rate --traffic-concurrency --traffic-deadline --traffic-service --traffic-url --traffic-model --traffic-log --sample-interval --min-ready --report --timeline --kubeconfig --context --namespace --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -381,6 +381,34 @@ _infera() {
                     ;;
                 -o)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --traffic-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-concurrency)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-deadline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-service)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traffic-log)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --sample-interval)

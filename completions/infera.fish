@@ -203,6 +203,13 @@ complete -c infera -n "__fish_infera_using_subcommand drain" -l stall-after -d '
 complete -c infera -n "__fish_infera_using_subcommand drain" -l step-timeout -d 'Give up on a single step of a move after this long' -r
 complete -c infera -n "__fish_infera_using_subcommand drain" -s o -l output -d 'Output format on stdout (`json`: JSON lines, as `rollout -o json`)' -r -f -a "text\t'The plan, progress (bars on a terminal) and the report table'
 json\t'One JSON object per line on stdout for every event (plan, note, start, event, step, stall, leg-done, finish), the last one `{"event":"result","exit":N,"report":{…}|null}`'"
+complete -c infera -n "__fish_infera_using_subcommand drain" -l traffic-rate -d 'Requests per second (at most 50)' -r
+complete -c infera -n "__fish_infera_using_subcommand drain" -l traffic-concurrency -d 'At most this many requests in flight; a tick that finds them all busy sends nothing and is counted' -r
+complete -c infera -n "__fish_infera_using_subcommand drain" -l traffic-deadline -d 'Each request\'s deadline: past it, it is `hung`' -r
+complete -c infera -n "__fish_infera_using_subcommand drain" -l traffic-service -d 'The Service to send to, through the API server\'s service proxy (default: the InferaDeployment\'s `componentType: server` service)' -r
+complete -c infera -n "__fish_infera_using_subcommand drain" -l traffic-url -d 'A base URL to send to directly (an ingress, a port-forward) instead of the API server\'s proxy; no control probe runs beside it' -r
+complete -c infera -n "__fish_infera_using_subcommand drain" -l traffic-model -d 'The model to ask for (default: the first of `/v1/models`)' -r
+complete -c infera -n "__fish_infera_using_subcommand drain" -l traffic-log -d 'Write one JSON line per request to FILE' -r -F
 complete -c infera -n "__fish_infera_using_subcommand drain" -l sample-interval -d 'Seconds between two readiness samples (the field check uses 10 s)' -r
 complete -c infera -n "__fish_infera_using_subcommand drain" -l min-ready -d 'A role below this many Ready or routable pods counts as a gap' -r
 complete -c infera -n "__fish_infera_using_subcommand drain" -l report -d 'Write the report to FILE: `.html` writes a self-contained incident report page (plan, steps, per-role table, verdict, chart), any other name the JSON report' -r -F
@@ -213,6 +220,7 @@ complete -c infera -n "__fish_infera_using_subcommand drain" -s n -l namespace -
 complete -c infera -n "__fish_infera_using_subcommand drain" -l ignore-daemonsets -d 'Leave DaemonSet-managed pods (otherwise the drain is refused)'
 complete -c infera -n "__fish_infera_using_subcommand drain" -l delete-emptydir-data -d 'Evict pods with emptyDir volumes (their data is lost)'
 complete -c infera -n "__fish_infera_using_subcommand drain" -l force -d 'Drain despite a predicted GAP or STALL, and evict pods that declare no controller'
+complete -c infera -n "__fish_infera_using_subcommand drain" -l traffic -d 'Send OpenAI-compatible requests (streaming chat completions and completions, alternating) through the serving path while this runs and account for every one: a request that fails makes the verdict a gap (exit 1) even when the pod counts held. The path must answer 5 requests in a row first, or nothing starts (exit 3)'
 complete -c infera -n "__fish_infera_using_subcommand drain" -s v -l verbose -d 'Log to stderr: -v requests (verb, path, status, latency), watch restarts, retries and driver decisions; -vv debug. `RUST_LOG` overrides. Credentials are never logged'
 complete -c infera -n "__fish_infera_using_subcommand drain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c infera -n "__fish_infera_using_subcommand drain" -s V -l version -d 'Print version'

@@ -502,6 +502,8 @@ pub struct DrainArgs {
     #[arg(long, short = 'o', value_enum, default_value_t = RolloutFormat::Text)]
     pub output: RolloutFormat,
     #[command(flatten)]
+    pub traffic: TrafficArgs,
+    #[command(flatten)]
     pub audit: AuditKnobs,
     #[command(flatten)]
     pub cluster_args: ClusterArgs,

@@ -251,23 +251,25 @@ async fn start_traffic(
     let route = infera_traffic::route::of_inferadeployment(conn, &target.name)
         .await
         .map_err(DemoError::Traffic)?;
-    let client = infera_traffic::client_for(&route, conn).map_err(DemoError::Traffic)?;
     out.note(&format!(
         "traffic: {DEMO_RATE} requests/s through {} (streaming chat and completions; --no-traffic sends none)",
         route.describe()
     ));
-    let config = infera_traffic::Config {
-        route,
+    infera_traffic::start_on(conn, demo_traffic().on(route))
+        .await
+        .map(Some)
+        .map_err(|e| DemoError::Traffic(e.to_string()))
+}
+
+/// How the demo sends: [`DEMO_RATE`], 32 in flight, 30 s each.
+fn demo_traffic() -> infera_traffic::Settings {
+    infera_traffic::Settings {
         rate: DEMO_RATE,
         concurrency: 32,
         deadline: Duration::from_secs(30),
         model: None,
         log: None,
-    };
-    infera_traffic::start(client, config)
-        .await
-        .map(Some)
-        .map_err(|e| DemoError::Traffic(e.to_string()))
+    }
 }
 
 /// The node of the scenario's (only) decode pod that is not terminating.
@@ -330,6 +332,10 @@ async fn drain_demo(
             command_line: format!("infera drain {second}"),
             ..infera_rollout::Options::unattended(speed)
         },
+        traffic: opts.traffic.then(|| infera_rollout::drain::DrainTraffic {
+            named: None,
+            settings: demo_traffic(),
+        }),
     };
     let drained = infera_rollout::drain::drain(&conn, &options, out, interrupt).await?;
     Ok(RolloutOutcome {

@@ -52,7 +52,27 @@ pub fn options(args: &DrainArgs) -> Result<DrainOptions, String> {
         dry_run: dry_run(&args.dry_run)?,
         force: args.force,
         rollout,
+        traffic: None,
     })
+}
+
+/// `--traffic` (not on a dry run: nothing is rolled to send through).
+fn with_traffic(
+    mut options: DrainOptions,
+    args: &DrainArgs,
+    conn: &infera_cluster::Connection,
+) -> Result<DrainOptions, String> {
+    let flags = &args.traffic;
+    if !flags.traffic || options.dry_run != DryRun::None {
+        return Ok(options);
+    }
+    let settings = super::traffic::settings(flags);
+    settings.check().map_err(|e| e.to_string())?;
+    options.traffic = Some(drain::DrainTraffic {
+        named: super::traffic::named_route(flags, conn).transpose()?,
+        settings,
+    });
+    Ok(options)
 }
 
 /// `--dry-run[=STRATEGY]` as kubectl reads it (`GetDryRunStrategy`): bare
@@ -95,6 +115,10 @@ pub async fn drain(args: DrainArgs) -> anyhow::Result<Exit> {
     }
     let conn = match infera_cluster::connect(&args.cluster_args.options()).await {
         Ok(c) => c,
+        Err(e) => return Ok(usage(e)),
+    };
+    let options = match with_traffic(options, &args, &conn) {
+        Ok(o) => o,
         Err(e) => return Ok(usage(e)),
     };
     let json = args.output == RolloutFormat::Json;

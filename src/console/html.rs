@@ -85,7 +85,12 @@ pub fn render(report: &Report, ctx: &PageContext) -> Result<String, String> {
     let held = report.all_held()
         && report.outcome == infera_audit::Outcome::Complete
         && !report.traffic_failed();
-    page(report, ctx, &Verdicts::one(report.verdict(), held))
+    page(
+        report,
+        ctx,
+        &Verdicts::one(report.verdict(), held),
+        &[report],
+    )
 }
 
 /// The page of a several-target audit: the overall verdict, one per
@@ -102,7 +107,12 @@ pub fn render_many(many: &ManyReport, ctx: &PageContext) -> Result<String, Strin
             .map(|(line, r)| (line, r.exit() == infera_audit::exit::Exit::Ok))
             .collect(),
     };
-    page(&many.combined(), ctx, &verdicts)
+    let sending: Vec<&Report> = many
+        .reports
+        .iter()
+        .filter(|r| r.traffic.is_some())
+        .collect();
+    page(&many.combined(), ctx, &verdicts, &sending)
 }
 
 /// Write the page of a several-target audit to `path`.
@@ -146,7 +156,14 @@ impl Verdicts {
     }
 }
 
-fn page(report: &Report, ctx: &PageContext, verdicts: &Verdicts) -> Result<String, String> {
+/// `sending`: the reports whose requests the page shows (each a verdict
+/// line and a strip: a drain sends through each fleet's router).
+fn page(
+    report: &Report,
+    ctx: &PageContext,
+    verdicts: &Verdicts,
+    sending: &[&Report],
+) -> Result<String, String> {
     let svg = report.timeline.svg(
         &report.target,
         report.min_ready,
@@ -170,13 +187,15 @@ fn page(report: &Report, ctx: &PageContext, verdicts: &Verdicts) -> Result<Strin
     let _ = writeln!(h, "<h1>{}</h1>", escape(&title));
     meta(&mut h, report, ctx);
     verdicts.write(&mut h);
-    if let Some(traffic) = &report.traffic {
+    for traffic in sending.iter().filter_map(|r| r.traffic.as_ref()) {
         strip::verdict(&mut h, traffic);
     }
     roles(&mut h, report);
     let _ = writeln!(h, "<h2>Timeline</h2><figure id=\"timeline\">{svg}</figure>");
-    if let Some(traffic) = &report.traffic {
-        strip::section(&mut h, report, traffic);
+    for r in sending {
+        if let Some(traffic) = &r.traffic {
+            strip::section(&mut h, r, traffic);
+        }
     }
     if let Some(plan) = &ctx.plan {
         let _ = writeln!(h, "<h2>Plan</h2><pre id=\"plan\">{}</pre>", escape(plan));

@@ -290,6 +290,9 @@ pub fn finish_many(
         println!("{line}");
     }
     println!("overall: {}", many.sentence());
+    for report in &many.reports {
+        traffic::print(report);
+    }
     finish_files_many(many, outputs, page, many.exit())
 }
 

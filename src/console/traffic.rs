@@ -6,16 +6,22 @@ use crate::cli::TrafficArgs;
 use infera_audit::Report;
 use infera_audit::exit::Exit;
 use infera_cluster::Connection;
-use infera_traffic::{Config, Route, Traffic, TrafficError};
+use infera_traffic::{Route, Settings, Traffic};
+
+/// The path `--traffic-url` or `--traffic-service` names, if either does.
+pub fn named_route(args: &TrafficArgs, conn: &Connection) -> Option<Result<Route, String>> {
+    if let Some(url) = &args.traffic_url {
+        return Some(Route::url(url).map_err(|e| e.to_string()));
+    }
+    let service = args.traffic_service.as_ref()?;
+    Some(Route::service(&conn.namespace, service).map_err(|e| e.to_string()))
+}
 
 /// The route of `--traffic-url`, `--traffic-service`, or the router
 /// Service of `target` (an `idep/NAME`).
 async fn route(args: &TrafficArgs, conn: &Connection, target: &str) -> Result<Route, String> {
-    if let Some(url) = &args.traffic_url {
-        return Route::url(url).map_err(|e| e.to_string());
-    }
-    if let Some(service) = &args.traffic_service {
-        return Route::service(&conn.namespace, service).map_err(|e| e.to_string());
+    if let Some(named) = named_route(args, conn) {
+        return named;
     }
     let unknown = || {
         infera_traffic::RouteError::Unknown {
@@ -28,6 +34,17 @@ async fn route(args: &TrafficArgs, conn: &Connection, target: &str) -> Result<Ro
         .or_else(|| target.strip_prefix("inferadeployment/"))
         .ok_or_else(unknown)?;
     infera_traffic::route::of_inferadeployment(conn, name).await
+}
+
+/// How to send, from the flags.
+pub fn settings(args: &TrafficArgs) -> Settings {
+    Settings {
+        rate: args.traffic_rate,
+        concurrency: args.traffic_concurrency,
+        deadline: args.traffic_deadline,
+        model: args.traffic_model.clone(),
+        log: args.traffic_log.clone(),
+    }
 }
 
 /// `error: …` on stderr; `exit`.
@@ -50,34 +67,20 @@ pub async fn start(
     let route = route(args, conn, target)
         .await
         .map_err(|e| said(Exit::Usage, e))?;
-    let client = infera_traffic::client_for(&route, conn).map_err(|e| said(Exit::Usage, e))?;
-    let config = Config {
-        route,
-        rate: args.traffic_rate,
-        concurrency: args.traffic_concurrency,
-        deadline: args.traffic_deadline,
-        model: args.traffic_model.clone(),
-        log: args.traffic_log.clone(),
-    };
+    let config = settings(args).on(route);
     config.check().map_err(|e| said(Exit::Usage, e))?;
     eprintln!(
         "traffic: checking {} ({} requests in a row must succeed)…",
         config.route.describe(),
         infera_traffic::PREFLIGHT_IN_A_ROW
     );
-    let traffic = infera_traffic::start(client, config).await.map_err(|e| {
-        let not_serving = matches!(
-            e,
-            TrafficError::NotServing { .. } | TrafficError::Models { .. }
-        );
-        said(
-            if not_serving {
-                Exit::Stalled
-            } else {
-                Exit::Usage
-            },
-            e,
-        )
+    let traffic = infera_traffic::start_on(conn, config).await.map_err(|e| {
+        let exit = if e.not_serving() {
+            Exit::Stalled
+        } else {
+            Exit::Usage
+        };
+        said(exit, e)
     })?;
     eprintln!("traffic: sending {}/s", args.traffic_rate);
     Ok(Some(traffic))

@@ -35,8 +35,19 @@ pub(crate) fn node_of(pod: &Value) -> String {
         .to_string()
 }
 
+/// The grace period of the worker's rendered Deployment (the operator's).
+pub(crate) fn grace_of_worker(sim: &Sim) -> i64 {
+    sim.store()
+        .get(Kind::Deployment, Some(NS), "llama-worker")
+        .and_then(|d| {
+            d.pointer("/spec/template/spec/terminationGracePeriodSeconds")
+                .and_then(Value::as_i64)
+        })
+        .unwrap_or_else(|| panic!("no grace period on deploy/llama-worker"))
+}
+
 /// The node of the (only) pod of `service`.
-fn node_holding(store: &Store, service: &str) -> String {
+pub(crate) fn node_holding(store: &Store, service: &str) -> String {
     let pods = pods_of(store, NS, service);
     assert_eq!(pods.len(), 1, "one {service} pod: {pods:?}");
     node_of(&pods[0])

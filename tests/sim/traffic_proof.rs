@@ -94,29 +94,72 @@ async fn run(sim: &Sim, args: Vec<String>) -> (i32, String) {
     )
 }
 
-/// `infera rollout restart idep/llama --traffic` on `sim` at `rate`; the
-/// exit, the output, the client's log and the report's `traffic`.
-async fn roll(sim: &Sim, rate: &str) -> (i32, String, Vec<Value>, Value) {
-    let log = sim.path("traffic.jsonl");
-    let report = sim.path("report.json");
-    let args = [
-        "rollout",
-        "restart",
-        "idep/llama",
-        "--yes",
-        "--traffic",
-        "--traffic-rate",
-        rate,
-    ];
-    let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    args.extend(["--traffic-log".into(), log.display().to_string()]);
-    args.extend(["--report".into(), report.display().to_string()]);
-    let (code, out) = run(sim, args).await;
+/// `infera ARGS --traffic --traffic-rate RATE` on `sim`, with its
+/// `--traffic-log` and its `--report` named `NAME.jsonl` and `NAME.json`;
+/// the exit, the output, the client's log and the report.
+async fn with_traffic(
+    sim: &Sim,
+    args: &[&str],
+    rate: &str,
+    name: &str,
+) -> (i32, String, Vec<Value>, Value) {
+    let log = sim.path(&format!("{name}.jsonl"));
+    let report = sim.path(&format!("{name}.json"));
+    let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    all.extend(["--traffic", "--traffic-rate", rate].map(str::to_string));
+    all.extend(["--traffic-log".into(), log.display().to_string()]);
+    all.extend(["--report".into(), report.display().to_string()]);
+    let (code, out) = run(sim, all).await;
     let json: Value = std::fs::read_to_string(&report)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_else(|| panic!("no report: {out}"));
-    (code, out, client_log(&log), json["traffic"].clone())
+    (code, out, client_log(&log), json)
+}
+
+/// `infera rollout restart idep/llama --traffic` on `sim` at `rate`; the
+/// exit, the output, the client's log and the report's `traffic`.
+async fn roll(sim: &Sim, rate: &str) -> (i32, String, Vec<Value>, Value) {
+    let args = ["rollout", "restart", "idep/llama", "--yes"];
+    let (code, out, log, json) = with_traffic(sim, &args, rate, "roll").await;
+    (code, out, log, json["traffic"].clone())
+}
+
+/// Every request the client logged succeeded, as the router recorded it;
+/// the report counts no failure, the run exits 0 and says so.
+fn every_request_succeeded(sim: &Sim, code: i32, out: &str, log: &[Value], traffic: &Value) {
+    let counts = matches_truth(log, &sim.truth().requests().records());
+    assert_eq!(counts.keys().collect::<Vec<_>>(), ["ok"], "{out}");
+    assert_eq!((failed(traffic), code), (0, 0), "{out}");
+    assert!(
+        out.contains(&format!("requests: all {} requests succeeded", log.len())),
+        "{out}"
+    );
+}
+
+/// Some requests failed (the client's `counts` per class), and the report
+/// counts exactly those, of every request sent, in its sentence. Returns
+/// how many.
+fn some_failed(counts: &BTreeMap<String, u64>, out: &str, log: &[Value], traffic: &Value) -> u64 {
+    let bad = not_ok(counts);
+    assert!(bad > 0, "no request failed: {counts:?}\n{out}");
+    assert_eq!(failed(traffic), bad, "{traffic}");
+    assert_eq!(
+        traffic["sent"].as_u64(),
+        Some(log.len() as u64),
+        "{traffic}"
+    );
+    let sentence = format!("requests: {bad} of {} requests failed:", log.len());
+    assert!(out.contains(&sentence), "{sentence:?} in\n{out}");
+    bad
+}
+
+/// The requests that did not succeed, of the client's counts per class.
+fn not_ok(counts: &BTreeMap<String, u64>) -> u64 {
+    (counts.iter())
+        .filter(|(class, _)| class.as_str() != "ok")
+        .map(|(_, n)| n)
+        .sum()
 }
 
 /// The failures the report counts against the roll, by label.
@@ -133,27 +176,18 @@ async fn short_drain_cuts_streams_the_pod_counts_never_show() {
     let counts = matches_truth(&log, &sim.truth().requests().records());
     // A request in flight on the old worker at SIGTERM fails: an error
     // event when its stream had begun, the router's 502 when it had not.
-    let bad: u64 = (counts.iter())
-        .filter(|(class, _)| class.as_str() != "ok")
-        .map(|(_, n)| n)
-        .sum();
-    assert!(bad > 0, "no request failed: {counts:?}\n{out}");
+    some_failed(&counts, &out, &log, &traffic);
     assert!(
         out.contains("never fewer than 1 Ready and 1 routable pod per role"),
         "{out}"
     );
-    assert_eq!(failed(&traffic), bad, "{traffic}");
-    assert_eq!(
-        traffic["sent"].as_u64(),
-        Some(log.len() as u64),
-        "{traffic}"
-    );
-    let sentence = format!("requests: {bad} of {} requests failed:", log.len());
-    assert!(out.contains(&sentence), "{sentence:?} in\n{out}");
     assert!(
         out.contains("old-terminating llama-worker-"),
         "the cause names the deleted pod:\n{out}"
     );
+    let grace = crate::drain::grace_of_worker(&sim);
+    let shutdown = format!("(grace period {grace} s, engine drain 0 s)");
+    assert!(out.contains(&shutdown), "{shutdown:?} in\n{out}");
     assert_eq!(code, 1, "{out}");
     sim.shutdown().await;
 }
@@ -167,13 +201,7 @@ async fn with_the_drain_long_enough_no_request_fails() {
     opts.scenario.manifests = serde_json::from_str(&fixed).unwrap_or_else(|e| panic!("{e}"));
     let sim = Sim::with(opts).await;
     let (code, out, log, traffic) = roll(&sim, "10").await;
-    let counts = matches_truth(&log, &sim.truth().requests().records());
-    assert_eq!(counts.keys().collect::<Vec<_>>(), ["ok"], "{out}");
-    assert_eq!((failed(&traffic), code), (0, 0), "{out}");
-    assert!(
-        out.contains(&format!("requests: all {} requests succeeded", log.len())),
-        "{out}"
-    );
+    every_request_succeeded(&sim, code, &out, &log, &traffic);
     sim.shutdown().await;
 }
 
@@ -289,22 +317,7 @@ async fn an_audit_accounts_for_the_requests_of_someone_elses_roll() {
     use infera_sim_core::kind::Kind;
     use std::time::Duration;
     let sim = Sim::start("vllm-short-drain", 5.0).await;
-    let log = sim.path("audit.jsonl");
-    let report = sim.path("audit.json");
-    let args = [
-        "audit",
-        "idep/llama",
-        "--until-complete",
-        "--traffic",
-        "--traffic-rate",
-        "10",
-        "--traffic-log",
-        &log.display().to_string(),
-        "--report",
-        &report.display().to_string(),
-    ]
-    .map(str::to_string)
-    .to_vec();
+    let args = ["audit", "idep/llama", "--until-complete"];
     let restart = async {
         tokio::time::sleep(Duration::from_secs(3)).await;
         sim.store()
@@ -313,20 +326,59 @@ async fn an_audit_accounts_for_the_requests_of_someone_elses_roll() {
             })
             .unwrap_or_else(|e| panic!("{e}"));
     };
-    let ((code, out), ()) = tokio::join!(run(&sim, args), restart);
-    let log = client_log(&log);
+    let ((code, out, log, json), ()) =
+        tokio::join!(with_traffic(&sim, &args, "10", "audit"), restart);
     let counts = matches_truth(&log, &sim.truth().requests().records());
-    let bad: u64 = counts
-        .iter()
-        .filter(|(k, _)| k.as_str() != "ok")
-        .map(|(_, v)| v)
-        .sum();
-    let json: Value = std::fs::read_to_string(&report)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_else(|| panic!("no report: {out}"));
+    let bad = not_ok(&counts);
     assert_eq!(failed(&json["traffic"]), bad, "{out}");
     assert!(bad > 0, "no stream was cut: {counts:?}\n{out}");
     assert_eq!(code, 1, "{out}");
+    sim.shutdown().await;
+}
+
+/// `infera drain NODE --traffic` on `sim`, the node holding `service`'s
+/// pod; the exit, the output, the client's log and the fleet's `traffic`.
+async fn drain(sim: &Sim, service: &str) -> (i32, String, Vec<Value>, Value) {
+    let node = crate::drain::node_holding(sim.store(), service);
+    let args = ["drain", &node, "--ignore-daemonsets"];
+    let (code, out, log, json) = with_traffic(sim, &args, "10", "drain").await;
+    let fleet = (json["targets"].as_array().into_iter().flatten())
+        .find(|t| t["target"] == "idep/llama")
+        .unwrap_or_else(|| panic!("no idep/llama in the report: {json}"));
+    (code, out, log, fleet["traffic"].clone())
+}
+
+/// A drain moves the worker surge-first: the pod counts hold, and the old
+/// worker's streams are cut all the same (engine drain 0 s). The drain's
+/// report counts every one, as the router recorded it, and exits 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_cuts_streams_the_pod_counts_never_show() {
+    let sim = Sim::start("vllm-short-drain", 5.0).await;
+    let (code, out, log, traffic) = drain(&sim, "worker").await;
+    let counts = matches_truth(&log, &sim.truth().requests().records());
+    let bad = some_failed(&counts, &out, &log, &traffic);
+    // The cause names the deletion and what the pod had to stop: the
+    // scenario's engine drains 0 s (`--drain-timeout 0`), its grace as the
+    // operator rendered it.
+    let grace = crate::drain::grace_of_worker(&sim);
+    let shutdown = format!("(grace period {grace} s, engine drain 0 s)");
+    assert!(out.contains(&shutdown), "{shutdown:?} in\n{out}");
+    // The pods held the floor: the overall line says so, and names the
+    // requests as what failed.
+    let overall = format!(
+        "overall: 1 target, 1 held the floor of 1 Ready and routable per role; idep/llama failed {bad} request"
+    );
+    assert!(out.contains(&overall), "{overall:?} in\n{out}");
+    assert_eq!(code, 1, "{out}");
+    sim.shutdown().await;
+}
+
+/// The safe P/D fleet: draining the decode's node serves every request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draining_the_pd_fleet_serves_every_request() {
+    let sim = Sim::start("pd-1p1d", 20.0).await;
+    let (code, out, log, traffic) = drain(&sim, "decode").await;
+    assert!(!log.is_empty(), "{out}");
+    every_request_succeeded(&sim, code, &out, &log, &traffic);
     sim.shutdown().await;
 }

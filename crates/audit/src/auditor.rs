@@ -712,6 +712,14 @@ impl Auditor {
         counts
     }
 
+    /// The time the watched pod `name` has to stop, as its object says.
+    fn shutdown_of(&self, name: &str) -> Option<crate::report::Shutdown> {
+        self.live
+            .values()
+            .find(|f| f.name == name)
+            .and_then(|f| f.shutdown)
+    }
+
     /// Record a rollout step marker.
     pub fn step(&mut self, step: Step) {
         if self.steps.len() >= STEPS_CAP {
@@ -721,6 +729,9 @@ impl Auditor {
         let origin = self.origin.unwrap_or(step.at);
         let elapsed_s = step.at.saturating_duration_since(origin).as_secs_f64() * self.time_scale;
         let at = self.clock.utc(step.at);
+        let shutdown = (crate::report::is_deletion(&step.kind))
+            .then(|| self.shutdown_of(step.pod.as_deref()?))
+            .flatten();
         self.steps.push(StepRecord {
             service: step.service,
             kind: step.kind,
@@ -728,6 +739,7 @@ impl Auditor {
             node: step.node,
             at,
             elapsed_s: round3(elapsed_s),
+            shutdown,
             wall_offset: step.at.saturating_duration_since(origin),
         });
     }

@@ -29,6 +29,7 @@ pub struct Facts {
     registered_by: Option<Timestamp>,
     running_at: Option<Timestamp>,
     created: Option<Timestamp>,
+    pub shutdown: Option<crate::report::Shutdown>,
 }
 
 impl Facts {
@@ -46,6 +47,7 @@ impl Facts {
             registered_by: pod::registered_by(pod),
             running_at: pod::running_since(pod),
             created: pod::created_at(pod),
+            shutdown: crate::report::Shutdown::of(pod),
         }
     }
 

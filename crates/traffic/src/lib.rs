@@ -22,7 +22,9 @@ mod sse;
 
 pub use request::{Kind, MAX_TOKENS, first_model, send};
 pub use route::{Route, RouteError};
-pub use run::{Config, MAX_RATE, PREFLIGHT_IN_A_ROW, Traffic, TrafficError, readyz, start};
+pub use run::{
+    Config, MAX_RATE, PREFLIGHT_IN_A_ROW, Settings, Traffic, TrafficError, readyz, start,
+};
 
 use infera_audit::Report;
 use infera_audit::exit::Exit;
@@ -40,6 +42,16 @@ pub fn attach(run: &TrafficRun, report: &mut Report, exit: Exit) -> Exit {
         Exit::Ok | Exit::Unproven if failed => Exit::Findings,
         other => other,
     }
+}
+
+/// Start sending on `config` with the client its route needs
+/// ([`client_for`]): the one way in for every command.
+pub async fn start_on(
+    conn: &infera_cluster::Connection,
+    config: Config,
+) -> Result<Traffic, TrafficError> {
+    let client = client_for(&config.route, conn).map_err(TrafficError::Client)?;
+    start(client, config).await
 }
 
 /// The client requests go out on: the connection's (no retries: a 503 is

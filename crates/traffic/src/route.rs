@@ -150,10 +150,18 @@ pub async fn of_inferadeployment(
     conn: &infera_cluster::Connection,
     name: &str,
 ) -> Result<Route, String> {
+    of_inferadeployment_in(conn, &conn.namespace, name).await
+}
+
+/// [`of_inferadeployment`] in `namespace`.
+pub async fn of_inferadeployment_in(
+    conn: &infera_cluster::Connection,
+    namespace: &str,
+    name: &str,
+) -> Result<Route, String> {
     use kube::api::{Api, DynamicObject};
     let resource = infera_cluster::api_resource(&infera_model::api::INFERA_DEPLOYMENT);
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(conn.client.clone(), &conn.namespace, &resource);
+    let api: Api<DynamicObject> = Api::namespaced_with(conn.client.clone(), namespace, &resource);
     let idep = api.get(name).await.map_err(|e| {
         format!(
             "cannot read idep/{name} for --traffic: {}",

@@ -22,6 +22,35 @@ pub const PREFLIGHT_IN_A_ROW: u32 = 5;
 /// How often the control probe asks the API server.
 const CONTROL_EVERY: Duration = Duration::from_secs(1);
 
+/// How to send, wherever to: the flags beside the path.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Requests per second (at most [`MAX_RATE`]).
+    pub rate: f64,
+    /// At most this many in flight.
+    pub concurrency: usize,
+    /// Each request's deadline.
+    pub deadline: Duration,
+    /// `--traffic-model`; `None`: the first of `/v1/models`.
+    pub model: Option<String>,
+    /// `--traffic-log FILE.jsonl`.
+    pub log: Option<PathBuf>,
+}
+
+impl Settings {
+    /// These settings on `route`.
+    pub fn on(&self, route: Route) -> Config {
+        Config {
+            route,
+            rate: self.rate,
+            concurrency: self.concurrency,
+            deadline: self.deadline,
+            model: self.model.clone(),
+            log: self.log.clone(),
+        }
+    }
+}
+
 /// How to send.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -53,6 +82,9 @@ pub enum TrafficError {
         "the serving path ({path}) did not answer {PREFLIGHT_IN_A_ROW} requests in a row (last: {last}); not starting: fix the path or name it with --traffic-service / --traffic-url"
     )]
     NotServing { path: String, last: String },
+    /// The client for `--traffic-url` could not be made.
+    #[error("{0}")]
+    Client(String),
     #[error("cannot write --traffic-log {path}: {source}")]
     Log {
         path: String,
@@ -60,16 +92,39 @@ pub enum TrafficError {
     },
 }
 
+impl TrafficError {
+    /// The path was checked and does not serve (exit 3: nothing started),
+    /// rather than the flags being wrong (exit 2).
+    pub fn not_serving(&self) -> bool {
+        matches!(
+            self,
+            TrafficError::NotServing { .. } | TrafficError::Models { .. }
+        )
+    }
+}
+
+/// The rate and concurrency are within their bounds.
+fn check(rate: f64, concurrency: usize) -> Result<(), TrafficError> {
+    if !(rate > 0.0 && rate <= MAX_RATE) {
+        return Err(TrafficError::Rate(rate));
+    }
+    if concurrency == 0 {
+        return Err(TrafficError::Concurrency);
+    }
+    Ok(())
+}
+
+impl Settings {
+    /// The rate and concurrency are within their bounds.
+    pub fn check(&self) -> Result<(), TrafficError> {
+        check(self.rate, self.concurrency)
+    }
+}
+
 impl Config {
     /// The rate and concurrency are within their bounds.
     pub fn check(&self) -> Result<(), TrafficError> {
-        if !(self.rate > 0.0 && self.rate <= MAX_RATE) {
-            return Err(TrafficError::Rate(self.rate));
-        }
-        if self.concurrency == 0 {
-            return Err(TrafficError::Concurrency);
-        }
-        Ok(())
+        check(self.rate, self.concurrency)
     }
 }
 

@@ -381,6 +381,7 @@ mod tests {
                 count: 1,
                 step: "none".into(),
                 step_elapsed_s: None,
+                shutdown: None,
             }],
         );
         let mut h = String::new();

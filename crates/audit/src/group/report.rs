@@ -137,10 +137,22 @@ impl ManyReport {
         let mut held = 0;
         let mut problems: Vec<String> = Vec::new();
         for (i, r) in self.reports.iter().enumerate() {
+            let label = self.label(i);
+            let held_floor = r.outcome == Outcome::Complete && r.all_held();
+            held += usize::from(held_floor);
             match r.exit() {
-                Exit::Ok => held += 1,
-                Exit::Findings => problems.push(format!("{} fell below", self.label(i))),
-                _ => problems.push(format!("{} {}", self.label(i), r.outcome.as_str())),
+                Exit::Ok => {}
+                // The pods held; requests did not.
+                Exit::Findings if held_floor => {
+                    let failed = r.traffic.as_ref().map_or(0, |t| t.total.failures());
+                    problems.push(format!(
+                        "{label} failed {failed} request{}",
+                        if failed == 1 { "" } else { "s" }
+                    ));
+                }
+                Exit::Findings => problems.push(format!("{label} fell below")),
+                Exit::Unproven => problems.push(format!("{label} unproven")),
+                _ => problems.push(format!("{label} {}", r.outcome.as_str())),
             }
         }
         let floor = self.reports.first().map_or(1, |r| r.min_ready);
@@ -394,6 +406,31 @@ mod tests {
         );
         assert_eq!(m.title(), "deploy/a, deploy/b, deploy/c");
         let five = many((0..5).map(|_| held()).collect());
+        // The pods held and requests failed: the target held the floor, and
+        // its requests are named, never "fell below".
+        let mut failing = held();
+        failing.traffic = Some(crate::traffic::TrafficReport {
+            path: "service ns/r through the API server's proxy".into(),
+            rate: 2.0,
+            total: crate::traffic::Tally {
+                sent: 10,
+                succeeded: 7,
+                failed: [("cut".to_string(), 3)].into(),
+                ..Default::default()
+            },
+            not_sent: 0,
+            blind: Vec::new(),
+            legs: Vec::new(),
+            steps: Vec::new(),
+            causes: Vec::new(),
+            requests: Vec::new(),
+        });
+        let m2 = many(vec![held(), failing]);
+        assert_eq!(m2.exit(), Exit::Findings);
+        assert_eq!(
+            m2.sentence(),
+            "2 targets, 2 held the floor of 1 Ready and routable per role; deploy/a failed 3 requests"
+        );
         assert_eq!(five.title(), "deploy/a, deploy/a, deploy/a and 2 more");
         let lines = m.target_sentences();
         assert!(lines[2].starts_with("deploy/c: stalled; "), "{lines:?}");

@@ -190,6 +190,9 @@ pub struct Cause {
     /// Reported seconds since the audit started, of the step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step_elapsed_s: Option<f64>,
+    /// The time the deleted pod had to stop, when the step is a deletion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shutdown: Option<super::Shutdown>,
 }
 
 /// A leg's or a step's tally.
@@ -335,7 +338,7 @@ fn cause_of<'s, 'a>(steps: &'s [TimedStep<'a>], r: &RequestRecord) -> Option<&'s
     let end = r.end()?;
     let served = steps.iter().rev().find(|s| {
         s.at <= end + Duration::from_secs(1)
-            && s.step.kind.contains("delet")
+            && super::is_deletion(&s.step.kind)
             && s.step.pod.as_ref().is_some_and(|p| r.served_by.contains(p))
     });
     served.or_else(|| step_before(steps, end))
@@ -386,11 +389,14 @@ impl TrafficReport {
             let what: Vec<String> = (self.causes.iter())
                 .map(|c| match c.step_elapsed_s {
                     Some(at) => format!(
-                        "{} {} after {} at +{}",
+                        "{} {} after {} at +{}{}",
                         c.count,
                         RequestRecord::phrase(&c.label),
                         c.step,
-                        format_seconds(at)
+                        format_seconds(at),
+                        c.shutdown
+                            .map(|s| format!(" ({})", s.describe()))
+                            .unwrap_or_default()
                     ),
                     None => format!(
                         "{} {} before any step",
@@ -523,6 +529,7 @@ fn causes(records: &[RequestRecord], steps: &[TimedStep<'_>]) -> Vec<Cause> {
                 count: 1,
                 step: name,
                 step_elapsed_s: step.map(|s| s.step.elapsed_s),
+                shutdown: step.and_then(|s| s.step.shutdown),
             }),
         }
     }

@@ -8,6 +8,8 @@
 //! * [`dry_run`] — `--dry-run=server`: cordon and evictions sent with
 //!   `dryRun=All`.
 //! * [`evict`] — the Eviction API, 429 retried every 5 s as kubectl does.
+//! * `traffic` — `--traffic`: a client per fleet's router, checked before
+//!   the cordon, its requests in the fleet's report.
 //! * [`run`] — cordon; move the workers leg by leg with the rollout
 //!   [`crate::Driver`] (stall detection, abort, Ctrl-C, resume); evict the
 //!   rest; wait until nothing evictable is left; all of it audited per
@@ -25,6 +27,7 @@ pub mod gather;
 pub mod plan;
 mod run;
 pub mod state;
+mod traffic;
 
 use infera_audit::AuditCommandError;
 use infera_cluster::ClusterError;
@@ -34,6 +37,7 @@ use super::options::RolloutError;
 pub use gather::Selection;
 pub use plan::{DrainPath, DrainPlan, UnitPlan};
 pub use run::{DrainOptions, DrainOutcome, DryRun, drain};
+pub use traffic::DrainTraffic;
 
 /// Errors of `infera drain` (all exit 2; nothing was changed unless the
 /// message says so).
@@ -50,6 +54,10 @@ pub enum DrainError {
     Audit(#[from] AuditCommandError),
     #[error("{0}")]
     Usage(String),
+    /// `--traffic`: a fleet's serving path did not answer before the
+    /// drain (exit 3; nothing was changed).
+    #[error("{0}")]
+    NotServing(String),
 }
 
 impl From<ClusterError> for DrainError {

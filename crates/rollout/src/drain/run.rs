@@ -16,6 +16,7 @@ use super::evict::{EvictEnd, Victim, evict_all};
 use super::gather::{Selection, gather};
 use super::plan::{DrainPath, DrainPlan, Inventory, OwnerKind, PlanFlags, PodAction, decide};
 use super::state::DrainState;
+use super::traffic::DrainTraffic;
 use crate::api::retrying;
 use crate::options::{Options, PauseBetween, Request};
 use crate::reporter::{Reporter, human_duration};
@@ -39,6 +40,9 @@ pub struct DrainOptions {
     /// What every move (a rollout restart) runs with: `--min-ready`, the
     /// sampling, stall and step limits, the time scale.
     pub rollout: Options,
+    /// `--traffic`: requests through each fleet's serving path while the
+    /// drain runs (`None`: nothing is sent).
+    pub traffic: Option<DrainTraffic>,
 }
 
 /// `--dry-run`, kubectl's strategies.
@@ -119,6 +123,14 @@ pub async fn drain(
         return Ok(early(exit, plan));
     }
     let fleets = fleets(&inv, &plan);
+    let sending = match super::traffic::start(conn, opts.traffic.as_ref(), &fleets, out).await {
+        Ok(sending) => sending,
+        Err(DrainError::NotServing(why)) => {
+            out.note(&format!("{why}; nothing was changed"));
+            return Ok(early(Exit::Stalled, plan));
+        }
+        Err(e) => return Err(e),
+    };
     let state = state.unwrap_or_else(|| DrainState {
         nodes: plan.nodes.clone(),
         started_at: crate::trigger::annotation_timestamp(jiff::Timestamp::now()),
@@ -152,6 +164,7 @@ pub async fn drain(
                 .await?;
         (Some(many), result?)
     };
+    let report = super::traffic::finish(sending, report).await;
     let exit = match &report {
         Some(r) => r.exit(),
         None => outcome_exit(outcome),

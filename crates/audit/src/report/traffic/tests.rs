@@ -24,8 +24,8 @@ fn record(seq: u64, start: Instant, from_ms: u64, len_ms: u64, class: Class) -> 
     }
 }
 
-/// A report whose clock started at `origin`, with a step `w deleted w-old`
-/// 10 s (wall) in; time scale 2.
+/// A report whose clock started at `origin`, with a step `w old-terminating
+/// w-old` 10 s (wall) in and `w ready w-new` 0.1 s later; time scale 2.
 fn report(origin: Instant) -> Report {
     let role = RoleSpec {
         role: "w".into(),
@@ -36,13 +36,18 @@ fn report(origin: Instant) -> Report {
     let mut a = Auditor::new(vec![role], 1, Duration::from_secs(10), 2.0).with_target("idep/t");
     a.apply(&Event::Init, origin);
     a.apply(&Event::InitDone, origin);
-    for (at, kind, pod) in [(1, "surge-created", "w-new"), (10, "old-deleting", "w-old")] {
+    let steps = [
+        (1_000, "surge-created", "w-new"),
+        (10_000, "old-terminating", "w-old"),
+        (10_100, "ready", "w-new"),
+    ];
+    for (at, kind, pod) in steps {
         a.step(Step {
             service: "w".into(),
             kind: kind.into(),
             pod: Some(pod.into()),
             node: None,
-            at: origin + Duration::from_secs(at),
+            at: origin + Duration::from_millis(at),
         });
     }
     a.finish(Outcome::Complete, origin + Duration::from_secs(20))
@@ -122,13 +127,13 @@ fn failures_sit_beside_the_deletion_of_the_pod_that_served_them() {
     assert_eq!(t.causes.len(), 1, "{:?}", t.causes);
     assert_eq!(
         (t.causes[0].count, t.causes[0].step.as_str()),
-        (2, "w old-deleting w-old")
+        (2, "w old-terminating w-old")
     );
     // Reported time: 10 s of wall at scale 2.
     assert_eq!(t.causes[0].step_elapsed_s, Some(20.0));
     assert_eq!(
         t.sentence(),
-        "2 of 5 requests failed: 2 cut mid-answer after w old-deleting w-old at +20s \
+        "2 of 5 requests failed: 2 cut mid-answer after w old-terminating w-old at +20s \
          (TTFT p50 25 ms, p99 25 ms, wall clock)"
     );
     let steps: Vec<(&str, u64)> = t
@@ -141,7 +146,7 @@ fn failures_sit_beside_the_deletion_of_the_pod_that_served_them() {
         [
             ("before the first step", 1),
             ("w surge-created w-new", 3),
-            ("w old-deleting w-old", 1)
+            ("w ready w-new", 1)
         ]
     );
     assert!(t.has_failures());
