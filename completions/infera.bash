@@ -1399,7 +1399,7 @@ _infera() {
             return 0
             ;;
         infera__subcmd__sim__subcmd__attach)
-            opts="-v -h -V --kubeconfig --context --scenario --speed --pod-cidr --no-operator --no-taint --operator --cleanup --verbose --help --version"
+            opts="-v -h -V --kubeconfig --context --scenario --speed --pod-cidr --no-operator --no-taint --operator --cleanup --truth --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1427,6 +1427,10 @@ _infera() {
                     ;;
                 --operator)
                     COMPREPLY=($(compgen -W "pre-176 176 latest" -- "${cur}"))
+                    return 0
+                    ;;
+                --truth)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

@@ -323,6 +323,7 @@ set edit:completion:arg-completer[infera] = {|@words|
             cand --speed 'Simulated seconds per wall-clock second, for the world (image pulls, weight loads, probes); the control plane runs in real time'
             cand --pod-cidr 'Pod IPs come from this range; listeners bind there, so it must be local to this machine (e.g. `127.77.0.0/16`, or a range routed to `lo` in the lab''s network namespace)'
             cand --operator 'The operator generation the simulated operator renders as (default: the scenario''s `operator`, else latest)'
+            cand --truth 'On exit, write every request the simulated routers received and how it ended to FILE (the ground truth''s `{"requests": […]}`; the pods'' truth is the API server''s own)'
             cand --no-operator 'Do not run the infera operator (a real one runs in the cluster; its pods need the simulated nodes'' toleration, or `--no-taint`)'
             cand --no-taint 'Do not taint the simulated nodes'
             cand --cleanup 'Remove what attach creates for the scenario (nodes, Leases, applied objects), then exit'

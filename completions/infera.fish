@@ -264,6 +264,7 @@ complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subco
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l operator -d 'The operator generation the simulated operator renders as (default: the scenario\'s `operator`, else latest)' -r -f -a "pre-176\t'Before PR #176: surge-free, /health on the engine port'
 176\t'PR #176 and later: surge-first when probed /ready on the readiness port'
 latest\t'The newest generation infera knows (176)'"
+complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l truth -d 'On exit, write every request the simulated routers received and how it ended to FILE (the ground truth\'s `{"requests": […]}`; the pods\' truth is the API server\'s own)' -r -F
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l no-operator -d 'Do not run the infera operator (a real one runs in the cluster; its pods need the simulated nodes\' toleration, or `--no-taint`)'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l no-taint -d 'Do not taint the simulated nodes'
 complete -c infera -n "__fish_infera_using_subcommand sim; and __fish_seen_subcommand_from attach" -l cleanup -d 'Remove what attach creates for the scenario (nodes, Leases, applied objects), then exit'

@@ -934,6 +934,11 @@ pub struct SimAttachArgs {
     /// objects), then exit.
     #[arg(long)]
     pub cleanup: bool,
+    /// On exit, write every request the simulated routers received and how
+    /// it ended to FILE (the ground truth's `{"requests": […]}`; the pods'
+    /// truth is the API server's own).
+    #[arg(long, value_name = "FILE")]
+    pub truth: Option<PathBuf>,
 }
 
 // ---------------------------------------------------------------------------

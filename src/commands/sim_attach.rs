@@ -52,11 +52,12 @@ pub async fn run(args: SimAttachArgs) -> anyhow::Result<Exit> {
     if args.cleanup {
         return cleanup(client, &scenario).await;
     }
+    let requests = infera_sim_core::requests::RequestLog::default();
     let options = WorldOptions {
         pod_cidr,
         operator: !args.no_operator,
         taint: !args.no_taint,
-        requests: infera_sim_core::requests::RequestLog::default(),
+        requests: requests.clone(),
     };
     let clock = SimClock::new(args.speed);
     let world = match World::start(client.clone(), &scenario, clock.clone(), options).await {
@@ -70,8 +71,31 @@ pub async fn run(args: SimAttachArgs) -> anyhow::Result<Exit> {
     print_summary(&args, &scenario, clock.speed());
     let _ = tokio::signal::ctrl_c().await;
     world.shutdown();
+    let wrote = write_truth(args.truth.as_deref(), &requests);
     println!("infera sim attach: removing what it created…");
-    cleanup(client, &scenario).await
+    let cleaned = cleanup(client, &scenario).await?;
+    Ok(if wrote { cleaned } else { Exit::Usage })
+}
+
+/// `--truth FILE`: the requests the routers received; false when it cannot
+/// be written (said on stderr).
+fn write_truth(
+    path: Option<&std::path::Path>,
+    requests: &infera_sim_core::requests::RequestLog,
+) -> bool {
+    let Some(path) = path else { return true };
+    let file = serde_json::json!({"requests": requests.records()});
+    let text = serde_json::to_string_pretty(&file).unwrap_or_default();
+    match std::fs::write(path, text) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!(
+                "error: cannot write the ground truth to {}: {e}",
+                path.display()
+            );
+            false
+        }
+    }
 }
 
 fn usage(message: impl std::fmt::Display) -> anyhow::Result<Exit> {

@@ -2,7 +2,9 @@
 //! kube-scheduler and kubectl v1.37.2 built from Go modules (`lab/`), with
 //! the simulated GPU nodes, kubelet and infera operator attached over the
 //! API by `infera sim attach`. Everything runs inside the lab's own network
-//! namespace (`ip netns exec`), so no packet leaves it.
+//! namespace (`ip netns exec`), so no packet leaves it. The roll sends
+//! requests (`--traffic`) through the real kube-apiserver's service proxy
+//! to the simulated router, each held against the router's own record.
 //!
 //! Needs root (network namespaces) and the lab's binaries: `lab/build`
 //! prints their directory; export it as `INFERA_LAB_BIN`. Without them the
@@ -13,6 +15,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::lab::{Attached, Lab, SCENARIO_NAMESPACE, json, lab_or_skip, wait_steady};
+use crate::common::traffic::{client_log, matches_truth};
+use infera_sim_core::requests::RequestRecord;
 use serde_json::Value;
 
 fn pod_names(lab: &Lab) -> Vec<String> {
@@ -50,7 +54,9 @@ fn smoke_rollout_on_the_real_control_plane() {
         "{version}"
     );
 
-    let attached = Attached::start(&lab, "pd-1p1d");
+    let truth = lab.dir.path().join("truth.json");
+    let truth_arg = truth.display().to_string();
+    let attached = Attached::start_with(&lab, "pd-1p1d", &["--truth", &truth_arg]);
     // router, prefill, decode.
     wait_steady(&lab, SCENARIO_NAMESPACE, 3);
 
@@ -60,6 +66,7 @@ fn smoke_rollout_on_the_real_control_plane() {
     let mut watcher = watch_pods(&lab, &watch_log, &before);
 
     let report = lab.dir.path().join("report.json");
+    let log = lab.dir.path().join("traffic.jsonl");
     let out = lab
         .infera(&[
             "rollout",
@@ -68,9 +75,14 @@ fn smoke_rollout_on_the_real_control_plane() {
             "-n",
             SCENARIO_NAMESPACE,
             "--yes",
+            "--traffic",
+            "--traffic-rate",
+            "5",
             "--report",
         ])
         .arg(&report)
+        .arg("--traffic-log")
+        .arg(&log)
         .output()
         .expect("infera rollout restart");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -111,6 +123,46 @@ fn smoke_rollout_on_the_real_control_plane() {
         );
     }
     drop(attached);
+    assert_every_request_served(&report, &log, &truth);
+}
+
+/// Requests through the real kube-apiserver's service proxy to the router
+/// (Service → EndpointSlices of the real controller → the simulated
+/// router): every one succeeded through a prefill and a decode, the report
+/// counts each, and the router's own record matches the client's, id by id.
+fn assert_every_request_served(
+    report: &std::path::Path,
+    log: &std::path::Path,
+    truth: &std::path::Path,
+) {
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(report).expect("report written")).expect("JSON");
+    let traffic = &report["traffic"];
+    let log = client_log(log);
+    assert!(log.len() >= 5, "{} requests: {traffic}", log.len());
+    assert_eq!(
+        traffic["sent"].as_u64(),
+        Some(log.len() as u64),
+        "{traffic}"
+    );
+    assert_eq!(traffic["succeeded"], traffic["sent"], "{traffic}");
+    assert!(
+        traffic["path"]
+            .as_str()
+            .is_some_and(|p| p.contains("through the API server's proxy")),
+        "{traffic}"
+    );
+    assert!(
+        log.iter()
+            .all(|r| r["servedBy"].as_array().map(Vec::len) == Some(2)),
+        "a request not served by a prefill and a decode: {log:?}"
+    );
+    let truth: Value =
+        serde_json::from_slice(&std::fs::read(truth).expect("truth written")).expect("JSON");
+    let records: Vec<RequestRecord> =
+        serde_json::from_value(truth["requests"].clone()).expect("request records");
+    let counts = matches_truth(&log, &records);
+    assert_eq!(counts.keys().collect::<Vec<_>>(), ["ok"], "{counts:?}");
 }
 
 /// `kubectl get pods --watch` into `log`, returned once it has listed
