@@ -320,3 +320,69 @@ async fn draining_the_pd_fleet_serves_every_request() {
     every_request_succeeded(&sim, code, &out, &log, &traffic);
     sim.shutdown().await;
 }
+
+/// The wall-clock windows (ms since the epoch) in which the simulator's
+/// truth had a worker role of idep/llama with no routable pod.
+fn no_routable_windows(sim: &Sim) -> Vec<(u64, u64)> {
+    let mut windows = Vec::new();
+    for role in ["prefill", "decode"] {
+        let series = sim.truth().series().remove(&format!("llm/llama/{role}"));
+        let mut from: Option<u64> = None;
+        for p in series.into_iter().flatten() {
+            match (p.routable == 0, from) {
+                (true, None) => from = Some(p.at_ms),
+                (false, Some(f)) => {
+                    windows.push((f, p.at_ms));
+                    from = None;
+                }
+                _ => {}
+            }
+        }
+        windows.extend(from.map(|f| (f, u64::MAX)));
+    }
+    windows
+}
+
+/// Old pod first (no readiness probe, `--force` past the plan's GAP): each
+/// role has no routable pod while its replacement loads, and requests fail
+/// for that long: every failure overlaps a window in which the truth had a
+/// role with nothing routable (give or take the router's lag), and no
+/// request that ran wholly inside such a window succeeded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_skip_probe_gap_fails_requests_for_its_length() {
+    /// Slack for the router's watch and the request's own length (wall ms);
+    /// the gaps last about 8 s of wall time at 20x.
+    const SLACK_MS: u64 = 2_000;
+    let sim = Sim::start("pd-1p1d-skip-probe", 20.0).await;
+    let args = ["rollout", "restart", "idep/llama", "--yes", "--force"];
+    let (code, out, log, json) = with_traffic(&sim, &args, "5", "gap").await;
+    let counts = matches_truth(&log, &sim.truth().requests().records());
+    some_failed(&counts, &out, &log, &json["traffic"]);
+    let gaps = no_routable_windows(&sim);
+    assert!(!gaps.is_empty(), "the truth shows no gap\n{out}");
+    let span = |r: &Value| {
+        (
+            r["startedMs"].as_u64().unwrap_or(0),
+            r["endedMs"].as_u64().unwrap_or(0),
+        )
+    };
+    for r in log.iter().filter(|r| r["class"] != "ok") {
+        let (start, end) = span(r);
+        assert!(
+            gaps.iter()
+                .any(|&(a, b)| start <= b.saturating_add(SLACK_MS) && end + SLACK_MS >= a),
+            "{r} failed outside every gap {gaps:?}"
+        );
+    }
+    for r in log.iter().filter(|r| r["class"] == "ok") {
+        let (start, end) = span(r);
+        assert!(
+            !gaps
+                .iter()
+                .any(|&(a, b)| start >= a + SLACK_MS && end.saturating_add(SLACK_MS) <= b),
+            "{r} succeeded inside a gap {gaps:?}"
+        );
+    }
+    assert_eq!(code, 1, "{out}");
+    sim.shutdown().await;
+}
