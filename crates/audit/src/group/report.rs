@@ -138,7 +138,9 @@ impl ManyReport {
         let mut problems: Vec<String> = Vec::new();
         for (i, r) in self.reports.iter().enumerate() {
             let label = self.label(i);
-            let held_floor = r.outcome == Outcome::Complete && r.all_held();
+            // What was observed held, however the run ended (an
+            // interrupted drain whose roles kept 1/1 held the floor).
+            let held_floor = r.all_held();
             held += usize::from(held_floor);
             match r.exit() {
                 Exit::Ok => {}
@@ -401,10 +403,16 @@ mod tests {
         assert_eq!(m.outcome(), Outcome::Stalled);
         assert_eq!(
             m.sentence(),
-            "3 targets, 1 held the floor of 1 Ready and routable per role; \
+            "3 targets, 2 held the floor of 1 Ready and routable per role; \
              deploy/b fell below, deploy/c stalled"
         );
         assert_eq!(m.title(), "deploy/a, deploy/b, deploy/c");
+        // Interrupted with its roles at 1/1 throughout: it held the floor
+        // for as long as it ran, and the line says how it ended.
+        assert_eq!(
+            many(vec![interrupted()]).sentence(),
+            "1 target, 1 held the floor of 1 Ready and routable per role; deploy/d interrupted"
+        );
         let five = many((0..5).map(|_| held()).collect());
         // The pods held and requests failed: the target held the floor, and
         // its requests are named, never "fell below".
