@@ -233,14 +233,7 @@ fn meta(h: &mut String, report: &Report, ctx: &PageContext) {
             ),
         ),
         ("min-ready", report.min_ready.to_string()),
-        (
-            "started",
-            report
-                .steps
-                .first()
-                .map(|s| s.at.clone())
-                .unwrap_or_default(),
-        ),
+        ("started", report.started_at.clone().unwrap_or_default()),
     ];
     h.push_str("<dl class=\"meta\" id=\"meta\">");
     for (k, v) in rows.iter().filter(|(_, v)| !v.is_empty()) {

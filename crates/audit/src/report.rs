@@ -310,6 +310,9 @@ pub struct Report {
     /// process's monotonic clock: steps are `origin + wall_offset`.
     #[serde(skip)]
     pub origin: Option<Instant>,
+    /// `origin` in UTC (RFC 3339): when the evidence begins.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
     /// The requests sent through the serving path (`--traffic`), joined
     /// with the steps.
     #[serde(skip_serializing_if = "Option::is_none")]

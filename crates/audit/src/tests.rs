@@ -1,6 +1,7 @@
 //! Auditor arithmetic with synthetic watcher events and synthetic instants.
 
 use std::collections::BTreeMap;
+use std::str::FromStr as _;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -502,6 +503,19 @@ fn timeline_files_are_written() {
     );
     assert!(r.write_timeline(&dir.path().join("t.png")).is_err());
     assert!(r.table().contains("min Ready exact"));
+    // The evidence starts at the first list, 12 s before the first step:
+    // the report says so (the HTML page's `started` once showed the step).
+    let started = r.started_at.clone().unwrap();
+    let first = jiff::Timestamp::from_str(&r.steps[0].at).unwrap();
+    let begun = jiff::Timestamp::from_str(&started).unwrap();
+    assert_eq!(
+        first.duration_since(begun).as_secs(),
+        12,
+        "{started} {}",
+        r.steps[0].at
+    );
+    let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    assert_eq!(json["started_at"], started.as_str());
 }
 
 #[test]

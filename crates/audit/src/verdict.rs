@@ -109,6 +109,7 @@ pub(crate) fn report(
         samples_csv_error: a.samples_csv_error.clone(),
         chart_services: None,
         origin: a.origin,
+        started_at: a.origin.map(|o| a.clock.utc(o)),
         traffic: None,
     }
 }

@@ -282,6 +282,11 @@ impl ManyReport {
             timeline,
             chart_services: Some(chart_services),
             origin: first.and_then(|r| r.origin),
+            started_at: self
+                .reports
+                .iter()
+                .filter_map(|r| r.started_at.clone())
+                .min(),
             traffic: None,
         }
     }
