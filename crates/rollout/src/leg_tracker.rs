@@ -27,8 +27,11 @@ pub enum StepKind {
     Unschedulable,
     /// Bound to a node.
     Scheduled,
-    /// Containers running, not Ready yet: image pulled, weights loading.
+    /// Containers running, not Ready yet: image pulled, weights loading
+    /// (a pod that runs a model server).
     WeightsLoading,
+    /// Containers running (a pod that loads no model: a router, nginx).
+    Running,
     /// Ready condition True (for an injected probe: `/ready` passed).
     Ready,
     /// `/ready` answered 200 when asked through the API server's pod proxy.
@@ -55,6 +58,7 @@ impl StepKind {
             StepKind::Unschedulable => "unschedulable",
             StepKind::Scheduled => "scheduled",
             StepKind::WeightsLoading => "weights-loading",
+            StepKind::Running => "running",
             StepKind::Ready => "ready",
             StepKind::ReadyViaProxy => "ready-via-proxy",
             StepKind::ProxyDisagrees => "proxy-disagrees",
@@ -73,6 +77,7 @@ impl StepKind {
             StepKind::Unschedulable => "replacement pod cannot be scheduled",
             StepKind::Scheduled => "scheduled",
             StepKind::WeightsLoading => "containers running, loading weights",
+            StepKind::Running => "containers running",
             StepKind::Ready => "Ready",
             StepKind::ReadyViaProxy => "/ready answered 200 through the API server",
             StepKind::ProxyDisagrees => "/ready through the API server disagrees with Ready",
@@ -102,7 +107,7 @@ impl StepKind {
         match self {
             StepKind::SurgeCreated => facts::created_at(pod),
             StepKind::Scheduled => condition("PodScheduled"),
-            StepKind::WeightsLoading => facts::running_since(pod),
+            StepKind::WeightsLoading | StepKind::Running => facts::running_since(pod),
             StepKind::Ready | StepKind::NotReadyAgain => condition("Ready"),
             StepKind::Routable => facts::registered_by(pod),
             StepKind::OldTerminating => facts::deletion_requested_at(pod),
@@ -137,6 +142,12 @@ pub struct PodFacts {
     pub unschedulable: Option<String>,
     /// Carries the change (a replacement) or not (an old pod).
     pub new: bool,
+    /// Runs an infera worker: it registers, and answers `/ready` on its
+    /// readiness port ([`infera_model::pod::is_infera_worker`]).
+    pub worker: bool,
+    /// Runs a model server (an infera worker, or an engine the catalogue
+    /// recognises): its start is a weight load.
+    pub loads_model: bool,
 }
 
 impl PodFacts {
@@ -186,7 +197,21 @@ pub fn pod_facts(pod: &Pod, change: &Change, inferadeployment: bool) -> PodFacts
         routable: infera_model::pod::is_routable(pod),
         unschedulable,
         new: pod_has_change(pod, change, inferadeployment),
+        worker: infera_model::pod::is_infera_worker(pod),
+        loads_model: loads_model(pod),
     }
+}
+
+/// Whether `pod` runs a model server: an infera worker, or a main container
+/// whose engine the catalogue recognises.
+fn loads_model(pod: &Pod) -> bool {
+    infera_model::pod::is_infera_worker(pod)
+        || pod.spec.as_ref().is_some_and(|spec| {
+            spec.containers
+                .get(infera_model::pod::engine_container_index(spec))
+                .and_then(infera_model::catalogue::recognize)
+                .is_some()
+        })
 }
 
 /// Which steps a pod has already produced (each at most once, except
@@ -288,7 +313,12 @@ impl LegTracker {
                 emit(StepKind::Scheduled, None, seen);
             }
             if facts.running || facts.ready {
-                emit(StepKind::WeightsLoading, None, seen);
+                let started = if facts.loads_model {
+                    StepKind::WeightsLoading
+                } else {
+                    StepKind::Running
+                };
+                emit(started, None, seen);
             }
             if facts.serving_ready() {
                 emit(StepKind::Ready, None, seen);
@@ -371,12 +401,13 @@ impl LegTracker {
         self.pods.values()
     }
 
-    /// Replacement pods whose `/ready` should be asked through the proxy:
-    /// running, not terminating, not yet answered 200.
+    /// Replacement infera workers whose `/ready` should be asked through the
+    /// proxy: running, not terminating, not yet answered 200. Other pods
+    /// have no readiness port to ask.
     pub fn awaiting_proxy(&self) -> Vec<String> {
         self.pods
             .values()
-            .filter(|p| p.new && p.running && !p.terminating)
+            .filter(|p| p.worker && p.new && p.running && !p.terminating)
             .filter(|p| {
                 !self
                     .seen
@@ -462,7 +493,8 @@ mod tests {
     fn pod(name: &str, new: bool, extra: serde_json::Value) -> Pod {
         let mut v = json!({
             "metadata": {"name": name, "labels": {"infera.amd.com/service": "decode"}},
-            "spec": {"containers": [{"name": "infera", "image": "e:1"}]},
+            "spec": {"containers": [{"name": "infera", "image": "e:1",
+                "command": ["python3", "-m", "infera.engine.sglang"]}]},
             "status": {"phase": "Pending"}
         });
         if new {
@@ -498,6 +530,28 @@ mod tests {
 
     fn kinds(obs: Vec<Observation>) -> Vec<StepKind> {
         obs.into_iter().map(|o| o.kind).collect()
+    }
+
+    /// A pod that loads no model (a router, nginx) is `running`, never
+    /// `weights-loading`, and has no readiness port to ask through the proxy.
+    #[test]
+    fn a_pod_without_a_model_is_running_and_not_probed() {
+        let mut t = tracker();
+        t.apply(&Event::Init);
+        assert!(kinds(t.apply(&Event::InitDone)).is_empty());
+        let plain = json!({"spec": {"containers": [{"name": "infera", "image": "nginx:1.27", "command": null}]}});
+        let mut extra = running(false);
+        json_patch::merge(&mut extra, &plain);
+        let steps = kinds(t.apply(&Event::Apply(pod("web", true, extra))));
+        assert_eq!(
+            steps,
+            vec![
+                StepKind::SurgeCreated,
+                StepKind::Scheduled,
+                StepKind::Running
+            ]
+        );
+        assert!(t.awaiting_proxy().is_empty());
     }
 
     #[test]
