@@ -115,7 +115,7 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l context -d 'The name of the kubeconfig context to use' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l surge -d 'Plain Deployment only: set maxSurge 1 / maxUnavailable 0 first'
-complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l dry-run -d 'Print the plan and stop'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l dry-run -d 'Print the plan and stop, changing nothing; exit 3 when the roll would be refused (a predicted GAP or STALL without --force), else 0'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l force -d 'Proceed even when the preflight predicts a stall or a gap'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -s y -l yes -d 'Do not ask for confirmation'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from restart" -l abort -d 'Undo the current leg of an interrupted rollout (restore the previous template on the target, so the old pods keep serving) and forget it'
@@ -150,7 +150,7 @@ complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_s
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l context -d 'The name of the kubeconfig context to use' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s n -l namespace -d 'The namespace scope for this request (default: the context\'s namespace)' -r
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l surge -d 'Plain Deployment only: set maxSurge 1 / maxUnavailable 0 first'
-complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l dry-run -d 'Print the plan and stop'
+complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l dry-run -d 'Print the plan and stop, changing nothing; exit 3 when the roll would be refused (a predicted GAP or STALL without --force), else 0'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l force -d 'Proceed even when the preflight predicts a stall or a gap'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -s y -l yes -d 'Do not ask for confirmation'
 complete -c infera -n "__fish_infera_using_subcommand rollout; and __fish_seen_subcommand_from set-image" -l abort -d 'Undo the current leg of an interrupted rollout (restore the previous template on the target, so the old pods keep serving) and forget it'

@@ -406,7 +406,8 @@ pub struct RolloutArgs {
     /// Order of the legs (services), comma-separated.
     #[arg(long, value_name = "SERVICES", value_delimiter = ',')]
     pub order: Vec<String>,
-    /// Print the plan and stop.
+    /// Print the plan and stop, changing nothing; exit 3 when the roll
+    /// would be refused (a predicted GAP or STALL without --force), else 0.
     #[arg(long)]
     pub dry_run: bool,
     /// Proceed even when the preflight predicts a stall or a gap.

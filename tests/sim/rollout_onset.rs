@@ -135,6 +135,7 @@ async fn the_plan_shows_its_findings_on_the_leg_once() {
         .unwrap_or_else(|e| panic!("{e}"));
     let mut opts = Options::unattended(200.0);
     opts.dry_run = true;
+    opts.force = false;
     let conn = sim.connect().await;
     let outcome = execute(
         &conn,
@@ -156,6 +157,8 @@ async fn the_plan_shows_its_findings_on_the_leg_once() {
         assert_eq!(text.matches(&line).count(), 1, "{line} in {text}");
     }
     assert!(text.contains("llama-worker 1/1"), "{text}");
+    // A dry run exits as the roll would begin: refused, 3.
+    assert_eq!(outcome.exit, Exit::Stalled);
     sim.shutdown().await;
 }
 

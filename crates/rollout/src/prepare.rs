@@ -112,6 +112,19 @@ pub(crate) async fn prepare(
     })
 }
 
+/// A dry run exits as the real run would begin: 3 when the plan would
+/// refuse it without `--force` (a CI gate on `--dry-run` sees the GAP), 0
+/// otherwise; nothing is changed either way.
+fn dry_run_exit(plan: &Plan, opts: &Options, resumed: bool, out: &mut dyn Reporter) -> Exit {
+    if plan.refuses() && !opts.force && !resumed {
+        out.note(&plan.refusal());
+        out.note("Dry run: nothing was changed; the roll itself would stop here (exit 3) without --force.");
+        return Exit::Stalled;
+    }
+    out.note("Dry run: nothing was changed.");
+    Exit::Ok
+}
+
 /// After the plan: drive, or stop here with this exit code.
 pub(crate) enum Gate {
     Drive { pause_pods: bool },
@@ -133,8 +146,7 @@ pub(crate) fn gate(
         ));
     }
     if opts.dry_run {
-        out.note("Dry run: nothing was changed.");
-        return Ok(Gate::Stop(Exit::Ok));
+        return Ok(Gate::Stop(dry_run_exit(plan, opts, resumed, out)));
     }
     let mut pause_pods = opts.pause_between == PauseBetween::Pods && !opts.yes;
     if pause_pods && !out.interactive() {
