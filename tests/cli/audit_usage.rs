@@ -124,6 +124,36 @@ fn unreachable_api_names_the_url_and_exits_2() {
         .run();
 }
 
+/// A server that accepts the connection and never answers: after 2 s the
+/// user is told where infera is connecting (once), then the one-line error
+/// at the probe's 15 s timeout, exit 2.
+#[test]
+fn a_silent_server_is_named_while_infera_waits() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Accept (the kernel's backlog does) and never answer.
+    let _held = std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().take(8).collect();
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        drop(held);
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let config = kubeconfig(dir.path(), &url);
+    let out = Command::cargo_bin("infera")
+        .unwrap()
+        .args(["audit", "deploy/w", "--for", "1m", "--kubeconfig"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let notice = format!("connecting to {url}… (no answer yet; giving up after 15s)");
+    assert_eq!(stderr.matches(&notice).count(), 1, "{stderr}");
+    assert!(stderr.contains("no answer within 15s"), "{stderr}");
+    assert!(!stderr.contains("do-not-print-me"), "{stderr}");
+}
+
 #[test]
 fn unknown_context_lists_known_contexts_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();

@@ -628,6 +628,25 @@ fn context_user(source: &ConfigSource, context: &str) -> Option<String> {
         .filter(|u| !u.is_empty())
 }
 
+/// After this long without an answer, say where infera is connecting.
+const CONNECT_NOTICE_AFTER: Duration = Duration::from_secs(2);
+
+/// `probe`, with `connecting to URL…` on stderr once it has taken
+/// [`CONNECT_NOTICE_AFTER`] (a server that accepts and never answers
+/// otherwise leaves the user in silence until the timeout).
+async fn announced<T>(url: &str, probe: impl std::future::Future<Output = T>) -> T {
+    tokio::pin!(probe);
+    tokio::select! {
+        out = &mut probe => return out,
+        () = tokio::time::sleep(CONNECT_NOTICE_AFTER) => {}
+    }
+    eprintln!(
+        "connecting to {url}… (no answer yet; giving up after {}s)",
+        CONNECT_PROBE_TIMEOUT.as_secs()
+    );
+    probe.await
+}
+
 /// [`connect`] from an already-built `Config`.
 pub async fn connect_with(
     config: Config,
@@ -643,7 +662,12 @@ pub async fn connect_with(
     };
     let client = trace::client(config).map_err(client_err)?;
     let probe_client = trace::client(probe_config).map_err(client_err)?;
-    match tokio::time::timeout(CONNECT_PROBE_TIMEOUT, client.apiserver_version()).await {
+    match tokio::time::timeout(
+        CONNECT_PROBE_TIMEOUT,
+        announced(&url, client.apiserver_version()),
+    )
+    .await
+    {
         Err(_) => {
             return Err(ClusterError::Unreachable {
                 url,
