@@ -84,7 +84,10 @@ fn write_truth(
     requests: &infera_sim_core::requests::RequestLog,
 ) -> bool {
     let Some(path) = path else { return true };
-    let file = serde_json::json!({"requests": requests.records()});
+    let file = serde_json::json!({
+        "requests": requests.records(),
+        "requestsDropped": requests.dropped(),
+    });
     let text = serde_json::to_string_pretty(&file).unwrap_or_default();
     match std::fs::write(path, text) {
         Ok(()) => true,

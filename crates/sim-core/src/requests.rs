@@ -4,6 +4,7 @@
 //! exposes it beside the pod truth and `sim serve --truth FILE` writes it.
 //! It lives here so that the world and the store both reach it.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -62,24 +63,45 @@ pub struct RequestRecord {
     pub code: Option<u16>,
 }
 
-/// The request log: shared, append-only.
+/// The most records the log keeps: the oldest go first, counted. About
+/// 200 bytes a record: 20 MB at most, some 14 hours of a monitor probing
+/// two routers every second.
+pub const LOG_CAP: usize = 100_000;
+
+/// The request log: shared, append-only, the last [`LOG_CAP`] records.
 #[derive(Debug, Clone, Default)]
 pub struct RequestLog {
-    inner: Arc<Mutex<Vec<RequestRecord>>>,
+    inner: Arc<Mutex<Kept>>,
+}
+
+#[derive(Debug, Default)]
+struct Kept {
+    records: VecDeque<RequestRecord>,
+    dropped: u64,
 }
 
 impl RequestLog {
-    /// Append one finished request.
+    /// Append one finished request (dropping the oldest past [`LOG_CAP`]).
     pub fn record(&self, r: RequestRecord) {
-        self.lock().push(r);
+        let mut kept = self.lock();
+        kept.records.push_back(r);
+        if kept.records.len() > LOG_CAP {
+            kept.records.pop_front();
+            kept.dropped += 1;
+        }
     }
 
-    /// Every request recorded so far, in the order they ended.
+    /// Every request kept, in the order they ended.
     pub fn records(&self) -> Vec<RequestRecord> {
-        self.lock().clone()
+        self.lock().records.iter().cloned().collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<RequestRecord>> {
+    /// How many of the oldest records were dropped for [`LOG_CAP`].
+    pub fn dropped(&self) -> u64 {
+        self.lock().dropped
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
         self.inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -96,6 +118,30 @@ pub fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Past the cap the oldest records go, and are counted.
+    #[test]
+    fn the_log_keeps_the_newest_records() {
+        let log = RequestLog::default();
+        let total = LOG_CAP as u64 + 5;
+        for seq in 0..total {
+            log.record(RequestRecord {
+                id: format!("r-{seq}"),
+                router: "r".into(),
+                path: "/v1/completions".into(),
+                stream: false,
+                started_ms: seq,
+                ended_ms: seq,
+                served_by: Vec::new(),
+                outcome: Outcome::Ok,
+                code: None,
+            });
+        }
+        let kept = log.records();
+        assert_eq!(kept.len(), LOG_CAP);
+        assert_eq!(kept.first().map(|r| r.id.as_str()), Some("r-5"));
+        assert_eq!(log.dropped(), 5);
+    }
 
     #[test]
     fn records_serialize_with_the_contract_names() {

@@ -5,7 +5,7 @@
 //! routers write). Tests hold infera's reports against it; `sim serve
 //! --truth FILE` writes it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,6 +30,11 @@ pub struct TruthPoint {
     pub routable: u32,
 }
 
+/// The most points a service's series keeps: the oldest go first. A point
+/// is 16 bytes, so a service that changes every second fills it in 18 h
+/// and holds 1 MiB.
+pub const SERIES_CAP: usize = 65_536;
+
 /// Per `namespace/deployment/service`, its counts over time.
 #[derive(Debug, Clone, Default)]
 pub struct Truth {
@@ -41,7 +46,7 @@ pub struct Truth {
 struct TruthState {
     /// pod key → (group, ready, routable)
     pods: BTreeMap<String, (String, bool, bool)>,
-    series: BTreeMap<String, Vec<TruthPoint>>,
+    series: BTreeMap<String, VecDeque<TruthPoint>>,
 }
 
 impl TruthState {
@@ -67,14 +72,17 @@ impl TruthState {
                 });
             let series = self.series.entry(group).or_default();
             if series
-                .last()
+                .back()
                 .is_none_or(|p| (p.ready, p.routable) != (ready, routable))
             {
-                series.push(TruthPoint {
+                series.push_back(TruthPoint {
                     at_ms,
                     ready,
                     routable,
                 });
+                if series.len() > SERIES_CAP {
+                    series.pop_front();
+                }
             }
         }
     }
@@ -148,7 +156,9 @@ impl Truth {
 
     /// Every group's series.
     pub fn series(&self) -> BTreeMap<String, Vec<TruthPoint>> {
-        self.lock().series.clone()
+        (self.lock().series.iter())
+            .map(|(group, points)| (group.clone(), points.iter().copied().collect()))
+            .collect()
     }
 
     /// One group's (lowest Ready, lowest routable, time with Ready < floor,
@@ -190,9 +200,35 @@ impl Truth {
     }
 
     /// The truth file: `{"pods": {group: [{at_ms, ready, routable}]},
-    /// "requests": [RequestRecord…]}` (`docs/traffic.md`).
+    /// "requests": [RequestRecord…], "requestsDropped": N}` (`docs/traffic.md`;
+    /// each series and the requests are the newest kept, see the caps).
     pub fn to_json(&self) -> String {
-        let file = serde_json::json!({"pods": self.series(), "requests": self.requests.records()});
+        let file = serde_json::json!({
+            "pods": self.series(),
+            "requests": self.requests.records(),
+            "requestsDropped": self.requests.dropped(),
+        });
         serde_json::to_string_pretty(&file).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A service that changes for ever keeps its last [`SERIES_CAP`]
+    /// points: the oldest go, the newest is always there.
+    #[test]
+    fn a_series_keeps_its_newest_points_up_to_the_cap() {
+        let mut state = TruthState::default();
+        let changes = SERIES_CAP as u64 + 1_000;
+        for at in 0..changes {
+            let ready = at % 2 == 0;
+            state.update("ns/p".into(), Some(("ns/d/s".into(), ready, ready)), at);
+        }
+        let series = &state.series["ns/d/s"];
+        assert_eq!(series.len(), SERIES_CAP);
+        assert_eq!(series.front().map(|p| p.at_ms), Some(1_000));
+        assert_eq!(series.back().map(|p| p.at_ms), Some(changes - 1));
     }
 }
