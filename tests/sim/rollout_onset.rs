@@ -206,3 +206,49 @@ async fn a_resumed_roll_owns_the_gap_its_first_run_left() {
     );
     sim.shutdown().await;
 }
+
+/// `kubectl rollout restart deploy/llama-decode` (its template annotation,
+/// as kubectl patches it) on an operator-rendered Deployment: the operator
+/// reverts it, the replacement goes before it is Ready, and `infera audit`
+/// says the restart was undone instead of a bare "never fewer…".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_audit_says_when_the_operator_undid_a_restart() {
+    let sim = Sim::start("pd-1p1d", 20.0).await;
+    let kubeconfig = sim.kubeconfig().display().to_string();
+    let audit = tokio::task::spawn_blocking(move || {
+        crate::common::process::infera(&[
+            "audit",
+            "idep/llama",
+            "--for",
+            "20s",
+            "-n",
+            "llm",
+            "--kubeconfig",
+            &kubeconfig,
+        ])
+        .output()
+    });
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let at = "2026-12-08T00:00:00Z";
+    sim.store()
+        .mutate(Kind::Deployment, Some("llm"), "llama-decode", |d| {
+            d["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"] =
+                at.into();
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = audit
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("infera: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let undone = "; a restart was undone before it served: llama-decode-";
+    assert!(stdout.contains(undone), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "(kubectl.kubernetes.io/restartedAt {at}) was deleted before it was Ready"
+        )),
+        "{stdout}"
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    sim.shutdown().await;
+}

@@ -148,6 +148,10 @@ pub struct Auditor {
     pub(crate) histories: Histories,
     /// Set at the first `InitDone`: numbers are only meaningful from then on.
     pub(crate) origin: Option<Instant>,
+    /// Audited pods seen Ready at least once (dropped when they go).
+    ever_ready: std::collections::BTreeSet<String>,
+    /// Restarts undone before they served ([`Self::check_undone`]).
+    pub(crate) undone_restarts: Vec<crate::report::UndoneRestart>,
     sight: Option<Sight>,
     blind: Option<Blind>,
     /// The API server answers again: the watch must be started afresh.
@@ -221,6 +225,8 @@ impl Auditor {
             live: Reflector::new(),
             histories: Histories::default(),
             origin: None,
+            ever_ready: std::collections::BTreeSet::new(),
+            undone_restarts: Vec::new(),
             sight: None,
             blind: None,
             resync: false,
@@ -481,11 +487,15 @@ impl Auditor {
             Delta::Nothing => {}
             Delta::Upserted(key) => {
                 if let Some(facts) = self.live.get(&key).cloned() {
+                    if facts.ready {
+                        self.ever_ready.insert(key.clone());
+                    }
                     let m = self.moment(now);
                     self.histories.observe(&key, &facts, &m);
                 }
             }
             Delta::Removed(key, _) => {
+                self.check_undone(&key, last.as_ref());
                 let m = self.moment(now);
                 self.histories.gone(&key, last.as_ref(), None, &m);
             }
@@ -494,6 +504,29 @@ impl Auditor {
         // Sighted after the event is applied: it arrived while blind, so it
         // was timed by the server's timestamps.
         self.transition(sighted, now);
+    }
+
+    /// A pod `key` is gone: a replacement of a restart that never was
+    /// Ready, while pods of its role without that restart still run, is a
+    /// restart undone before it served.
+    fn check_undone(&mut self, key: &str, last: Option<&Facts>) {
+        let ever_ready = self.ever_ready.remove(key);
+        let Some(f) = last else { return };
+        let Some(restarted_at) = &f.restarted_at else {
+            return;
+        };
+        let others_older = self.live.values().any(|o| {
+            o.role == f.role
+                && o.restarted_at
+                    .as_deref()
+                    .is_none_or(|t| t < restarted_at.as_str())
+        });
+        if !ever_ready && !f.ready && others_older {
+            self.undone_restarts.push(crate::report::UndoneRestart {
+                pod: f.name.clone(),
+                restarted_at: restarted_at.clone(),
+            });
+        }
     }
 
     fn relisted(&mut self, vanished: Vec<(String, Facts)>, now: Instant) {
@@ -510,6 +543,9 @@ impl Auditor {
         let m = self.moment(now);
         for (key, facts) in &listed {
             self.histories.observe(key, facts, &m);
+            if facts.ready {
+                self.ever_ready.insert(key.clone());
+            }
         }
         for (key, _) in &vanished {
             self.histories.gone(key, None, None, &m);

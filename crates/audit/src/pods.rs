@@ -14,6 +14,10 @@ use infera_model::pod;
 use super::evidence::{Known, Track};
 use super::server_clock::{ServerClock, Timed};
 
+/// The annotation `kubectl rollout restart` puts on a Deployment's
+/// template (k8s.io/kubectl `polymorphichelpers/objectrestarter.go`).
+pub const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";
+
 /// What one version of a pod's object says, as far as the audit cares.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Facts {
@@ -30,6 +34,9 @@ pub struct Facts {
     running_at: Option<Timestamp>,
     created: Option<Timestamp>,
     pub shutdown: Option<crate::report::Shutdown>,
+    /// `kubectl.kubernetes.io/restartedAt` (from its template): the
+    /// `kubectl rollout restart` that made it, if any.
+    pub restarted_at: Option<String>,
 }
 
 impl Facts {
@@ -48,6 +55,9 @@ impl Facts {
             running_at: pod::running_since(pod),
             created: pod::created_at(pod),
             shutdown: crate::report::Shutdown::of(pod),
+            restarted_at: (pod.metadata.annotations.as_ref())
+                .and_then(|a| a.get(RESTARTED_AT))
+                .cloned(),
         }
     }
 

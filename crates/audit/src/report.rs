@@ -254,6 +254,14 @@ impl Shutdown {
     }
 }
 
+/// A restart undone before it served: its replacement pod, deleted before
+/// it was Ready, and the restart's `kubectl.kubernetes.io/restartedAt`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UndoneRestart {
+    pub pod: String,
+    pub restarted_at: String,
+}
+
 /// Step kinds that delete a pod (the rollout's and the narrator's).
 pub(crate) fn is_deletion(kind: &str) -> bool {
     matches!(kind, "old-terminating" | "deleted" | "evicted")
@@ -313,6 +321,10 @@ pub struct Report {
     /// `origin` in UTC (RFC 3339): when the evidence begins.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
+    /// Replacements a restart created that were deleted before they were
+    /// Ready while the pods without that restart kept running.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub undone_restarts: Vec<UndoneRestart>,
     /// The requests sent through the serving path (`--traffic`), joined
     /// with the steps.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -585,6 +597,27 @@ impl Report {
 
     /// One sentence: what the evidence says.
     pub fn sentence(&self) -> String {
+        format!("{}{}", self.counts_sentence(), self.undone_note())
+    }
+
+    /// `; a restart was undone before it served: …` for each replacement
+    /// a restart created that was deleted before it was Ready while the
+    /// pods without that restart kept running (the infera operator reverts
+    /// a `kubectl rollout restart` of a Deployment it renders).
+    fn undone_note(&self) -> String {
+        self.undone_restarts
+            .iter()
+            .map(|u| {
+                format!(
+                    "; a restart was undone before it served: {} (kubectl.kubernetes.io/restartedAt {}) was deleted before it was Ready and the pods without that restart kept running; if the infera operator renders this Deployment it reverts edits to it: restart through the InferaDeployment (`infera rollout restart idep/NAME`)",
+                    u.pod, u.restarted_at
+                )
+            })
+            .collect()
+    }
+
+    /// What the pod counts say.
+    fn counts_sentence(&self) -> String {
         let plural = if self.samples == 1 { "" } else { "s" };
         let head = format!(
             "{} sample{plural} over {}",

@@ -618,3 +618,53 @@ fn a_partition_is_reconstructed_from_the_servers_timestamps() {
         r.sentence()
     );
 }
+
+/// `pod(…)` made by a `kubectl rollout restart` at `at`.
+fn restarted(mut p: Pod, at: &str) -> Pod {
+    p.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(crate::pods::RESTARTED_AT.into(), at.into());
+    p
+}
+
+/// A restart's replacement deleted before it was Ready while the old pod
+/// runs on (the operator reverted the template) is said; a restart that
+/// went through (the old pod went, the replacement served) is not.
+#[test]
+fn a_restart_undone_before_it_served_is_said() {
+    let t0 = Instant::now();
+    let at = "2026-12-08T00:00:00Z";
+    let mut a = decode_auditor().with_target("idep/llm");
+    list(&mut a, &[pod("old", "decode", true, true, false)], t0);
+    let new = || restarted(pod("new", "decode", false, false, false), at);
+    a.apply(&Event::Apply(new()), secs(t0, 1.0));
+    a.apply(&Event::Delete(new()), secs(t0, 2.0));
+    let r = a.finish(Outcome::Complete, secs(t0, 5.0));
+    assert_eq!(
+        r.undone_restarts,
+        [crate::report::UndoneRestart {
+            pod: "new".into(),
+            restarted_at: at.into()
+        }]
+    );
+    assert!(
+        r.sentence().ends_with(
+            "; a restart was undone before it served: new (kubectl.kubernetes.io/restartedAt 2026-12-08T00:00:00Z) was deleted before it was Ready and the pods without that restart kept running; if the infera operator renders this Deployment it reverts edits to it: restart through the InferaDeployment (`infera rollout restart idep/NAME`)"
+        ),
+        "{}",
+        r.sentence()
+    );
+
+    let mut b = decode_auditor().with_target("idep/llm");
+    list(&mut b, &[pod("old", "decode", true, true, false)], t0);
+    let ready = restarted(pod("new", "decode", true, true, false), at);
+    b.apply(&Event::Apply(ready), secs(t0, 1.0));
+    b.apply(
+        &Event::Delete(pod("old", "decode", false, false, true)),
+        secs(t0, 2.0),
+    );
+    let r = b.finish(Outcome::Complete, secs(t0, 5.0));
+    assert!(r.undone_restarts.is_empty(), "{:?}", r.undone_restarts);
+    assert!(!r.sentence().contains("undone"), "{}", r.sentence());
+}

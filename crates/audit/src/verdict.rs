@@ -110,6 +110,7 @@ pub(crate) fn report(
         chart_services: None,
         origin: a.origin,
         started_at: a.origin.map(|o| a.clock.utc(o)),
+        undone_restarts: a.undone_restarts.clone(),
         traffic: None,
     }
 }

@@ -287,6 +287,9 @@ impl ManyReport {
                 .iter()
                 .filter_map(|r| r.started_at.clone())
                 .min(),
+            undone_restarts: (self.reports.iter())
+                .flat_map(|r| r.undone_restarts.iter().cloned())
+                .collect(),
             traffic: None,
         }
     }
