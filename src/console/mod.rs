@@ -214,19 +214,7 @@ fn print_steps(report: &Report) {
     }
     println!("steps:");
     for s in &report.steps {
-        let mut line = format!(
-            "  {:>8}  {:<8} {:<17}",
-            infera_audit::format_seconds(s.elapsed_s),
-            s.service,
-            s.kind
-        );
-        if let Some(pod) = &s.pod {
-            line.push_str(&format!(" {pod}"));
-        }
-        if let Some(node) = &s.node {
-            line.push_str(&format!(" on {node}"));
-        }
-        println!("{}", line.trim_end());
+        println!("  {}", s.line());
     }
 }
 

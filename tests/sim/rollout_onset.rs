@@ -210,7 +210,8 @@ async fn a_resumed_roll_owns_the_gap_its_first_run_left() {
 /// `kubectl rollout restart deploy/llama-decode` (its template annotation,
 /// as kubectl patches it) on an operator-rendered Deployment: the operator
 /// reverts it, the replacement goes before it is Ready, and `infera audit`
-/// says the restart was undone instead of a bare "never fewer…".
+/// says the restart was undone instead of a bare "never fewer…"; its steps
+/// are said live on stderr as they happen.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_audit_says_when_the_operator_undid_a_restart() {
     let sim = Sim::start("pd-1p1d", 20.0).await;
@@ -250,5 +251,11 @@ async fn an_audit_says_when_the_operator_undid_a_restart() {
         "{stdout}"
     );
     assert_eq!(out.status.code(), Some(0), "{stdout}");
+    // The audit said each step as it came, on stderr, before its end.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for kind in ["created", "deleted"] {
+        let live = format!("decode   {kind:<17} llama-decode-");
+        assert!(stderr.contains(&live), "{live:?} in\n{stderr}");
+    }
     sim.shutdown().await;
 }

@@ -748,6 +748,14 @@ impl Auditor {
         counts
     }
 
+    /// The steps recorded from the `n`-th on.
+    pub fn steps_from(&self, n: usize) -> Vec<StepRecord> {
+        self.steps
+            .get(n..)
+            .map(<[StepRecord]>::to_vec)
+            .unwrap_or_default()
+    }
+
     /// The time the watched pod `name` has to stop, as its object says.
     fn shutdown_of(&self, name: &str) -> Option<crate::report::Shutdown> {
         self.live

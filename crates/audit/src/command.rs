@@ -259,9 +259,25 @@ pub async fn audit_target_with(
         tokio::select! {
             _ = deadline => Outcome::Complete,
             _ = &mut interrupt => Outcome::Interrupted,
+            () = narrate_live(&session, status) => Outcome::Interrupted,
         }
     };
     Ok(label(session.finish(outcome).await?))
+}
+
+/// Say each step as it is recorded (an audit `--for 30m` is otherwise
+/// silent until its end); never returns.
+async fn narrate_live(session: &AuditSession, status: &dyn Fn(&str)) {
+    let mut told = 0;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let steps = session.steps_since(told);
+        told += steps.len();
+        for step in steps {
+            status(&step.line());
+        }
+    }
 }
 
 /// For an InferaDeployment target: the generation its operator-rendered

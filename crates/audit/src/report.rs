@@ -209,6 +209,26 @@ pub struct StepRecord {
     pub(crate) wall_offset: Duration,
 }
 
+impl StepRecord {
+    /// `    4.3s  decode   deleted           POD on NODE`: the step as a line
+    /// of the audit's narration (live on stderr, and under the table).
+    pub fn line(&self) -> String {
+        let mut line = format!(
+            "{:>8}  {:<8} {:<17}",
+            format_seconds(self.elapsed_s),
+            self.service,
+            self.kind
+        );
+        if let Some(pod) = &self.pod {
+            let _ = write!(line, " {pod}");
+        }
+        if let Some(node) = &self.node {
+            let _ = write!(line, " on {node}");
+        }
+        line.trim_end().to_string()
+    }
+}
+
 /// The time a deleted pod had to stop: its grace period and its engine's
 /// drain (what IR016 weighs before the roll, read from the pod itself).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -178,6 +178,15 @@ impl AuditSession {
         lock(&self.auditors).first().map_or(0, Auditor::lists)
     }
 
+    /// The first auditor's steps from the `n`-th on (what happened since
+    /// the caller last looked).
+    pub fn steps_since(&self, n: usize) -> Vec<crate::report::StepRecord> {
+        lock(&self.auditors)
+            .first()
+            .map(|a| a.steps_from(n))
+            .unwrap_or_default()
+    }
+
     /// Current Ready/routable counts per role, from the cache.
     pub fn counts(&self) -> Vec<RoleCounts> {
         lock(&self.auditors)
