@@ -414,6 +414,7 @@ fn report_json_has_exactly_the_issue_shape() {
             "roles",
             "sample_interval_s",
             "samples",
+            "started_at",
             "steps",
             "target"
         ]
