@@ -55,6 +55,7 @@ use super::prober::{self, Engine, Probe, Seen};
 use super::router::{self, RouterPlace, RouterSpec};
 use super::serve::ServingPort;
 use super::{Shared, lock, retry, status_code};
+use infera_model::kv::KvIdentity;
 use infera_sim_core::json::str_at;
 
 pub use super::prober::is_infera_worker;
@@ -71,32 +72,59 @@ pub(super) struct PodSignal {
     pub node_not_ready: bool,
 }
 
-/// Registered decode workers per (namespace, InferaDeployment), for the PD barrier.
+/// The registered prefill and decode workers per (namespace,
+/// InferaDeployment), each with its KV identity, for the PD barrier.
 #[derive(Default)]
 pub(super) struct Registry {
-    decodes: Mutex<HashMap<(String, String), u32>>,
+    members: Mutex<HashMap<(String, String), Vec<Member>>>,
     changed: Notify,
 }
 
+/// A registered prefill or decode.
+#[derive(Debug, Clone, PartialEq)]
+struct Member {
+    pod: String,
+    role: String,
+    kv: KvIdentity,
+}
+
 impl Registry {
-    fn add(&self, key: &(String, String), delta: i32) {
-        let mut map = lock(&self.decodes);
-        let entry = map.entry(key.clone()).or_default();
-        *entry = entry.saturating_add_signed(delta);
-        drop(map);
+    fn join(&self, key: &(String, String), m: Member) {
+        lock(&self.members).entry(key.clone()).or_default().push(m);
         self.changed.notify_waiters();
     }
+
+    fn leave(&self, key: &(String, String), pod: &str) {
+        if let Some(list) = lock(&self.members).get_mut(key) {
+            list.retain(|m| m.pod != pod);
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// The registered workers of `role`, by pod name.
+    fn of_role(&self, key: &(String, String), role: &str) -> Vec<Member> {
+        let mut list: Vec<Member> = lock(&self.members)
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter(|m| m.role == role)
+            .cloned()
+            .collect();
+        list.sort_by(|a, b| a.pod.cmp(&b.pod));
+        list
+    }
+
     fn has(&self, key: &(String, String)) -> bool {
-        lock(&self.decodes).get(key).is_some_and(|n| *n > 0)
+        !self.of_role(key, "decode").is_empty()
     }
 }
 
-/// A registered decode, counted in the registry while it lives.
-struct DecodeCount(Arc<Registry>, (String, String));
+/// A registered prefill or decode, in the registry while it lives.
+struct Membership(Arc<Registry>, (String, String), String);
 
-impl Drop for DecodeCount {
+impl Drop for Membership {
     fn drop(&mut self) {
-        self.0.add(&self.1, -1);
+        self.0.leave(&self.1, &self.2);
     }
 }
 
@@ -104,7 +132,7 @@ impl Drop for DecodeCount {
 /// go when it is dropped (crash, termination, task aborted).
 struct Registration {
     _listener: Option<Listener>,
-    _decode: Option<DecodeCount>,
+    _member: Option<Membership>,
 }
 
 /// A running router: its port, its registration tasks and the flag that
@@ -339,6 +367,12 @@ impl PodTask {
             clock: self.shared.clock.clone(),
             ttft: timings.ttft,
             token_rate: timings.token_rate,
+            kv: super::engine::KvHandshake {
+                pod: self.spec.name.clone(),
+                digest: e.kv.digest(),
+                policy: e.kv_policy,
+                recompute_ttft: timings.recompute_ttft,
+            },
         });
         self.st.engine_port = addr.and_then(|a| self.serve(a, app));
     }
@@ -521,6 +555,10 @@ impl PodTask {
         let Some(e) = self.spec.engine.clone() else {
             return true;
         };
+        if let Some(why) = self.kv_check(&e) {
+            self.barrier_failed(&why).await;
+            return true;
+        }
         let info = json!({"worker_id": self.spec.name, "url": format!("http://{}:{}", self.ip.addr(), e.port),
             "model_name": e.model, "engine": e.engine, "status": "ready", "disagg_mode": e.role}).to_string();
         if !self.annotate(Some(info)).await {
@@ -529,15 +567,60 @@ impl PodTask {
         let listener = self
             .readiness_addr()
             .and_then(|addr| self.listen(addr, READY_PATHS));
-        let decode = self.is_role("decode").then(|| {
-            self.registry.add(&self.spec.idep, 1);
-            DecodeCount(self.registry.clone(), self.spec.idep.clone())
+        let member = (self.is_role("prefill") || self.is_role("decode")).then(|| {
+            let m = Member {
+                pod: self.spec.name.clone(),
+                role: e.role.clone(),
+                kv: e.kv.clone(),
+            };
+            self.registry.join(&self.spec.idep, m);
+            Membership(
+                self.registry.clone(),
+                self.spec.idep.clone(),
+                self.spec.name.clone(),
+            )
         });
         self.st.registration = Some(Registration {
             _listener: listener,
-            _decode: decode,
+            _member: member,
         });
         true
+    }
+
+    /// Under an operator with the KV barrier (PR #176): why this worker may
+    /// not register. A decode probes every registered prefill, a prefill
+    /// has moved its block to the first registered decode; an identity that
+    /// differs fails. Before #176 nothing is checked.
+    fn kv_check(&self, e: &prober::Engine) -> Option<String> {
+        if !self.shared.scenario.operator.kv_barrier() {
+            return None;
+        }
+        let peers = match e.role.as_str() {
+            "decode" => self.registry.of_role(&self.spec.idep, "prefill"),
+            "prefill" => self
+                .registry
+                .of_role(&self.spec.idep, "decode")
+                .into_iter()
+                .take(1)
+                .collect(),
+            _ => Vec::new(),
+        };
+        let peer = peers.into_iter().find(|m| m.kv != e.kv)?;
+        Some(format!(
+            "KV compatibility check with {} {} failed: {}",
+            peer.role,
+            peer.pod,
+            e.kv.describe_change(&peer.kv)
+        ))
+    }
+
+    /// The barrier's failure is fatal: the container exits and restarts
+    /// after the backoff (CrashLoopBackOff while it waits).
+    async fn barrier_failed(&mut self, why: &str) {
+        self.container_events("Warning", "BackOff", |name, _| {
+            format!("Back-off restarting failed container {name}: {why}")
+        });
+        self.crash().await;
     }
 
     fn probe_timeout(&self, p: &Probe) -> Duration {
