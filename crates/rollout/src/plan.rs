@@ -295,6 +295,9 @@ pub struct Plan {
     /// (`--min-ready`).
     pub roles_now: Vec<RoleNow>,
     pub min_ready: u32,
+    /// What the roll does to prefill/decode pairs (`None`: not a P/D fleet
+    /// of recognized engines).
+    pub coherence: Option<super::coherence::Coherence>,
 }
 
 impl Plan {
@@ -310,10 +313,14 @@ impl Plan {
     }
 
     /// Whether the rollout stops here without `--force`: a predicted stall
-    /// or gap, a role already below the floor, or a GitOps tool that would
-    /// revert the change.
+    /// or gap, a role already below the floor, a GitOps tool that would
+    /// revert the change, or prefill and decode that would pair across an
+    /// incompatible change.
     pub fn refuses(&self) -> bool {
-        !self.blocking().is_empty()
+        self.coherence
+            .as_ref()
+            .is_some_and(super::coherence::Coherence::blocks)
+            || !self.blocking().is_empty()
             || !self.below_floor().is_empty()
             || self.gitops.as_ref().is_some_and(|g| g.refuses())
     }
@@ -346,7 +353,17 @@ impl Plan {
                 self.min_ready
             );
         }
+        let incoherent = self
+            .coherence
+            .as_ref()
+            .is_some_and(super::coherence::Coherence::blocks);
         match &self.gitops {
+            _ if incoherent && self.blocking().is_empty() => {
+                "Stopping before any change: prefill and decode would pair across an incompatible \
+                 KV change (see above). Roll both roles together or keep one identity, or rerun \
+                 with `--force` to roll anyway and watch it happen."
+                    .to_string()
+            }
             Some(g) if g.refuses() && self.blocking().is_empty() => format!(
                 "Stopping before any change: {} would revert it mid-roll (see above). \
                  Commit the change to Git or suspend reconciliation, or rerun with `--force` \
@@ -442,6 +459,11 @@ impl Plan {
         if let Some(g) = &self.gitops {
             lines.extend(g.render(&self.target));
         }
+        lines.extend(
+            self.coherence
+                .as_ref()
+                .map(super::coherence::Coherence::render),
+        );
         for leg in self.blocking() {
             lines.push(format!(
                 "  predicted {} on leg {}: {}",
