@@ -10,8 +10,10 @@
 //! across the change fails (`kv_load_failure_policy: fail`) or is
 //! prefilled again on the decode (`recompute`) for the mixed window.
 //!
-//! The window is estimated from the plan: the other role's old pods stay
-//! registered through their preStop hook, and, when that role rolls
+//! The window is estimated from the plan: the first role's new pod may
+//! count Ready (and its leg end) up to its readiness probe's period after
+//! it registered; the other role's old pods stay registered through their
+//! preStop hook, and, when that role rolls
 //! surge-first, until their replacements are Ready (their start-up, read
 //! from the live pods: Ready since minus started at); when the first role
 //! has more than one pod, its first new pod registers earlier, by its
@@ -56,6 +58,13 @@ impl Side {
             c.image = Some(image.to_string());
         }
         KvIdentity::of(&c)
+    }
+
+    /// Its readiness probe's period: how long after registering a new pod
+    /// may wait to count Ready (and its leg to go on).
+    fn probe_period(&self) -> f64 {
+        let probe = self.main.as_ref().and_then(|c| c.readiness_probe.as_ref());
+        probe.map_or(0.0, |p| f64::from(p.period_seconds.unwrap_or(10)))
     }
 
     fn prestop(&self) -> f64 {
@@ -249,7 +258,7 @@ fn window(first: &Side, other: &Side) -> Option<f64> {
         0 | 1 => 0.0,
         n => f64::from(n - 1) * first.startup?,
     };
-    Some(other.prestop() + surge_wait + earlier)
+    Some(first.probe_period() + other.prestop() + surge_wait + earlier)
 }
 
 #[cfg(test)]
