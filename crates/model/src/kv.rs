@@ -104,7 +104,9 @@ impl KvIdentity {
         let flags = catalogue::Flags::parse(&tokens);
         let flag =
             |names: &[&str], default: &str| flags.value(names).unwrap_or(default).to_string();
-        let backend_env = env(c, "VLLM_ATTENTION_BACKEND").unwrap_or("auto");
+        let backend_env = catalogue::env_value(c, "VLLM_ATTENTION_BACKEND")
+            .flatten()
+            .unwrap_or("auto");
         let speculative = flags
             .value(&["--speculative-algorithm", "--speculative-config"])
             .unwrap_or("none");
@@ -155,16 +157,6 @@ impl KvIdentity {
             .collect::<Vec<_>>()
             .join(", ")
     }
-}
-
-/// A container's literal env value.
-fn env<'c>(c: &'c Container, name: &str) -> Option<&'c str> {
-    c.env
-        .iter()
-        .flatten()
-        .rev()
-        .find(|e| e.name == name)
-        .and_then(|e| e.value.as_deref())
 }
 
 /// An image's version: its digest, else its tag, else `latest`.
