@@ -335,3 +335,47 @@ fn stream(model: String, g: Generation, schedule: Schedule) -> Response<Body> {
     );
     resp
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(policy: LoadFailurePolicy) -> KvHandshake {
+        KvHandshake {
+            pod: "decode-0".into(),
+            digest: "d1".into(),
+            policy,
+            recompute_ttft: 7.0,
+        }
+    }
+
+    fn asked(body: Value) -> Generation {
+        let c = EngineConfig {
+            model: "m".into(),
+            clock: SimClock::new(1.0),
+            ttft: 0.2,
+            token_rate: 50.0,
+            kv: kv(LoadFailurePolicy::Fail),
+        };
+        parse(&c, Api::Completions, body.to_string().as_bytes()).unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    /// A decode loads the KV of a prefill of its own identity; another
+    /// fails the request (`fail`) or is prefilled locally (`recompute`).
+    #[test]
+    fn the_decode_checks_the_prefills_identity() {
+        let same = asked(json!({"kv_transfer_params": {"compat_hash": "d1"}}));
+        let other = asked(json!({"kv_transfer_params": {"compat_hash": "p0"}}));
+        let none = asked(json!({}));
+        let fail = kv(LoadFailurePolicy::Fail);
+        let recompute = kv(LoadFailurePolicy::Recompute);
+        assert_eq!(handshake(&fail, &same).ok(), Some(None));
+        assert_eq!(handshake(&fail, &none).ok(), Some(None));
+        assert_eq!(handshake(&recompute, &other).ok(), Some(Some(7.0)));
+        let refused = handshake(&fail, &other).err();
+        let status = refused.map(|r| r.status());
+        assert_eq!(status, Some(StatusCode::INTERNAL_SERVER_ERROR));
+        let prefill = asked(json!({"kv_transfer_params": {"do_remote_decode": true}}));
+        assert!(prefill.remote_decode && !same.remote_decode);
+    }
+}
