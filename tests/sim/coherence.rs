@@ -290,3 +290,64 @@ async fn before_176_recompute_serves_paired_requests_slower() {
     }
     sim.shutdown().await;
 }
+
+/// `POST` a completion through the router's Service with `x-disagg-revision:
+/// revision`: the status and the response's headers.
+async fn complete(client: &kube::Client, revision: &str) -> (u16, http::HeaderMap) {
+    let body =
+        json!({"model": "meta-llama/Llama-3.1-8B-Instruct", "max_tokens": 2, "prompt": "hi"});
+    let req = http::Request::post(
+        "/api/v1/namespaces/llm/services/llama-router:http/proxy/v1/completions",
+    )
+    .header("content-type", "application/json")
+    .header("x-disagg-revision", revision)
+    .body(body.to_string().into_bytes())
+    .unwrap_or_else(|e| panic!("{e}"));
+    let resp = client.send(req.map(kube::client::Body::from)).await;
+    let resp = resp.unwrap_or_else(|e| panic!("{e}"));
+    (resp.status().as_u16(), resp.headers().clone())
+}
+
+/// llm-d's revision pinning: once every worker carries
+/// `disaggregatedset.x-k8s.io/revision: r1`, a request naming `r1` is
+/// served by a matched pair and answered with `x-disagg-revision: r1`, one
+/// naming another revision finds no worker (503).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_router_pins_a_request_to_its_revision() {
+    let sim = Sim::with(scenario("pd-1p1d", false)).await;
+    let ideps: Api<DynamicObject> = Api::namespaced_with(
+        sim.client().await,
+        "llm",
+        &infera_cluster::inferadeployment_resource(),
+    );
+    let labels = json!({"podLabels": {"disaggregatedset.x-k8s.io/revision": "r1"}});
+    let patch = json!({"spec": {"services": {"prefill": labels, "decode": labels}}});
+    ideps
+        .patch("llama", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut config = sim.client_config().await.unwrap_or_else(|e| panic!("{e}"));
+    config.default_retry = false;
+    let client = kube::Client::try_from(config).unwrap_or_else(|e| panic!("{e}"));
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let headers = loop {
+        let (status, headers) = complete(&client, "r1").await;
+        if status == 200 {
+            break headers;
+        }
+        assert!(Instant::now() < deadline, "r1 never served: {status}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    assert_eq!(header("x-disagg-revision").as_deref(), Some("r1"));
+    assert_eq!(header("x-infera-kv-pair").as_deref(), Some("match"));
+    let served = header("x-infera-served-by").unwrap_or_default();
+    assert_eq!(served.split(',').count(), 2, "{served}");
+    assert_eq!(complete(&client, "r2").await.0, 503);
+    sim.shutdown().await;
+}
