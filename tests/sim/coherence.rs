@@ -90,9 +90,11 @@ fn rollout(command: &'static str) -> Vec<&'static str> {
     all
 }
 
-/// The plan of `rollout COMMAND -o json` (no `--force`): its exit and `kv_coherence`.
-async fn predict(sim: &Sim, command: &'static str) -> (i32, Value) {
+/// The plan of `rollout COMMAND EXTRA -o json` (no `--force`): its exit
+/// and `kv_coherence`.
+async fn predict(sim: &Sim, command: &'static str, extra: &[&str]) -> (i32, Value) {
     let mut all = rollout(command);
+    all.extend_from_slice(extra);
     all.extend(["-o", "json"]);
     let (code, out, err) = run(sim, &all).await;
     let c = coherence(&out);
@@ -130,7 +132,7 @@ async fn roll_with_traffic(sim: &Sim, command: &'static str) -> (i32, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_is_compatible_and_pairs_nothing_across() {
     let sim = Sim::with(scenario("pd-1p1d", false)).await;
-    let (_, predicted) = predict(&sim, "restart").await;
+    let (_, predicted) = predict(&sim, "restart", &[]).await;
     assert_eq!(predicted["case"], "compatible", "{predicted}");
     let (code, out) = roll_with_traffic(&sim, "restart").await;
     let truth = sim.truth().requests().records();
@@ -144,20 +146,45 @@ async fn a_restart_is_compatible_and_pairs_nothing_across() {
 }
 
 /// Under operator 176 an engine upgrade stalls: the prediction names the
-/// field and refuses (exit 3); applied anyway, the new decode fails its
-/// KV check against the registered prefill and crash-loops, never
-/// registers, and every request is served by the old pair.
+/// field and the leg and refuses (exit 3); applied anyway, the new decode
+/// fails its KV check against the registered prefill and crash-loops,
+/// never registers, and every request is served by the old pair.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_the_barrier_an_incompatible_decode_crash_loops_and_pairs_nothing() {
     let sim = Sim::with(scenario("pd-1p1d", false)).await;
-    let (code, predicted) = predict(&sim, "set-image").await;
+    let (code, out, _) = run(&sim, &rollout("set-image")).await;
+    assert_eq!(code, 3, "{out}");
+    for said in [
+        "KV coherence: INCOMPATIBLE: the new decode pods (decode) differ from the old prefill pods (engine version 0.9.1 → 0.9.2)",
+        "predicted STALL, the old pair keeps serving",
+        "Stopping before any change: prefill and decode would pair across an incompatible KV change",
+    ] {
+        assert!(out.contains(said), "{said:?} not in\n{out}");
+    }
+    barrier_stalls(&sim, "decode").await;
+    sim.shutdown().await;
+}
+
+/// Prefill first (`--order prefill`): the new prefill's block transfer to
+/// the registered old decode fails, the same stall on the prefill leg.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_the_barrier_an_incompatible_prefill_crash_loops_too() {
+    let sim = Sim::with(scenario("pd-1p1d", false)).await;
+    let (code, predicted) = predict(&sim, "set-image", &["--order", "prefill"]).await;
     assert_eq!(
         (predicted["case"].as_str(), predicted["first_leg"].as_str()),
-        (Some("stall"), Some("decode")),
+        (Some("stall"), Some("prefill")),
         "{predicted}"
     );
     assert_eq!(predicted["change"], "engine version 0.9.1 → 0.9.2");
     assert_eq!(code, 3, "{predicted}");
+    barrier_stalls(&sim, "prefill").await;
+    sim.shutdown().await;
+}
+
+/// `service` set to [`NEW_IMAGE`] while requests run: its new pod
+/// crash-loops unregistered, no request is paired across or fails.
+async fn barrier_stalls(sim: &Sim, service: &str) {
     let conn = sim.connect().await;
     let traffic = crate::common::traffic::start(&conn, "llama", 10.0).await;
     let ideps: Api<DynamicObject> = Api::namespaced_with(
@@ -165,35 +192,37 @@ async fn under_the_barrier_an_incompatible_decode_crash_loops_and_pairs_nothing(
         "llm",
         &infera_cluster::inferadeployment_resource(),
     );
-    let patch = json!({"spec": {"services": {"decode": {"image": NEW_IMAGE}}}});
+    let patch = json!({"spec": {"services": {service: {"image": NEW_IMAGE}}}});
     ideps
         .patch("llama", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let crashed = crash_looping_decode(&sim).await;
+    let crashed = crash_looping(sim, service).await;
     let run = traffic.stop().await;
     let truth = sim.truth().requests().records();
     assert!(mismatched(&truth).is_empty(), "{truth:?}");
     assert!(
-        truth
-            .iter()
-            .all(|r| !r.served_by.contains(&crashed.to_string())),
-        "the crash-looping decode {crashed} served a request"
+        truth.iter().all(|r| !r.served_by.contains(&crashed)),
+        "the crash-looping {service} {crashed} served a request"
     );
     let failed: Vec<_> = (run.records.iter())
         .filter(|r| r.class != infera_audit::traffic::Class::Ok)
         .collect();
     assert!(failed.is_empty(), "{failed:?}");
     assert!(!run.records.is_empty(), "no request was sent");
-    sim.shutdown().await;
 }
 
-/// Until a decode pod on the new image has restarted twice: its name.
-async fn crash_looping_decode(sim: &Sim) -> String {
+/// Until a pod of `service` on the new image has restarted twice: its
+/// name (it is not registered).
+async fn crash_looping(sim: &Sim, service: &str) -> String {
     let pods: Api<Pod> = Api::namespaced(sim.client().await, "llm");
+    let params = kube::api::ListParams::default().labels(&format!(
+        "{}={service}",
+        infera_model::worker::LABEL_SERVICE
+    ));
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let list = pods.list(&Default::default()).await;
+        let list = pods.list(&params).await;
         let found = list.into_iter().flat_map(|l| l.items).find(|p| {
             let spec = p.spec.as_ref().and_then(|s| s.containers.first());
             let new = spec.and_then(|c| c.image.as_deref()) == Some(NEW_IMAGE);
@@ -207,14 +236,14 @@ async fn crash_looping_decode(sim: &Sim) -> String {
             let annotations = p.metadata.annotations.unwrap_or_default();
             assert!(
                 !annotations.contains_key(infera_model::worker::WORKER_INFO_ANNOTATION),
-                "a crash-looping decode is registered"
+                "a crash-looping {service} is registered"
             );
             return p.metadata.name.unwrap_or_default();
         }
         assert!(
             Instant::now() < deadline,
-            "no new decode crash-looped: {:?}",
-            sim.pod_names("decode")
+            "no new {service} crash-looped: {:?}",
+            sim.pod_names(service)
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -228,7 +257,7 @@ async fn crash_looping_decode(sim: &Sim) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn before_176_requests_paired_across_fail_as_predicted() {
     let sim = Sim::with(scenario("pd-1p1d-pre176", false)).await;
-    let (code, predicted) = predict(&sim, "set-image").await;
+    let (code, predicted) = predict(&sim, "set-image", &[]).await;
     assert_eq!(predicted["case"], "failed-requests", "{predicted}");
     assert_eq!(predicted["first_leg"], "decode", "{predicted}");
     assert!(
@@ -269,7 +298,7 @@ async fn before_176_requests_paired_across_fail_as_predicted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn before_176_recompute_serves_paired_requests_slower() {
     let sim = Sim::with(scenario("pd-1p1d-pre176", true)).await;
-    let (_, predicted) = predict(&sim, "set-image").await;
+    let (_, predicted) = predict(&sim, "set-image", &[]).await;
     assert_eq!(predicted["case"], "recompute", "{predicted}");
     assert_eq!(predicted["blocks"], false, "{predicted}");
     let (_, out) = roll_with_traffic(&sim, "set-image").await;
