@@ -37,7 +37,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The shortest wall-clock timeout of a simulated probe. A CI run saw a
@@ -48,14 +48,15 @@ const PROBE_WALL_FLOOR: Duration = Duration::from_secs(5);
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use serde_json::{Value, json};
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use super::listener::{Listener, PodIp, READY_PATHS};
 use super::prober::{self, Engine, Probe, Seen};
+pub(super) use super::registry::Registry;
+use super::registry::{Member, Membership};
 use super::router::{self, RouterPlace, RouterSpec};
 use super::serve::ServingPort;
-use super::{Shared, lock, retry, status_code};
-use infera_model::kv::KvIdentity;
+use super::{Shared, retry, status_code};
 use infera_sim_core::json::str_at;
 
 pub use super::prober::is_infera_worker;
@@ -70,62 +71,6 @@ pub(super) struct PodSignal {
     pub deleting: bool,
     pub crashes: u64,
     pub node_not_ready: bool,
-}
-
-/// The registered prefill and decode workers per (namespace,
-/// InferaDeployment), each with its KV identity, for the PD barrier.
-#[derive(Default)]
-pub(super) struct Registry {
-    members: Mutex<HashMap<(String, String), Vec<Member>>>,
-    changed: Notify,
-}
-
-/// A registered prefill or decode.
-#[derive(Debug, Clone, PartialEq)]
-struct Member {
-    pod: String,
-    role: String,
-    kv: KvIdentity,
-}
-
-impl Registry {
-    fn join(&self, key: &(String, String), m: Member) {
-        lock(&self.members).entry(key.clone()).or_default().push(m);
-        self.changed.notify_waiters();
-    }
-
-    fn leave(&self, key: &(String, String), pod: &str) {
-        if let Some(list) = lock(&self.members).get_mut(key) {
-            list.retain(|m| m.pod != pod);
-        }
-        self.changed.notify_waiters();
-    }
-
-    /// The registered workers of `role`, by pod name.
-    fn of_role(&self, key: &(String, String), role: &str) -> Vec<Member> {
-        let mut list: Vec<Member> = lock(&self.members)
-            .get(key)
-            .into_iter()
-            .flatten()
-            .filter(|m| m.role == role)
-            .cloned()
-            .collect();
-        list.sort_by(|a, b| a.pod.cmp(&b.pod));
-        list
-    }
-
-    fn has(&self, key: &(String, String)) -> bool {
-        !self.of_role(key, "decode").is_empty()
-    }
-}
-
-/// A registered prefill or decode, in the registry while it lives.
-struct Membership(Arc<Registry>, (String, String), String);
-
-impl Drop for Membership {
-    fn drop(&mut self) {
-        self.0.leave(&self.1, &self.2);
-    }
 }
 
 /// A registered worker: its open port and its place in the registry; both
@@ -439,7 +384,7 @@ impl PodTask {
         loop {
             // Armed before the barrier is checked: a decode registering
             // while this pod writes its status still wakes it.
-            let barrier = registry.changed.notified();
+            let barrier = registry.changed().notified();
             let mut barrier = std::pin::pin!(barrier);
             barrier.as_mut().enable();
             let sig = signal.borrow().clone();
@@ -573,12 +518,7 @@ impl PodTask {
                 role: e.role.clone(),
                 kv: e.kv.clone(),
             };
-            self.registry.join(&self.spec.idep, m);
-            Membership(
-                self.registry.clone(),
-                self.spec.idep.clone(),
-                self.spec.name.clone(),
-            )
+            Registry::join(&self.registry, &self.spec.idep, m)
         });
         self.st.registration = Some(Registration {
             _listener: listener,
@@ -595,23 +535,7 @@ impl PodTask {
         if !self.shared.scenario.operator.kv_barrier() {
             return None;
         }
-        let peers = match e.role.as_str() {
-            "decode" => self.registry.of_role(&self.spec.idep, "prefill"),
-            "prefill" => self
-                .registry
-                .of_role(&self.spec.idep, "decode")
-                .into_iter()
-                .take(1)
-                .collect(),
-            _ => Vec::new(),
-        };
-        let peer = peers.into_iter().find(|m| m.kv != e.kv)?;
-        Some(format!(
-            "KV compatibility check with {} {} failed: {}",
-            peer.role,
-            peer.pod,
-            e.kv.describe_change(&peer.kv)
-        ))
+        self.registry.kv_conflict(&self.spec.idep, &e.role, &e.kv)
     }
 
     /// The barrier's failure is fatal: the container exits and restarts
