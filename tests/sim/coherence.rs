@@ -266,7 +266,14 @@ async fn before_176_requests_paired_across_fail_as_predicted() {
             .is_some_and(|w| w > 0.0),
         "{predicted}"
     );
-    assert_eq!(code, 3);
+    assert_eq!((code, &predicted["lasting"]), (3, &json!(false)));
+    // The decode alone: the prefill keeps the old identity for good.
+    let (_, alone) = predict(&sim, "set-image", &["--service", "decode"]).await;
+    assert_eq!(
+        (alone["case"].as_str(), alone["lasting"].as_bool()),
+        (Some("failed-requests"), Some(true)),
+        "{alone}"
+    );
     let (_, out) = roll_with_traffic(&sim, "set-image").await;
     let truth = sim.truth().requests().records();
     let across = mismatched(&truth);

@@ -8,7 +8,9 @@
 //! their check, crash-loop and the leg stalls with the old pair serving;
 //! without it (before #176) they register, and every request paired
 //! across the change fails (`kv_load_failure_policy: fail`) or is
-//! prefilled again on the decode (`recompute`) for the mixed window.
+//! prefilled again on the decode (`recompute`) for the mixed window. A
+//! role the roll leaves alone (`--service`) keeps its identity: a change
+//! to the other one then mismatches them for good.
 //!
 //! The window is estimated from the plan: the first role's new pod may
 //! count Ready (and its leg end) up to its readiness probe's period after
@@ -36,6 +38,9 @@ pub struct Side {
     pub main: Option<Container>,
     /// Seconds its live pods took from start to Ready (the longest).
     pub startup: Option<f64>,
+    /// Whether this roll rolls it (false: a service `--service` leaves
+    /// alone, which keeps its identity).
+    pub rolled: bool,
 }
 
 impl Side {
@@ -51,10 +56,11 @@ impl Side {
         KvIdentity::of(self.main.as_ref()?)
     }
 
-    /// Its identity once rolled to `image` (unchanged by a restart).
+    /// Its identity once rolled to `image` (unchanged by a restart, or
+    /// when it is not rolled).
     fn after(&self, image: Option<&str>) -> Option<KvIdentity> {
         let mut c = self.main.clone()?;
-        if let Some(image) = image {
+        if let Some(image) = image.filter(|_| self.rolled) {
             c.image = Some(image.to_string());
         }
         KvIdentity::of(&c)
@@ -105,6 +111,8 @@ pub struct Mixed {
     pub policy: LoadFailurePolicy,
     /// Estimated seconds both stay registered (`None`: not estimable).
     pub window: Option<f64>,
+    /// The other role is not rolled: the mismatch outlasts the roll.
+    pub lasting: bool,
 }
 
 impl Coherence {
@@ -142,6 +150,7 @@ impl Coherence {
             v["change"] = Value::from(m.change.clone());
             v["policy"] = Value::from(m.policy.as_str());
             v["window_seconds"] = m.window.map_or(Value::Null, Value::from);
+            v["lasting"] = Value::from(m.lasting);
         }
         if let Coherence::AlreadyIncompatible { change } = self {
             v["change"] = Value::from(change.clone());
@@ -201,6 +210,9 @@ impl Mixed {
     }
 
     fn window_text(&self) -> String {
+        if self.lasting {
+            return format!("for good: this roll leaves {} alone", self.other);
+        }
         match self.window {
             Some(w) => format!("about {w:.0} s, estimated from the plan"),
             None => "a window the plan cannot estimate".to_string(),
@@ -217,7 +229,7 @@ pub fn assess(
     generation: Option<Generation>,
 ) -> Option<Coherence> {
     let pd = |s: &&Side| s.role == "prefill" || s.role == "decode";
-    let first = sides.iter().find(pd)?;
+    let first = sides.iter().filter(|s| s.rolled).find(pd)?;
     let other = sides.iter().filter(pd).find(|s| s.role != first.role)?;
     let (first_before, other_before) = (first.before()?, other.before()?);
     if first_before != other_before {
@@ -243,6 +255,7 @@ pub fn assess(
             .map(load_failure_policy)
             .unwrap_or_default(),
         window: window(first, other),
+        lasting: !other.rolled,
     }))
 }
 
@@ -278,6 +291,7 @@ mod tests {
             strategy,
             main: Side::main_of(&template),
             startup: Some(170.0),
+            rolled: true,
         }
     }
 
@@ -339,5 +353,26 @@ mod tests {
             assess(&fp8, None, None),
             Some(Coherence::AlreadyIncompatible { .. })
         ));
+    }
+
+    /// `--service decode`: the prefill keeps its image, so the decode's
+    /// new one mismatches it for good; a prefill alone is no P/D roll.
+    #[test]
+    fn a_role_left_alone_keeps_its_identity() {
+        let surge_free = Roll::rolling(0, 1);
+        let mut prefill = side("prefill", "i:1", &[], surge_free);
+        prefill.rolled = false;
+        let legs = [side("decode", "i:1", &[], surge_free), prefill.clone()];
+        let pre = Some(Generation::SurgeFree);
+        let Some(Coherence::Incompatible(m)) = assess(&legs, Some("i:2"), pre) else {
+            panic!("incompatible");
+        };
+        assert!(m.lasting && m.first == "decode");
+        let text = Coherence::Incompatible(m).render();
+        assert!(
+            text.contains("for good: this roll leaves prefill alone"),
+            "{text}"
+        );
+        assert_eq!(assess(&[prefill], Some("i:2"), pre), None);
     }
 }

@@ -299,6 +299,7 @@ pub(crate) async fn preflight(
             strategy,
             main: Side::main_of(&template),
             startup: view.startup(leg, ns),
+            rolled: true,
         });
         plan_legs.push(LegPlan {
             leg: leg.name.clone(),
@@ -335,6 +336,9 @@ pub(crate) async fn preflight(
     let found = super::lint_bridge::lint(&lint_objects, generation);
     let other_findings = attach_findings(&mut plan_legs, found, plain);
     set_verdicts(&mut plan_legs, live, roles, min_ready);
+    if req.target.kind == TargetKind::InferaDeployment {
+        sides.extend(unrolled_sides(&deps_api, req, live, legs).await);
+    }
     let coherence = super::coherence::assess(&sides, req.image.as_deref(), generation);
     Ok(Plan {
         coherence,
@@ -351,6 +355,46 @@ pub(crate) async fn preflight(
         roles_now: roles_now(roles, ns, view.pods.as_deref()),
         min_ready,
     })
+}
+
+/// The prefill and decode services of the InferaDeployment this roll
+/// leaves alone, as the coherence prediction reads them (best effort: a
+/// Deployment that cannot be read is left out).
+async fn unrolled_sides(
+    deps_api: &Api<Deployment>,
+    req: &Request,
+    live: &Value,
+    legs: &[Leg],
+) -> Vec<Side> {
+    let services = live.pointer("/spec/services").and_then(Value::as_object);
+    let mut sides = Vec::new();
+    for (name, spec) in services.into_iter().flatten() {
+        let role = service_role(name, spec);
+        let pd = role == "prefill" || role == "decode";
+        if !pd || !is_worker_service(spec) || legs.iter().any(|l| l.name == *name) {
+            continue;
+        }
+        let workload = format!("{}-{name}", req.target.name);
+        let dep = retrying("get deployment", || deps_api.get_opt(&workload)).await;
+        let Some(dep) = dep
+            .ok()
+            .flatten()
+            .and_then(|d| serde_json::to_value(d).ok())
+        else {
+            continue;
+        };
+        let template = dep.pointer("/spec/template").cloned().unwrap_or_default();
+        sides.push(Side {
+            leg: name.clone(),
+            role,
+            replicas: replicas_of(&dep),
+            strategy: deployment_strategy(&dep),
+            main: Side::main_of(&template),
+            startup: None,
+            rolled: false,
+        });
+    }
+    sides
 }
 
 /// Each role's Ready and routable pods in `ns` now (a pod counts for the

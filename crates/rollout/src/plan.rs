@@ -358,18 +358,19 @@ impl Plan {
             .as_ref()
             .is_some_and(super::coherence::Coherence::blocks);
         match &self.gitops {
-            _ if incoherent && self.blocking().is_empty() => {
-                "Stopping before any change: prefill and decode would pair across an incompatible \
-                 KV change (see above). Roll both roles together or keep one identity, or rerun \
-                 with `--force` to roll anyway and watch it happen."
-                    .to_string()
-            }
             Some(g) if g.refuses() && self.blocking().is_empty() => format!(
                 "Stopping before any change: {} would revert it mid-roll (see above). \
                  Commit the change to Git or suspend reconciliation, or rerun with `--force` \
                  to roll anyway (infera stops if the change is reverted).",
                 g.who()
             ),
+            _ if incoherent && self.blocking().is_empty() => {
+                "Stopping before any change: prefill and decode would pair across an incompatible \
+                 KV change (see above). Take a way through that never pairs them (docs/rollout.md: \
+                 one role scaled to zero while the other rolls, or a second fleet), or rerun with \
+                 `--force` to roll anyway and watch it happen."
+                    .to_string()
+            }
             _ => {
                 "Stopping before any change: the preflight predicts a stall or a gap (see above). \
                   Fix the finding, or rerun with `--force` to roll anyway and watch it happen."
