@@ -68,7 +68,8 @@ impl<W: Write> Reporter for JsonLines<W> {
             .collect();
         self.emit(json!({"event": "plan", "target": plan.target,
                          "namespace": plan.namespace, "what": plan.what, "legs": legs,
-                         "serving_now": serving, "gitops": gitops, "refuses": plan.refuses()}));
+                         "serving_now": serving, "gitops": gitops, "refuses": plan.refuses(),
+                         "kv_coherence": plan.coherence.as_ref().map(infera_rollout::coherence::Coherence::to_json)}));
     }
 
     fn drain_plan(&mut self, plan: &infera_rollout::drain::DrainPlan) {

@@ -6,6 +6,7 @@ mod common;
 
 mod audit_many;
 mod clock_skew;
+mod coherence;
 mod credentials;
 mod disruption;
 mod drain;

@@ -662,7 +662,7 @@ enum PortSetting {
 
 /// A literal env value of the container (None when absent; `Some(None)`
 /// when it comes from a ConfigMap, Secret or field reference).
-fn env_value<'c>(c: &'c Container, name: &str) -> Option<Option<&'c str>> {
+pub(crate) fn env_value<'c>(c: &'c Container, name: &str) -> Option<Option<&'c str>> {
     c.env
         .iter()
         .flatten()

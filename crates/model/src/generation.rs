@@ -57,6 +57,14 @@ impl Generation {
     pub fn surges(self) -> bool {
         self == Generation::ProbeGatedSurge
     }
+
+    /// True when its workers check KV compatibility before they register
+    /// (PR #176's barrier: a starting decode probes every registered
+    /// prefill, a starting prefill moves a KV block to a registered decode;
+    /// a failure is fatal). Before it a worker registers unchecked.
+    pub fn kv_barrier(self) -> bool {
+        self == Generation::ProbeGatedSurge
+    }
 }
 
 impl std::fmt::Display for Generation {

@@ -8,6 +8,7 @@ pub mod catalogue;
 pub mod dra;
 pub mod duration;
 pub mod generation;
+pub mod kv;
 pub mod lws;
 pub mod manifest;
 pub mod operator;

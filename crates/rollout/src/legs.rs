@@ -10,6 +10,7 @@ use kube::api::Api;
 use serde_json::{Map, Value};
 
 use super::api::{LIST, retrying};
+use super::coherence::Side;
 use super::lint_bridge::Attached;
 use super::options::{Request, RolloutError};
 use super::plan::{
@@ -202,6 +203,25 @@ impl ClusterView {
         ClusterView { nodes, pods }
     }
 
+    /// The longest start-up (Ready since minus started at, seconds) of
+    /// `leg`'s Ready pods in `ns`.
+    fn startup(&self, leg: &Leg, ns: &str) -> Option<f64> {
+        let ours = self.pods.as_deref().unwrap_or_default().iter().filter(|p| {
+            p.metadata.namespace.as_deref() == Some(ns)
+                && leg.selector.matches_labels(p.metadata.labels.as_ref())
+                && infera_model::pod::is_ready(p)
+        });
+        ours.filter_map(|p| {
+            let started = p.status.as_ref()?.start_time.as_ref()?.0;
+            let (_, ready) = infera_model::pod::ready_condition(p)?;
+            let d = ready?.duration_since(started);
+            Some(d.as_secs_f64())
+        })
+        .fold(None, |acc: Option<f64>, d| {
+            Some(acc.map_or(d, |a| a.max(d)))
+        })
+    }
+
     fn capacity(&self, strategy: &Roll, template: &Value, ns: &str) -> Capacity {
         if !strategy.surges() {
             return Capacity::NotNeeded;
@@ -252,6 +272,7 @@ pub(crate) async fn preflight(
     let mut deployments = Vec::new();
     let mut typed = Vec::new();
     let mut plan_legs = Vec::new();
+    let mut sides = Vec::new();
     for leg in legs {
         let dep = retrying("get deployment", || deps_api.get_opt(&leg.workload))
             .await
@@ -271,6 +292,15 @@ pub(crate) async fn preflight(
             .as_ref()
             .and_then(|v| v.pointer("/spec/template").cloned())
             .unwrap_or_default();
+        sides.push(Side {
+            leg: leg.name.clone(),
+            role: leg.role.clone(),
+            replicas: leg.replicas,
+            strategy,
+            main: Side::main_of(&template),
+            startup: view.startup(leg, ns),
+            rolled: true,
+        });
         plan_legs.push(LegPlan {
             leg: leg.name.clone(),
             role: leg.role.clone(),
@@ -306,7 +336,12 @@ pub(crate) async fn preflight(
     let found = super::lint_bridge::lint(&lint_objects, generation);
     let other_findings = attach_findings(&mut plan_legs, found, plain);
     set_verdicts(&mut plan_legs, live, roles, min_ready);
+    if req.target.kind == TargetKind::InferaDeployment {
+        sides.extend(unrolled_sides(&deps_api, req, live, legs).await);
+    }
+    let coherence = super::coherence::assess(&sides, req.image.as_deref(), generation);
     Ok(Plan {
+        coherence,
         target: req.target.to_string(),
         namespace: ns.clone(),
         what: match (req.command, &req.image) {
@@ -320,6 +355,46 @@ pub(crate) async fn preflight(
         roles_now: roles_now(roles, ns, view.pods.as_deref()),
         min_ready,
     })
+}
+
+/// The prefill and decode services of the InferaDeployment this roll
+/// leaves alone, as the coherence prediction reads them (best effort: a
+/// Deployment that cannot be read is left out).
+async fn unrolled_sides(
+    deps_api: &Api<Deployment>,
+    req: &Request,
+    live: &Value,
+    legs: &[Leg],
+) -> Vec<Side> {
+    let services = live.pointer("/spec/services").and_then(Value::as_object);
+    let mut sides = Vec::new();
+    for (name, spec) in services.into_iter().flatten() {
+        let role = service_role(name, spec);
+        let pd = role == "prefill" || role == "decode";
+        if !pd || !is_worker_service(spec) || legs.iter().any(|l| l.name == *name) {
+            continue;
+        }
+        let workload = format!("{}-{name}", req.target.name);
+        let dep = retrying("get deployment", || deps_api.get_opt(&workload)).await;
+        let Some(dep) = dep
+            .ok()
+            .flatten()
+            .and_then(|d| serde_json::to_value(d).ok())
+        else {
+            continue;
+        };
+        let template = dep.pointer("/spec/template").cloned().unwrap_or_default();
+        sides.push(Side {
+            leg: name.clone(),
+            role,
+            replicas: replicas_of(&dep),
+            strategy: deployment_strategy(&dep),
+            main: Side::main_of(&template),
+            startup: None,
+            rolled: false,
+        });
+    }
+    sides
 }
 
 /// Each role's Ready and routable pods in `ns` now (a pod counts for the

@@ -29,6 +29,7 @@
 
 mod abort;
 mod api;
+pub mod coherence;
 mod controller;
 pub mod drain;
 pub mod drive;

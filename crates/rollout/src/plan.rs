@@ -295,6 +295,9 @@ pub struct Plan {
     /// (`--min-ready`).
     pub roles_now: Vec<RoleNow>,
     pub min_ready: u32,
+    /// What the roll does to prefill/decode pairs (`None`: not a P/D fleet
+    /// of recognized engines).
+    pub coherence: Option<super::coherence::Coherence>,
 }
 
 impl Plan {
@@ -310,10 +313,14 @@ impl Plan {
     }
 
     /// Whether the rollout stops here without `--force`: a predicted stall
-    /// or gap, a role already below the floor, or a GitOps tool that would
-    /// revert the change.
+    /// or gap, a role already below the floor, a GitOps tool that would
+    /// revert the change, or prefill and decode that would pair across an
+    /// incompatible change.
     pub fn refuses(&self) -> bool {
-        !self.blocking().is_empty()
+        self.coherence
+            .as_ref()
+            .is_some_and(super::coherence::Coherence::blocks)
+            || !self.blocking().is_empty()
             || !self.below_floor().is_empty()
             || self.gitops.as_ref().is_some_and(|g| g.refuses())
     }
@@ -346,6 +353,10 @@ impl Plan {
                 self.min_ready
             );
         }
+        let incoherent = self
+            .coherence
+            .as_ref()
+            .is_some_and(super::coherence::Coherence::blocks);
         match &self.gitops {
             Some(g) if g.refuses() && self.blocking().is_empty() => format!(
                 "Stopping before any change: {} would revert it mid-roll (see above). \
@@ -353,6 +364,13 @@ impl Plan {
                  to roll anyway (infera stops if the change is reverted).",
                 g.who()
             ),
+            _ if incoherent && self.blocking().is_empty() => {
+                "Stopping before any change: prefill and decode would pair across an incompatible \
+                 KV change (see above). Take a way through that never pairs them (docs/rollout.md: \
+                 one role scaled to zero while the other rolls, or a second fleet), or rerun with \
+                 `--force` to roll anyway and watch it happen."
+                    .to_string()
+            }
             _ => {
                 "Stopping before any change: the preflight predicts a stall or a gap (see above). \
                   Fix the finding, or rerun with `--force` to roll anyway and watch it happen."
@@ -442,6 +460,11 @@ impl Plan {
         if let Some(g) = &self.gitops {
             lines.extend(g.render(&self.target));
         }
+        lines.extend(
+            self.coherence
+                .as_ref()
+                .map(super::coherence::Coherence::render),
+        );
         for leg in self.blocking() {
             lines.push(format!(
                 "  predicted {} on leg {}: {}",

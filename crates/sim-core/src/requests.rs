@@ -61,6 +61,37 @@ pub struct RequestRecord {
     /// The HTTP status, for [`Outcome::Status`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<u16>,
+    /// The prefill and decode the router paired for it, once the decode
+    /// answered (absent for a mixed worker or a request that never reached
+    /// a decode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairing: Option<Pairing>,
+}
+
+/// A prefill and a decode paired for one request, with their KV
+/// compatibility identities (`infera_model::kv`, digests as the engines
+/// answered them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pairing {
+    pub prefill: String,
+    pub decode: String,
+    pub prefill_identity: String,
+    pub decode_identity: String,
+    /// Whether the identities are equal (the decode could load the KV).
+    pub compatible: bool,
+}
+
+impl Pairing {
+    pub fn new(prefill: (String, String), decode: (String, String)) -> Pairing {
+        Pairing {
+            compatible: prefill.1 == decode.1,
+            prefill: prefill.0,
+            decode: decode.0,
+            prefill_identity: prefill.1,
+            decode_identity: decode.1,
+        }
+    }
 }
 
 /// The most records the log keeps: the oldest go first, counted. About
@@ -156,6 +187,7 @@ mod tests {
             served_by: vec!["p".into(), "d".into()],
             outcome: Outcome::Status,
             code: Some(503),
+            pairing: None,
         });
         let json = serde_json::to_value(log.records()).unwrap_or_default();
         assert_eq!(

@@ -24,6 +24,8 @@
 //!   ttft: 0.2                   # engine: request received -> first token
 //!   tokenRate: 50               # engine: tokens per second after the first
 //!   routerLag: 1                # router: a pod's registration change -> applied
+//!   recomputeTtft: 2            # decode: first token after a KV mismatch under
+//!                               # kv_load_failure_policy recompute (its own prefill)
 //! manifests:                    # created at start, in order (inline objects)
 //!   - {apiVersion: v1, kind: Namespace, metadata: {name: llm}}
 //! faults: {errorRate: 0.01}     # API faults, see `infera sim serve --help`
@@ -135,6 +137,9 @@ pub struct Timings {
     /// How late the router applies a change of a worker's registration
     /// (the propagation of its pod watch).
     pub router_lag: f64,
+    /// A decode's time to first token when it prefills a request itself
+    /// (`kv_load_failure_policy: recompute` after a KV handshake mismatch).
+    pub recompute_ttft: f64,
 }
 
 impl Default for Timings {
@@ -149,6 +154,7 @@ impl Default for Timings {
             ttft: 0.2,
             token_rate: 50.0,
             router_lag: 1.0,
+            recompute_ttft: 2.0,
         }
     }
 }

@@ -18,6 +18,7 @@ use axum::http::{HeaderValue, Response, StatusCode, header};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
+use infera_model::kv::LoadFailurePolicy;
 use infera_sim_core::clock::SimClock;
 
 /// The largest `max_tokens` served (a bigger one is refused with 400).
@@ -35,7 +36,26 @@ pub(crate) struct EngineConfig {
     pub ttft: f64,
     /// Tokens per scenario second after the first.
     pub token_rate: f64,
+    /// Its KV compatibility handshake.
+    pub kv: KvHandshake,
 }
+
+/// What an engine's KV transfer handshake compares and does on a mismatch.
+#[derive(Debug, Clone)]
+pub(crate) struct KvHandshake {
+    /// The worker pod (the prefill's `remote_engine_id`).
+    pub pod: String,
+    /// Its identity's digest ([`infera_model::kv::KvIdentity::digest`]).
+    pub digest: String,
+    /// What a decode does when the prefill's identity differs.
+    pub policy: LoadFailurePolicy,
+    /// Scenario seconds to the first token when a decode prefills locally.
+    pub recompute_ttft: f64,
+}
+
+/// The response header an engine names its KV identity's digest in (the
+/// simulator's own: the router records pairings from it).
+pub(crate) const KV_IDENTITY: &str = "x-infera-kv-identity";
 
 /// A JSON response.
 pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
@@ -89,6 +109,11 @@ struct Generation {
     max_tokens: u64,
     id: String,
     created: i64,
+    /// `kv_transfer_params.do_remote_decode`: a prefill for a remote decode.
+    remote_decode: bool,
+    /// `kv_transfer_params.compat_hash`: the identity of the prefill whose
+    /// KV cache this decode is to load.
+    remote_prefill: Option<String>,
 }
 
 async fn completions(State(c): State<Arc<EngineConfig>>, body: Body) -> Response<Body> {
@@ -120,7 +145,16 @@ fn parse(c: &EngineConfig, api: Api, bytes: &[u8]) -> Result<Generation, ApiErro
             .ok_or_else(|| bad(format!("max_tokens must be 1..={MAX_TOKENS}, got {v}")))?,
     };
     let prefix = if api == Api::Chat { "chatcmpl" } else { "cmpl" };
+    let params = req.get("kv_transfer_params");
     Ok(Generation {
+        remote_decode: params
+            .and_then(|p| p.get("do_remote_decode"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        remote_prefill: params
+            .and_then(|p| p.get("compat_hash"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
         api,
         stream: req.get("stream").and_then(Value::as_bool).unwrap_or(false),
         max_tokens,
@@ -130,6 +164,14 @@ fn parse(c: &EngineConfig, api: Api, bytes: &[u8]) -> Result<Generation, ApiErro
 }
 
 async fn generate(c: &EngineConfig, api: Api, body: Body) -> Response<Body> {
+    let mut resp = answer(c, api, body).await;
+    if let Ok(v) = HeaderValue::from_str(&c.kv.digest) {
+        resp.headers_mut().insert(KV_IDENTITY, v);
+    }
+    resp
+}
+
+async fn answer(c: &EngineConfig, api: Api, body: Body) -> Response<Body> {
     let started = Instant::now();
     let bytes = match axum::body::to_bytes(body, BODY_LIMIT).await {
         Ok(b) => b,
@@ -141,17 +183,49 @@ async fn generate(c: &EngineConfig, api: Api, body: Body) -> Response<Body> {
         Ok(g) => g,
         Err((status, kind, message)) => return error_response(status, kind, &message),
     };
+    let ttft = match handshake(&c.kv, &g) {
+        Ok(ttft) => ttft.unwrap_or(c.ttft),
+        Err(resp) => return *resp,
+    };
     let schedule = Schedule {
         clock: c.clock.clone(),
         started,
-        ttft: c.ttft,
+        ttft,
         token_rate: c.token_rate,
     };
     if g.stream {
         stream(c.model.clone(), g, schedule)
     } else {
         tokio::time::sleep_until(schedule.token_at(g.max_tokens - 1).into()).await;
-        json_response(StatusCode::OK, &whole(&c.model, &g))
+        let mut body = whole(&c.model, &g);
+        if g.remote_decode {
+            body["kv_transfer_params"] = json!({"do_remote_prefill": true,
+                "remote_engine_id": c.kv.pod, "compat_hash": c.kv.digest});
+        }
+        json_response(StatusCode::OK, &body)
+    }
+}
+
+/// A decode's KV handshake with the prefill a request names: `Ok(None)`
+/// when there is none or their identities match; on a mismatch the 500 of
+/// `fail` or the local prefill's time to first token of `recompute`.
+fn handshake(kv: &KvHandshake, g: &Generation) -> Result<Option<f64>, Box<Response<Body>>> {
+    let Some(remote) = g.remote_prefill.as_deref().filter(|r| *r != kv.digest) else {
+        return Ok(None);
+    };
+    match kv.policy {
+        LoadFailurePolicy::Recompute => Ok(Some(kv.recompute_ttft)),
+        LoadFailurePolicy::Fail => {
+            let message = format!(
+                "NIXL compatibility hash mismatch: remote {remote}, local {}: different vLLM versions, models, dtypes, KV cache layouts, attention backends",
+                kv.digest
+            );
+            Err(Box::new(error_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "InternalServerError",
+                &message,
+            )))
+        }
     }
 }
 
@@ -260,4 +334,48 @@ fn stream(model: String, g: Generation, schedule: Schedule) -> Response<Body> {
         HeaderValue::from_static("text/event-stream; charset=utf-8"),
     );
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(policy: LoadFailurePolicy) -> KvHandshake {
+        KvHandshake {
+            pod: "decode-0".into(),
+            digest: "d1".into(),
+            policy,
+            recompute_ttft: 7.0,
+        }
+    }
+
+    fn asked(body: Value) -> Generation {
+        let c = EngineConfig {
+            model: "m".into(),
+            clock: SimClock::new(1.0),
+            ttft: 0.2,
+            token_rate: 50.0,
+            kv: kv(LoadFailurePolicy::Fail),
+        };
+        parse(&c, Api::Completions, body.to_string().as_bytes()).unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    /// A decode loads the KV of a prefill of its own identity; another
+    /// fails the request (`fail`) or is prefilled locally (`recompute`).
+    #[test]
+    fn the_decode_checks_the_prefills_identity() {
+        let same = asked(json!({"kv_transfer_params": {"compat_hash": "d1"}}));
+        let other = asked(json!({"kv_transfer_params": {"compat_hash": "p0"}}));
+        let none = asked(json!({}));
+        let fail = kv(LoadFailurePolicy::Fail);
+        let recompute = kv(LoadFailurePolicy::Recompute);
+        assert_eq!(handshake(&fail, &same).ok(), Some(None));
+        assert_eq!(handshake(&fail, &none).ok(), Some(None));
+        assert_eq!(handshake(&recompute, &other).ok(), Some(Some(7.0)));
+        let refused = handshake(&fail, &other).err();
+        let status = refused.map(|r| r.status());
+        assert_eq!(status, Some(StatusCode::INTERNAL_SERVER_ERROR));
+        let prefill = asked(json!({"kv_transfer_params": {"do_remote_decode": true}}));
+        assert!(prefill.remote_decode && !same.remote_decode);
+    }
 }

@@ -37,7 +37,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The shortest wall-clock timeout of a simulated probe. A CI run saw a
@@ -48,13 +48,15 @@ const PROBE_WALL_FLOOR: Duration = Duration::from_secs(5);
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use serde_json::{Value, json};
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use super::listener::{Listener, PodIp, READY_PATHS};
 use super::prober::{self, Engine, Probe, Seen};
+pub(super) use super::registry::Registry;
+use super::registry::{Member, Membership};
 use super::router::{self, RouterPlace, RouterSpec};
 use super::serve::ServingPort;
-use super::{Shared, lock, retry, status_code};
+use super::{Shared, retry, status_code};
 use infera_sim_core::json::str_at;
 
 pub use super::prober::is_infera_worker;
@@ -71,40 +73,11 @@ pub(super) struct PodSignal {
     pub node_not_ready: bool,
 }
 
-/// Registered decode workers per (namespace, InferaDeployment), for the PD barrier.
-#[derive(Default)]
-pub(super) struct Registry {
-    decodes: Mutex<HashMap<(String, String), u32>>,
-    changed: Notify,
-}
-
-impl Registry {
-    fn add(&self, key: &(String, String), delta: i32) {
-        let mut map = lock(&self.decodes);
-        let entry = map.entry(key.clone()).or_default();
-        *entry = entry.saturating_add_signed(delta);
-        drop(map);
-        self.changed.notify_waiters();
-    }
-    fn has(&self, key: &(String, String)) -> bool {
-        lock(&self.decodes).get(key).is_some_and(|n| *n > 0)
-    }
-}
-
-/// A registered decode, counted in the registry while it lives.
-struct DecodeCount(Arc<Registry>, (String, String));
-
-impl Drop for DecodeCount {
-    fn drop(&mut self) {
-        self.0.add(&self.1, -1);
-    }
-}
-
 /// A registered worker: its open port and its place in the registry; both
 /// go when it is dropped (crash, termination, task aborted).
 struct Registration {
     _listener: Option<Listener>,
-    _decode: Option<DecodeCount>,
+    _member: Option<Membership>,
 }
 
 /// A running router: its port, its registration tasks and the flag that
@@ -339,6 +312,12 @@ impl PodTask {
             clock: self.shared.clock.clone(),
             ttft: timings.ttft,
             token_rate: timings.token_rate,
+            kv: super::engine::KvHandshake {
+                pod: self.spec.name.clone(),
+                digest: e.kv.digest(),
+                policy: e.kv_policy,
+                recompute_ttft: timings.recompute_ttft,
+            },
         });
         self.st.engine_port = addr.and_then(|a| self.serve(a, app));
     }
@@ -405,7 +384,7 @@ impl PodTask {
         loop {
             // Armed before the barrier is checked: a decode registering
             // while this pod writes its status still wakes it.
-            let barrier = registry.changed.notified();
+            let barrier = registry.changed().notified();
             let mut barrier = std::pin::pin!(barrier);
             barrier.as_mut().enable();
             let sig = signal.borrow().clone();
@@ -521,6 +500,10 @@ impl PodTask {
         let Some(e) = self.spec.engine.clone() else {
             return true;
         };
+        if let Some(why) = self.kv_check(&e) {
+            self.barrier_failed(&why).await;
+            return true;
+        }
         let info = json!({"worker_id": self.spec.name, "url": format!("http://{}:{}", self.ip.addr(), e.port),
             "model_name": e.model, "engine": e.engine, "status": "ready", "disagg_mode": e.role}).to_string();
         if !self.annotate(Some(info)).await {
@@ -529,15 +512,39 @@ impl PodTask {
         let listener = self
             .readiness_addr()
             .and_then(|addr| self.listen(addr, READY_PATHS));
-        let decode = self.is_role("decode").then(|| {
-            self.registry.add(&self.spec.idep, 1);
-            DecodeCount(self.registry.clone(), self.spec.idep.clone())
+        let member = (self.is_role("prefill") || self.is_role("decode")).then(|| {
+            let m = Member {
+                pod: self.spec.name.clone(),
+                role: e.role.clone(),
+                kv: e.kv.clone(),
+            };
+            Registry::join(&self.registry, &self.spec.idep, m)
         });
         self.st.registration = Some(Registration {
             _listener: listener,
-            _decode: decode,
+            _member: member,
         });
         true
+    }
+
+    /// Under an operator with the KV barrier (PR #176): why this worker may
+    /// not register. A decode probes every registered prefill, a prefill
+    /// has moved its block to the first registered decode; an identity that
+    /// differs fails. Before #176 nothing is checked.
+    fn kv_check(&self, e: &prober::Engine) -> Option<String> {
+        if !self.shared.scenario.operator.kv_barrier() {
+            return None;
+        }
+        self.registry.kv_conflict(&self.spec.idep, &e.role, &e.kv)
+    }
+
+    /// The barrier's failure is fatal: the container exits and restarts
+    /// after the backoff (CrashLoopBackOff while it waits).
+    async fn barrier_failed(&mut self, why: &str) {
+        self.container_events("Warning", "BackOff", |name, _| {
+            format!("Back-off restarting failed container {name}: {why}")
+        });
+        self.crash().await;
     }
 
     fn probe_timeout(&self, p: &Probe) -> Duration {

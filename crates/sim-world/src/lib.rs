@@ -29,6 +29,7 @@ mod nodes;
 mod operator;
 mod pods;
 mod prober;
+mod registry;
 mod router;
 mod selfheal;
 mod serve;

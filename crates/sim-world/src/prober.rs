@@ -18,6 +18,7 @@ use infera_sim_core::json::str_at;
 use infera_sim_core::net::http_get;
 
 use infera_model::catalogue;
+use infera_model::kv::{KvIdentity, LoadFailurePolicy, load_failure_policy};
 use infera_model::pod::{self as pod_facts, engine_container_index, launches_infera_worker};
 use infera_model::worker::main_container_position;
 use k8s_openapi::api::core::v1::PodSpec;
@@ -59,6 +60,10 @@ pub(super) struct Engine {
     /// Seconds the engine finishes in-flight requests after SIGTERM (the
     /// catalogue's: the infera engine's `--drain-timeout`).
     pub drain: f64,
+    /// Its KV compatibility identity.
+    pub kv: KvIdentity,
+    /// What it does as a decode when a prefill's identity differs.
+    pub kv_policy: LoadFailurePolicy,
 }
 
 pub(super) fn main_container(pod: &Value) -> Value {
@@ -105,6 +110,8 @@ pub(super) fn engine_of(pod: &Value) -> Option<Engine> {
         })
         .unwrap_or(30000);
     Some(Engine {
+        kv: KvIdentity::of(main)?,
+        kv_policy: load_failure_policy(main),
         role: role.to_string(),
         engine,
         model: model.to_string(),
@@ -268,6 +275,12 @@ mod tests {
             port: 30000,
             readiness_port: 30090,
             drain: 0.0,
+            kv: KvIdentity::of(&k8s_openapi::api::core::v1::Container {
+                image: Some("vllm/vllm-openai:v0.11.0".into()),
+                ..Default::default()
+            })
+            .unwrap_or_else(|| panic!("vLLM by its image")),
+            kv_policy: LoadFailurePolicy::Fail,
         };
         let path = |p: &str| Some(p.to_string());
         let cases = [

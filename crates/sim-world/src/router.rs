@@ -16,6 +16,17 @@
 //! client's body is cut. `x-request-id` is echoed and `x-infera-served-by`
 //! names the workers. Every generation request is recorded, with how it
 //! ended, in the [`RequestLog`].
+//!
+//! The KV handoff, as vLLM's P/D proxy does it: the prefill is asked with
+//! `kv_transfer_params: {do_remote_decode: true}` and answers the
+//! `kv_transfer_params` (its engine id and KV identity digest) that the
+//! router hands the decode, whose engine checks them (`engine.rs`: a
+//! mismatch fails the request or recomputes its prefill, as the decode's
+//! `kv_load_failure_policy` says). The pair and both identities are
+//! recorded ([`Pairing`]) and `x-infera-kv-pair` says `match` or
+//! `mismatch`. A request naming `x-disagg-revision` goes only to workers
+//! whose pods carry that `disaggregatedset.x-k8s.io/revision`, and an
+//! answer from such a worker names its revision in the same header.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -42,12 +53,21 @@ use infera_model::catalogue;
 use infera_model::worker::WORKER_INFO_ANNOTATION;
 use infera_sim_core::clock::SimClock;
 use infera_sim_core::net::{SendError, send};
-use infera_sim_core::requests::{Outcome, RequestLog, RequestRecord, now_ms};
+use infera_sim_core::requests::{Outcome, Pairing, RequestLog, RequestRecord, now_ms};
 
 /// The request header a client names its request with.
 pub(crate) const REQUEST_ID: &str = "x-request-id";
 /// The response header naming the worker pods that served a request.
 pub(crate) const SERVED_BY: &str = "x-infera-served-by";
+/// The response header saying whether a request's prefill and decode had
+/// the same KV compatibility identity: `match` or `mismatch`.
+pub(crate) const KV_PAIR: &str = "x-infera-kv-pair";
+/// llm-d's revision header: on a request, only workers whose pods carry
+/// that [`REVISION_LABEL`] serve it; on a response, the revision of the
+/// worker that answered, when its pod carries the label.
+pub(crate) const DISAGG_REVISION: &str = "x-disagg-revision";
+/// The pod label naming a worker's revision (LWS DisaggregatedSet, llm-d).
+const REVISION_LABEL: &str = "disaggregatedset.x-k8s.io/revision";
 /// The largest request body read.
 const BODY_LIMIT: usize = 1 << 20;
 /// How long a connect to a worker may take (wall time).
@@ -100,6 +120,8 @@ struct Worker {
     addr: SocketAddr,
     mode: Mode,
     model: String,
+    /// Its pod's [`REVISION_LABEL`].
+    revision: Option<String>,
 }
 
 type Workers = BTreeMap<String, Worker>;
@@ -133,6 +155,12 @@ fn worker_of(pod: &Pod) -> Option<Worker> {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string(),
+        revision: pod
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(REVISION_LABEL))
+            .cloned(),
     })
 }
 
@@ -278,14 +306,16 @@ enum Plan {
 
 impl RouterState {
     /// Mixed workers when there are any, else prefill and decode workers
-    /// when there are both; each list rotated round-robin.
-    fn plan(&self) -> Option<Plan> {
+    /// when there are both; each list rotated round-robin; only workers of
+    /// `revision` when the request names one.
+    fn plan(&self, revision: Option<&str>) -> Option<Plan> {
         let workers = lock(&self.workers);
         let turn = self.next.fetch_add(1, Ordering::Relaxed);
         let of = |mode: Mode| {
             let mut list: Vec<Worker> = workers
                 .values()
                 .filter(|w| w.mode == mode)
+                .filter(|w| revision.is_none_or(|r| w.revision.as_deref() == Some(r)))
                 .cloned()
                 .collect();
             if !list.is_empty() {
@@ -348,6 +378,8 @@ fn models(state: &RouterState) -> Response<Body> {
 /// dropped first) as cut by the router or left by its client.
 struct Ledger {
     log: RequestLog,
+    /// The answering worker's revision label, for [`DISAGG_REVISION`].
+    revision: Option<String>,
     record: Option<RequestRecord>,
     stopping: Arc<AtomicBool>,
 }
@@ -365,6 +397,12 @@ impl Ledger {
     fn served_by(&mut self, pod: &str) {
         if let Some(r) = self.record.as_mut() {
             r.served_by.push(pod.to_string());
+        }
+    }
+
+    fn paired(&mut self, pairing: Pairing) {
+        if let Some(r) = self.record.as_mut() {
+            r.pairing = Some(pairing);
         }
     }
 
@@ -391,6 +429,8 @@ impl Drop for Ledger {
 struct Asked {
     path: String,
     id: String,
+    /// The request's [`DISAGG_REVISION`].
+    revision: Option<String>,
     body: Value,
     stream: bool,
 }
@@ -401,6 +441,7 @@ async fn generate(state: Arc<RouterState>, req: Request<Body>) -> Response<Body>
     let path = parts.uri.path().to_string();
     let mut ledger = Ledger {
         log: state.log.clone(),
+        revision: None,
         record: Some(RequestRecord {
             id: id.clone(),
             router: state.pod.clone(),
@@ -411,6 +452,7 @@ async fn generate(state: Arc<RouterState>, req: Request<Body>) -> Response<Body>
             served_by: Vec::new(),
             outcome: Outcome::ClientGone,
             code: None,
+            pairing: None,
         }),
         stopping: state.stopping.clone(),
     };
@@ -429,6 +471,11 @@ async fn generate(state: Arc<RouterState>, req: Request<Body>) -> Response<Body>
         r.stream = stream;
     }
     let asked = Asked {
+        revision: parts
+            .headers
+            .get(DISAGG_REVISION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
         path,
         id,
         body,
@@ -436,6 +483,7 @@ async fn generate(state: Arc<RouterState>, req: Request<Body>) -> Response<Body>
     };
     let resp = route(&state, &asked, &mut ledger).await;
     let mut resp = with_ids(resp, &asked.id, &ledger.served());
+    stamp_pair(&mut resp, &ledger);
     // Relayed chunked, so the body is read to its end (and recorded there).
     resp.headers_mut().remove(header::CONTENT_LENGTH);
     resp.map(|b| relay(b, ledger, asked.stream))
@@ -464,38 +512,92 @@ fn with_ids(mut resp: Response<Body>, id: &str, served: &[String]) -> Response<B
     resp
 }
 
+/// Say whether the request's pair matched, and the answering worker's revision.
+fn stamp_pair(resp: &mut Response<Body>, ledger: &Ledger) {
+    let pairing = ledger.record.as_ref().and_then(|r| r.pairing.as_ref());
+    if let Some(p) = pairing {
+        let value = if p.compatible { "match" } else { "mismatch" };
+        resp.headers_mut()
+            .insert(KV_PAIR, HeaderValue::from_static(value));
+    }
+    if let Some(v) = ledger
+        .revision
+        .as_deref()
+        .and_then(|r| HeaderValue::from_str(r).ok())
+    {
+        resp.headers_mut().insert(DISAGG_REVISION, v);
+    }
+}
+
+/// The KV identity digest an engine's answer names.
+fn identity_of(resp: &Response<Body>) -> String {
+    header_text(resp.headers(), super::engine::KV_IDENTITY)
+}
+
 /// The answer of the worker(s) the plan picks, or the router's error.
 /// A response whose status is not 200 is recorded at once.
 async fn route(state: &RouterState, asked: &Asked, ledger: &mut Ledger) -> Response<Body> {
-    let (first, rest) = match state.plan() {
+    let (first, rest) = match state.plan(asked.revision.as_deref()) {
         None => (Vec::new(), Vec::new()),
         Some(Plan::Mixed(ws)) => (ws, Vec::new()),
         Some(Plan::Disaggregated { prefills, decodes }) => (prefills, decodes),
     };
-    let decodes = if rest.is_empty() {
-        first
-    } else {
-        let mut prefill = asked.body.clone();
-        prefill["stream"] = Value::Bool(false);
-        prefill["max_tokens"] = Value::from(1);
-        match forward(&first, asked, &prefill, ledger).await {
-            Ok(resp) if resp.status() == StatusCode::OK => {
-                if axum::body::to_bytes(resp.into_body(), BODY_LIMIT)
-                    .await
-                    .is_err()
-                {
-                    return failed(ledger, "prefill worker failed mid-answer");
-                }
-            }
-            Ok(resp) => return answered(ledger, resp),
-            Err(resp) => return *resp,
-        }
-        rest
+    if rest.is_empty() {
+        return match forward(&first, asked, &asked.body, ledger).await {
+            Ok((w, resp)) => decoded(ledger, &w, resp),
+            Err(resp) => *resp,
+        };
+    }
+    let (prefill, params) = match prefill(&first, asked, ledger).await {
+        Ok(p) => p,
+        Err(resp) => return *resp,
     };
-    match forward(&decodes, asked, &asked.body, ledger).await {
-        Ok(resp) if resp.status() == StatusCode::OK => resp,
-        Ok(resp) => answered(ledger, resp),
+    let mut body = asked.body.clone();
+    body["kv_transfer_params"] = params;
+    match forward(&rest, asked, &body, ledger).await {
+        Ok((w, resp)) => {
+            let pair = Pairing::new(prefill, (w.pod.clone(), identity_of(&resp)));
+            ledger.paired(pair);
+            decoded(ledger, &w, resp)
+        }
         Err(resp) => *resp,
+    }
+}
+
+/// The prefill step: the prefill's pod and identity digest and the
+/// `kv_transfer_params` its answer hands the decode, or the router's
+/// answer when it failed.
+async fn prefill(
+    prefills: &[Worker],
+    asked: &Asked,
+    ledger: &mut Ledger,
+) -> Result<((String, String), Value), Box<Response<Body>>> {
+    let mut body = asked.body.clone();
+    body["stream"] = Value::Bool(false);
+    body["max_tokens"] = Value::from(1);
+    body["kv_transfer_params"] = json!({"do_remote_decode": true});
+    let (w, resp) = forward(prefills, asked, &body, ledger).await?;
+    if resp.status() != StatusCode::OK {
+        return Err(Box::new(answered(ledger, resp)));
+    }
+    let identity = identity_of(&resp);
+    let Ok(bytes) = axum::body::to_bytes(resp.into_body(), BODY_LIMIT).await else {
+        return Err(Box::new(failed(ledger, "prefill worker failed mid-answer")));
+    };
+    let params = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("kv_transfer_params").cloned())
+        .unwrap_or(Value::Null);
+    Ok(((w.pod, identity), params))
+}
+
+/// The answering worker's response: relayed when 200, else recorded.
+fn decoded(ledger: &mut Ledger, w: &Worker, resp: Response<Body>) -> Response<Body> {
+    ledger.revision.clone_from(&w.revision);
+    if resp.status() == StatusCode::OK {
+        resp
+    } else {
+        answered(ledger, resp)
     }
 }
 
@@ -519,7 +621,7 @@ async fn forward(
     asked: &Asked,
     body: &Value,
     ledger: &mut Ledger,
-) -> Result<Response<Body>, Box<Response<Body>>> {
+) -> Result<(Worker, Response<Body>), Box<Response<Body>>> {
     for w in workers {
         let Ok(req) = Request::builder()
             .method(Method::POST)
@@ -533,7 +635,7 @@ async fn forward(
         match send(w.addr, req, CONNECT_TIMEOUT).await {
             Ok(resp) => {
                 ledger.served_by(&w.pod);
-                return Ok(resp.map(Body::new));
+                return Ok((w.clone(), resp.map(Body::new)));
             }
             Err(SendError::Connect(_)) => {}
             Err(SendError::Exchange(e)) => {

@@ -110,6 +110,12 @@ mod tests {
             clock,
             ttft: 0.2,
             token_rate: 50.0,
+            kv: crate::engine::KvHandshake {
+                pod: "p".into(),
+                digest: "0".into(),
+                policy: infera_model::kv::LoadFailurePolicy::Fail,
+                recompute_ttft: 2.0,
+            },
         })
     }
 
