@@ -166,6 +166,7 @@ mod tests {
                 served_by: Vec::new(),
                 outcome: Outcome::Ok,
                 code: None,
+                pairing: None,
             });
         }
         let kept = log.records();
