@@ -141,6 +141,7 @@ async fn a_restart_is_compatible_and_pairs_nothing_across() {
     assert!(mismatched(&truth).is_empty(), "{truth:?}");
     let log = client_log(&sim);
     assert!(log.values().all(|r| r["class"] == "ok"), "{log:?}\n{out}");
+    assert!(!out.contains("different KV identities"), "{out}");
     assert_eq!(code, 0, "{out}");
     sim.shutdown().await;
 }
@@ -296,6 +297,11 @@ async fn before_176_requests_paired_across_fail_as_predicted() {
     }
     let client_500 = log.values().filter(|r| r["status"] == 500).count();
     assert_eq!(client_500, across.len(), "{out}");
+    // The audit measured the mixed window from the pods alone.
+    assert!(
+        out.contains("; prefill and decode of different KV identities served together for "),
+        "{out}"
+    );
     sim.shutdown().await;
 }
 

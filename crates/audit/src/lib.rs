@@ -24,6 +24,7 @@ mod evidence;
 pub use evidence::RoleStats;
 pub mod exit;
 mod group;
+mod mixed;
 mod narrate;
 mod pods;
 mod report;
@@ -39,6 +40,7 @@ pub use command::{AuditCommandError, Options, SETTLE, audit_target, audit_target
 pub use group::{
     ManyReport, Selected, Selection, audit_many_during, audit_many_with, target_label,
 };
+pub use mixed::MixedWindow;
 pub use narrate::Step;
 pub use report::{
     AlreadyBelow, Outcome, Outputs, Report, ReportError, RoleBounds, RoleReport, StepRecord,

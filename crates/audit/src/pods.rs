@@ -37,6 +37,9 @@ pub struct Facts {
     /// `kubectl.kubernetes.io/restartedAt` (from its template): the
     /// `kubectl rollout restart` that made it, if any.
     pub restarted_at: Option<String>,
+    /// The KV compatibility identity of its engine (a digest), when infera
+    /// recognises the engine ([`infera_model::kv`]).
+    pub kv: Option<String>,
 }
 
 impl Facts {
@@ -58,6 +61,10 @@ impl Facts {
             restarted_at: (pod.metadata.annotations.as_ref())
                 .and_then(|a| a.get(RESTARTED_AT))
                 .cloned(),
+            kv: pod.spec.as_ref().and_then(|spec| {
+                let c = spec.containers.get(pod::engine_container_index(spec))?;
+                infera_model::kv::KvIdentity::of(c).map(|k| k.digest())
+            }),
         }
     }
 

@@ -345,6 +345,10 @@ pub struct Report {
     /// Ready while the pods without that restart kept running.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub undone_restarts: Vec<UndoneRestart>,
+    /// When a serving prefill and a serving decode had different KV
+    /// identities (requests paired across them fail or recompute).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mixed_windows: Vec<crate::mixed::MixedWindow>,
     /// The requests sent through the serving path (`--traffic`), joined
     /// with the steps.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -617,7 +621,24 @@ impl Report {
 
     /// One sentence: what the evidence says.
     pub fn sentence(&self) -> String {
-        format!("{}{}", self.counts_sentence(), self.undone_note())
+        format!(
+            "{}{}{}",
+            self.counts_sentence(),
+            self.mixed_note(),
+            self.undone_note()
+        )
+    }
+
+    /// `; prefill and decode of different KV identities served together
+    /// for …` when they did.
+    fn mixed_note(&self) -> String {
+        if self.mixed_windows.is_empty() {
+            return String::new();
+        }
+        format!(
+            "; prefill and decode of different KV identities served together for {}: a request paired across them fails or is prefilled again on the decode",
+            crate::mixed::describe(&self.mixed_windows)
+        )
     }
 
     /// `; a restart was undone before it served: …` for each replacement

@@ -669,3 +669,70 @@ fn a_restart_undone_before_it_served_is_said() {
     assert!(r.undone_restarts.is_empty(), "{:?}", r.undone_restarts);
     assert!(!r.sentence().contains("undone"), "{}", r.sentence());
 }
+
+/// `pod(…)` running the engine image `image`.
+fn on_image(mut p: Pod, image: &str) -> Pod {
+    if let Some(c) = p.spec.as_mut().and_then(|s| s.containers.first_mut()) {
+        c.image = Some(image.into());
+    }
+    p
+}
+
+/// A prefill/decode fleet rolled one role at a time to another engine
+/// version: from the new decode's first serving instant to the old
+/// prefill's deletion, a prefill and a decode of different KV identities
+/// served together; the report says when and for how long.
+#[test]
+fn the_mixed_window_runs_from_the_first_new_to_the_last_old() {
+    let t0 = Instant::now();
+    let mut a = Auditor::new(
+        vec![role("prefill", "prefill"), role("decode", "decode")],
+        1,
+        Duration::from_secs(10),
+        1.0,
+    )
+    .with_target("idep/llm");
+    let (v1, v2) = ("rocm/infera:0.9.1", "rocm/infera:0.9.2");
+    let p = |name: &str, service: &str, image: &str| {
+        on_image(pod(name, service, true, true, false), image)
+    };
+    list(
+        &mut a,
+        &[p("p-old", "prefill", v1), p("d-old", "decode", v1)],
+        t0,
+    );
+    a.apply(&Event::Apply(p("d-new", "decode", v2)), secs(t0, 5.0));
+    a.apply(&Event::Delete(p("d-old", "decode", v1)), secs(t0, 8.0));
+    a.apply(&Event::Apply(p("p-new", "prefill", v2)), secs(t0, 12.0));
+    a.apply(&Event::Delete(p("p-old", "prefill", v1)), secs(t0, 14.0));
+    let r = a.finish(Outcome::Complete, secs(t0, 20.0));
+    assert_eq!(
+        r.mixed_windows,
+        [crate::MixedWindow {
+            from_s: 5.0,
+            to_s: 14.0
+        }]
+    );
+    assert!(
+        r.sentence().contains(
+            "; prefill and decode of different KV identities served together for 9s (+5s to +14s)"
+        ),
+        "{}",
+        r.sentence()
+    );
+    // The same roll with one image throughout mixes nothing.
+    let mut b = Auditor::new(
+        vec![role("prefill", "prefill"), role("decode", "decode")],
+        1,
+        Duration::from_secs(10),
+        1.0,
+    );
+    list(
+        &mut b,
+        &[p("p-old", "prefill", v1), p("d-old", "decode", v1)],
+        t0,
+    );
+    b.apply(&Event::Apply(p("d-new", "decode", v1)), secs(t0, 5.0));
+    let r = b.finish(Outcome::Complete, secs(t0, 20.0));
+    assert!(r.mixed_windows.is_empty(), "{:?}", r.mixed_windows);
+}

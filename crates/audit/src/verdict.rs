@@ -111,8 +111,29 @@ pub(crate) fn report(
         origin: a.origin,
         started_at: a.origin.map(|o| a.clock.utc(o)),
         undone_restarts: a.undone_restarts.clone(),
+        mixed_windows: mixed_windows(a, closing, origin, now),
         traffic: None,
     }
+}
+
+/// The mixed windows of a fleet with `prefill` and `decode` roles.
+fn mixed_windows(
+    a: &Auditor,
+    closing: &Histories,
+    origin: Instant,
+    now: Instant,
+) -> Vec<crate::mixed::MixedWindow> {
+    let of = |name: &str| -> Vec<usize> {
+        (a.roles.iter().enumerate())
+            .filter(|(_, r)| r.spec.role == name)
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let (prefill, decode) = (of("prefill"), of("decode"));
+    if prefill.is_empty() || decode.is_empty() {
+        return Vec::new();
+    }
+    crate::mixed::windows(closing, &prefill, &decode, origin, now, a.time_scale())
 }
 
 fn role_report(

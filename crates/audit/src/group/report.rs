@@ -290,6 +290,9 @@ impl ManyReport {
             undone_restarts: (self.reports.iter())
                 .flat_map(|r| r.undone_restarts.iter().cloned())
                 .collect(),
+            mixed_windows: (self.reports.iter())
+                .flat_map(|r| r.mixed_windows.iter().copied())
+                .collect(),
             traffic: None,
         }
     }
