@@ -330,6 +330,18 @@ async fn before_176_recompute_serves_paired_requests_slower() {
             assert!(ttft >= local_prefill, "{seen}");
         }
     }
+    // The client read the router's word on each pairing: exactly the
+    // requests the truth paired across are marked, and the sentence counts
+    // them.
+    let marked: Vec<&str> = (log.values())
+        .filter(|r| r["mixedPair"] == true)
+        .filter_map(|r| r["id"].as_str())
+        .collect();
+    let mut truth_ids: Vec<&str> = across.iter().map(|r| r.id.as_str()).collect();
+    truth_ids.sort_unstable();
+    assert_eq!(marked, truth_ids, "{out}");
+    let said = format!("; {} were paired across KV identities", across.len());
+    assert!(out.contains(&said), "{said:?} in\n{out}");
     sim.shutdown().await;
 }
 

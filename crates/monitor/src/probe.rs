@@ -322,6 +322,7 @@ mod tests {
             detail: None,
             served_by: Vec::new(),
             unattributed: false,
+            mixed_pair: false,
             start: None,
         }
     }

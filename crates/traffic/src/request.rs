@@ -70,6 +70,7 @@ struct Ending {
     detail: Option<String>,
     ttft: Option<Duration>,
     served_by: Vec<String>,
+    mixed_pair: bool,
 }
 
 impl Ending {
@@ -80,6 +81,7 @@ impl Ending {
             detail: Some(detail.into()),
             ttft: None,
             served_by: Vec::new(),
+            mixed_pair: false,
         }
     }
 }
@@ -122,6 +124,7 @@ pub async fn send(
         status: ending.status,
         detail: ending.detail,
         served_by: ending.served_by,
+        mixed_pair: ending.mixed_pair,
         unattributed: false,
         start: Some(start),
     }
@@ -182,6 +185,8 @@ async fn exchange(
     };
     let status = response.status().as_u16();
     let served_by = served_by(response.headers());
+    let mixed_pair =
+        (response.headers().get("x-infera-kv-pair")).is_some_and(|v| v.as_bytes() == b"mismatch");
     let body = response.into_body();
     let mut ending = if status != 200 {
         refused_or_status(status, read_capped(body).await.unwrap_or_default())
@@ -191,6 +196,7 @@ async fn exchange(
         read_completion(body).await
     };
     ending.served_by = served_by;
+    ending.mixed_pair = mixed_pair;
     ending
 }
 

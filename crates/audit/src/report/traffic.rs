@@ -75,6 +75,10 @@ pub struct RequestRecord {
     /// Failed while the control probe failed: not the fleet's failure.
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     pub unattributed: bool,
+    /// The router paired a prefill and a decode of different KV identities
+    /// for it (its `x-infera-kv-pair: mismatch`).
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub mixed_pair: bool,
     /// When it started, on this process's monotonic clock.
     #[serde(skip)]
     pub start: Option<Instant>,
@@ -132,6 +136,13 @@ pub struct Tally {
     /// The longest run of consecutive counted failures, seconds of wall
     /// time from the first one's start to the last one's end.
     pub longest_failure_run_s: f64,
+    /// Requests the router paired across KV identities (whatever their end).
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub served_mixed: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Tally {
@@ -142,6 +153,7 @@ impl Tally {
         let mut longest = 0u64;
         for r in records {
             t.sent += 1;
+            t.served_mixed += u64::from(r.mixed_pair);
             if r.class == Class::Ok {
                 t.succeeded += 1;
                 ttfts.extend(r.ttft_ms);
@@ -434,6 +446,13 @@ impl TrafficReport {
                 out,
                 "; {} more failed while the control probe failed (infera was blind): unattributed",
                 t.unattributed
+            );
+        }
+        if t.served_mixed > 0 {
+            let _ = write!(
+                out,
+                "; {} were paired across KV identities (a prefill and a decode of different revisions, the router said)",
+                t.served_mixed
             );
         }
         out

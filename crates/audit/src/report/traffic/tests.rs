@@ -20,6 +20,7 @@ fn record(seq: u64, start: Instant, from_ms: u64, len_ms: u64, class: Class) -> 
         detail: None,
         served_by: vec!["w-old".into()],
         unattributed: false,
+        mixed_pair: false,
         start: Some(start + Duration::from_millis(from_ms)),
     }
 }
