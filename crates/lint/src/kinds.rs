@@ -47,20 +47,22 @@ fn service_path(service: &str) -> manifest::Path {
 }
 
 /// Lint one typed object, consuming it (an InferaDeployment's pods move
-/// into its render rather than being copied).
+/// into its render rather than being copied). `Err` says what the render
+/// needs that the input does not hold (a serving resource whose runtime is
+/// elsewhere): the object is then named as skipped, never passed.
 pub(crate) fn lint_typed(
     object: TypedObject,
     placeholders: Placeholders,
     cx: Cx<'_>,
-) -> Vec<(Hit, ObjectRef)> {
-    match object {
+) -> Result<Vec<(Hit, ObjectRef)>, String> {
+    Ok(match object {
         TypedObject::InferaDeployment(mut idep) => lint_idep(&mut idep, &placeholders, cx),
         TypedObject::Deployment(d) => lint_deployment(&d, placeholders, cx),
         TypedObject::StatefulSet(s) => lint_statefulset(&s, placeholders, cx),
         TypedObject::LeaderWorkerSet(lws) => lint_lws(&lws, placeholders, cx),
         TypedObject::DynamoGraphDeployment(g) => lint_dynamo(&g, &placeholders, cx),
-        TypedObject::Serving(s) => super::serving::lint_serving(&s, &placeholders, cx),
-    }
+        TypedObject::Serving(s) => return super::serving::lint_serving(&s, &placeholders, cx),
+    })
 }
 
 /// The placeholders under `base` (one service's fields).

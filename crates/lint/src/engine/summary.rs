@@ -163,6 +163,9 @@ fn known_skip_reason(kind: &str, group: &str) -> Option<&'static str> {
         ("ServingRuntime" | "ClusterServingRuntime", "serving.kserve.io") => {
             "a KServe runtime template: it runs no pods itself"
         }
+        ("ServingRuntime" | "ClusterServingRuntime", "ome.io") => {
+            "an OME runtime template: it runs no pods itself; an InferenceService that names it is read with it when the two are in the same input"
+        }
         ("MultiRoleInference", "kaito.sh") => {
             "each role becomes a KAITO InferenceSet, which reconciles only the number and labels of its Workspaces (addOrUpdateInferenceSet); what replaces them is the cluster's auto-upgrade strategy, which is not in the object"
         }
@@ -184,6 +187,21 @@ fn known_skip_reason(kind: &str, group: &str) -> Option<&'static str> {
         ("Pod", "") => "a bare pod is never rolled",
         _ => return None,
     })
+}
+
+/// The entry naming an object of a kind lint renders whose render needs
+/// what the input does not hold (`missing`: what, and how to supply it).
+pub(super) fn missing_kind(node: &Node, missing: String) -> SkippedKind {
+    let kind = node.get("kind").and_then(Node::as_str).unwrap_or("");
+    let api = node.get("apiVersion").and_then(Node::as_str).unwrap_or("");
+    SkippedKind {
+        kind: kind.to_string(),
+        group: super::unread::group_version(api).0.to_string(),
+        count: 1,
+        reason: missing,
+        status: SkipStatus::Skipped,
+        found: Vec::new(),
+    }
 }
 
 /// The entry naming an object infera does not analyse, or None for a kind

@@ -259,6 +259,7 @@ mod tests {
     }
 
     const KUBEAI_MODEL: &str = "apiVersion: kubeai.org/v1\nkind: Model\nmetadata: {name: m}\nspec:\n  features: [TextGeneration]\n  url: hf://Qwen/Qwen2.5-7B\n  engine: VLLM\n  resourceProfile: nvidia-gpu-l4:1\n  minReplicas: 1\n";
+    const KTHENA_BOOSTER: &str = "apiVersion: workload.serving.volcano.sh/v1alpha1\nkind: ModelBooster\nmetadata: {name: b}\nspec:\n  backends:\n  - name: b1\n    type: vLLM\n    minReplicas: 1\n    workers:\n    - {type: server, image: vllm/vllm-openai, replicas: 1, resources: {limits: {nvidia.com/gpu: 1}}}\n";
     const LLMAZ_SERVICE: &str = "apiVersion: inference.llmaz.io/v1alpha1\nkind: Service\nmetadata: {name: s}\nspec:\n  replicas: 2\n  workloadTemplate:\n    template:\n      spec:\n        containers:\n        - name: model-runner\n          image: vllm/vllm-openai:v0.8.5\n          resources: {limits: {nvidia.com/gpu: 1}}\n";
     const OME_RUNTIME: &str = "apiVersion: ome.io/v1beta1\nkind: ClusterServingRuntime\nmetadata: {name: r}\nspec:\n  engineConfig:\n    runner:\n      name: ome-container\n      image: docker.io/lmsysorg/sglang:v0.4.8\n      args: [--tp-size, \"1\"]\n      resources: {limits: {nvidia.com/gpu: 1}}\n";
 
@@ -266,7 +267,7 @@ mod tests {
     #[test]
     fn every_object_is_linted_named_or_silent_by_the_closed_list() {
         let named = |s: &'static str, k| End::Named(s, k, "");
-        let table: [(&str, End, &str); 9] = [
+        let table: [(&str, End, &str); 10] = [
             (
                 "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
                 End::Silent,
@@ -282,10 +283,14 @@ mod tests {
                 End::Silent,
                 "",
             ),
+            (KUBEAI_MODEL, End::Linted, ""),
             (
-                KUBEAI_MODEL,
-                named("Model (kubeai.org)", SkipStatus::NotRead),
-                "resourceProfile: nvidia-gpu-l4:1 at spec.resourceProfile",
+                KTHENA_BOOSTER,
+                named(
+                    "ModelBooster (workload.serving.volcano.sh)",
+                    SkipStatus::NotRead,
+                ),
+                "minReplicas 1 at spec.backends[0].minReplicas",
             ),
             (
                 LLMAZ_SERVICE,
@@ -294,8 +299,8 @@ mod tests {
             ),
             (
                 OME_RUNTIME,
-                named("ClusterServingRuntime (ome.io)", SkipStatus::NotRead),
-                "containers at spec.engineConfig.runner",
+                named("ClusterServingRuntime (ome.io)", SkipStatus::Skipped),
+                "",
             ),
             (
                 "apiVersion: nvidia.com/v2\nkind: DynamoGraphDeployment\nmetadata: {name: g}\nspec: {}\n",
@@ -327,13 +332,14 @@ mod tests {
 
     #[test]
     fn the_reports_name_the_group_and_what_was_found() {
-        let out = lint_source("t.yaml", KUBEAI_MODEL.as_bytes(), &LintOptions::default());
+        let out = lint_source("t.yaml", KTHENA_BOOSTER.as_bytes(), &LintOptions::default());
         let line = crate::report::skipped_line(&out.summary.skipped_kinds[0]);
         assert!(
-            line.starts_with("not read: Model (kubeai.org) ×1 (infera does not read this kind")
-                && line.contains("found: ")
-                && line.contains("engine VLLM at spec.engine")
-                && line.contains("minReplicas 1 at spec.minReplicas"),
+            line.starts_with(
+                "not read: ModelBooster (workload.serving.volcano.sh) ×1 (infera does not read this kind"
+            ) && line.contains("found: ")
+                && line.contains("containers at spec.backends[0].workers")
+                && line.contains("minReplicas 1 at spec.backends[0].minReplicas"),
             "{line}"
         );
         let out = lint_source("t.yaml", LLMAZ_SERVICE.as_bytes(), &LintOptions::default());

@@ -18,6 +18,11 @@
 //!   each role's pods replaced in place (InPlaceUpdate).
 //! - AIBrix `RayClusterFleet` and KubeRay `RayService`: whole Ray clusters,
 //!   rolled as a Deployment rolls pods / replaced by a new cluster.
+//! - KubeAI `Model`: pods of its own, a surge pod first, an old pod
+//!   deleted only when every pod is Ready (`calculatePodPlan`).
+//! - OME `InferenceService`: its runtime's `engineConfig` under the
+//!   object's `engine` (`MergeEngineSpec`), a Deployment with maxSurge 1,
+//!   maxUnavailable 0 unless `deploymentStrategy` says otherwise.
 
 use k8s_openapi::api::core::v1::{PodSpec, Probe, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -27,7 +32,9 @@ use serde_json::{Value, json};
 mod aibrix;
 mod kaito;
 mod kserve;
+mod kubeai;
 mod nim;
+mod ome;
 mod production_stack;
 mod ray;
 #[cfg(test)]
@@ -119,6 +126,30 @@ impl Roll {
         }
     }
 
+    /// A Deployment `strategy` as an operator writes it from a field of
+    /// the resource: Recreate, or the `rollingUpdate` written (a field it
+    /// leaves out is the API's 25%); without a `rollingUpdate`, the
+    /// operator's own maxSurge and maxUnavailable (`defaults`).
+    fn strategy(strategy: Option<&Value>, replicas: Option<i32>, defaults: (&str, &str)) -> Roll {
+        if strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("Recreate") {
+            return Roll::recreate(replicas);
+        }
+        match strategy.and_then(|s| s.get("rollingUpdate")) {
+            Some(r) => Roll::deployment(
+                replicas,
+                r.get("maxSurge"),
+                r.get("maxUnavailable"),
+                ("25%", "25%"),
+            ),
+            None => Roll::deployment(
+                replicas,
+                Some(&Value::from(defaults.0)),
+                Some(&Value::from(defaults.1)),
+                defaults,
+            ),
+        }
+    }
+
     fn recreate(replicas: Option<i32>) -> Roll {
         Roll {
             replicas,
@@ -184,7 +215,13 @@ fn run(unit: Unit<'_>, placeholders: &Placeholders, cx: Cx<'_>, out: &mut Out) {
     out.extend(plain_workload(plain, placeholders.clone(), cx));
 }
 
-pub(crate) fn lint_serving(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_>) -> Out {
+/// The object's units as its operator renders them, through the rules;
+/// `Err` names what the render needs that the input does not hold.
+pub(crate) fn lint_serving(
+    obj: &ServingObject,
+    placeholders: &Placeholders,
+    cx: Cx<'_>,
+) -> Result<Out, String> {
     let mut out = Vec::new();
     match obj.kind {
         ServingKind::VllmRuntime => production_stack::vllm_runtime(obj, placeholders, cx, &mut out),
@@ -208,8 +245,26 @@ pub(crate) fn lint_serving(obj: &ServingObject, placeholders: &Placeholders, cx:
         ServingKind::StormService => aibrix::storm_service(obj, placeholders, cx, &mut out),
         ServingKind::RayClusterFleet => aibrix::ray_cluster_fleet(obj, placeholders, cx, &mut out),
         ServingKind::RayService => ray::ray_service(obj, placeholders, cx, &mut out),
+        ServingKind::KubeAiModel => kubeai::model(obj, placeholders, cx, &mut out)?,
+        ServingKind::OmeInferenceService => {
+            ome::inference_service(obj, placeholders, cx, &mut out)?;
+        }
     }
-    out
+    Ok(out)
+}
+
+/// The TCP readiness probe KServe and OME give their main container when
+/// it has none: on its first port, else 8080 (`setDefaultReadinessProbe`).
+fn default_tcp_probe(c: &mut k8s_openapi::api::core::v1::Container) {
+    if c.readiness_probe.is_none() {
+        let port = c
+            .ports
+            .iter()
+            .flatten()
+            .next()
+            .map_or(8080, |p| p.container_port);
+        c.readiness_probe = serde_json::from_value(json!({"tcpSocket": {"port": port}})).ok();
+    }
 }
 
 fn http_probe(path: &str, port: Value) -> Probe {

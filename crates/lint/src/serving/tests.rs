@@ -3,26 +3,12 @@
 use crate::engine::lint_source;
 use crate::options::LintOptions;
 
-/// (code, path of the finding, fix change paths) of each finding.
+/// (code, path of the finding, fix change paths) of each finding of the
+/// one object in `yaml`.
 fn lint(yaml: &str) -> Vec<(String, String, Vec<String>)> {
-    let opts = LintOptions {
-        node_gpus: 8,
-        ..LintOptions::default()
-    };
-    let out = lint_source("t.yaml", yaml.as_bytes(), &opts);
-    assert!(out.input_errors.is_empty(), "{:?}", out.input_errors);
-    assert_eq!(out.summary.objects, 1, "{yaml}");
-    out.findings
-        .iter()
-        .map(|f| {
-            let fix = f
-                .fix
-                .iter()
-                .flat_map(|x| x.changes.iter().map(|c| c.path.clone()))
-                .collect();
-            (f.code.to_string(), f.message.clone(), fix)
-        })
-        .collect()
+    let (objects, hits) = lint_counted(yaml);
+    assert_eq!(objects, 1, "{yaml}");
+    hits
 }
 
 fn codes(yaml: &str) -> Vec<String> {
@@ -225,4 +211,167 @@ fn ray_cluster_fleet_defaults_retire_a_cluster_first() {
     let surge =
         "strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}\n  ";
     assert!(codes(&fleet(surge)).is_empty());
+}
+
+/// What lint makes of one input: the finding codes, or the reason the
+/// object is named as skipped.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    Codes(Vec<String>),
+    Named(String),
+}
+
+fn outcome(yaml: &str) -> Outcome {
+    let opts = LintOptions {
+        node_gpus: 8,
+        ..LintOptions::default()
+    };
+    let out = lint_source("t.yaml", yaml.as_bytes(), &opts);
+    assert!(out.input_errors.is_empty(), "{:?}", out.input_errors);
+    assert_eq!(out.summary.silent, 0, "{yaml}");
+    let named: Vec<_> = out
+        .summary
+        .skipped_kinds
+        .iter()
+        .filter(|k| !k.kind.ends_with("ServingRuntime"))
+        .collect();
+    match named.as_slice() {
+        [] => Outcome::Codes(out.findings.iter().map(|f| f.code.to_string()).collect()),
+        [k] => Outcome::Named(k.reason.clone()),
+        more => panic!("{more:?}"),
+    }
+}
+
+fn kubeai(engine: &str, profile: &str, args: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: kubeai.org/v1\nkind: Model\nmetadata: {{name: m}}\nspec:\n  url: hf://org/m\n  engine: {engine}\n  resourceProfile: {profile}\n  args: [{args}]\n{extra}"
+    )
+}
+
+/// An OME InferenceService whose `engine` is `engine` (flow style), with
+/// `runtime` after it in the same input.
+fn ome(runtime_name: &str, engine: &str, runtime: &str) -> String {
+    let name = if runtime_name.is_empty() {
+        String::new()
+    } else {
+        format!("  runtime: {{name: {runtime_name}}}\n")
+    };
+    format!(
+        "apiVersion: ome.io/v1beta1\nkind: InferenceService\nmetadata: {{name: q, namespace: ns}}\nspec:\n  model: {{name: qwen}}\n{name}  engine: {engine}\n{runtime}"
+    )
+}
+
+/// A ClusterServingRuntime `rt` whose runner runs SGLang at `tp` on `gpus`.
+fn ome_runtime(tp: u32, gpus: u32) -> String {
+    format!(
+        "---\napiVersion: ome.io/v1beta1\nkind: ClusterServingRuntime\nmetadata: {{name: rt}}\nspec:\n  engineConfig:\n    runner:\n      name: ome-container\n      image: lmsysorg/sglang:v0.5.5\n      command: [python3, -m, sglang.launch_server, --port, \"8080\", --tp-size, \"{tp}\"]\n      ports: [{{containerPort: 8080}}]\n      resources: {{limits: {{nvidia.com/gpu: {gpus}}}}}\n"
+    )
+}
+
+/// Each kind of issue 42's item 3 as its operator renders it: one row a
+/// case, (what the row shows, manifest, outcome).
+#[rustfmt::skip]
+fn operator_cases() -> Vec<(&'static str, String, Outcome)> {
+    let codes = |c: &[&str]| Outcome::Codes(c.iter().map(|s| s.to_string()).collect());
+    let named = |r: &str| Outcome::Named(r.to_string());
+    vec![
+        // KubeAI Model: KubeAI's own pods, a surge pod first, /health probes.
+        ("kubeai vLLM, 1 L4, 1 replica", kubeai("VLLM", "nvidia-gpu-l4:1", "--max-model-len=8192", "  minReplicas: 1\n"), codes(&[])),
+        ("kubeai vLLM, TP 2 on 1 GPU", kubeai("VLLM", "nvidia-gpu-l4:1", "--tensor-parallel-size=2", "  minReplicas: 1\n"), codes(&["IR009"])),
+        ("kubeai vLLM, TP 2 on 2 GPUs", kubeai("VLLM", "nvidia-gpu-l4:2", "--tensor-parallel-size=2", "  minReplicas: 1\n"), codes(&[])),
+        ("kubeai vLLM, 8 of 8 GPUs: the surge pod needs a free node", kubeai("VLLM", "nvidia-gpu-h100:8", "", "  replicas: 2\n"), codes(&["IR004"])),
+        ("kubeai SGLang, --tp 2 on 2 MI300X", kubeai("SGLang", "amd-gpu-mi300x:2", "--tp=2", "  minReplicas: 1\n"), codes(&[])),
+        ("kubeai SGLang, --tp 4 on 2 MI300X", kubeai("SGLang", "amd-gpu-mi300x:2", "--tp=4", "  minReplicas: 1\n"), codes(&["IR009"])),
+        ("kubeai profile the cluster defines: GPUs unknown", kubeai("VLLM", "my-gpus:4", "--tensor-parallel-size=8", "  minReplicas: 1\n"), codes(&[])),
+        ("kubeai OLlama engine", kubeai("OLlama", "cpu:1", "", ""), named("engine `OLlama`: infera reads KubeAI's VLLM and SGLang pods")),
+        // OME InferenceService: the runtime it names, merged under its engine.
+        ("ome, runtime chosen from the model", ome("", "{minReplicas: 1}", ""), named("OME chooses its runtime when it is admitted, from the formats of its model `qwen`")),
+        ("ome, runtime named but not in the input", ome("rt", "{minReplicas: 1}", ""), named("its runtime `rt`")),
+        ("ome, runtime beside it: a Deployment, maxSurge 1", ome("rt", "{minReplicas: 1}", &ome_runtime(1, 1)), codes(&[])),
+        ("ome, 8 of 8 GPUs: the surge pod needs a free node", ome("rt", "{minReplicas: 1}", &ome_runtime(8, 8)), codes(&["IR004"])),
+        ("ome, TP 4 on 1 GPU", ome("rt", "{minReplicas: 1}", &ome_runtime(4, 1)), codes(&["IR009"])),
+        ("ome, the engine overrides the runner's GPUs", ome("rt", "{minReplicas: 1, runner: {resources: {limits: {nvidia.com/gpu: 4}}}}", &ome_runtime(4, 1)), codes(&[])),
+        ("ome, engine on Recreate", ome("rt", "{minReplicas: 1, deploymentStrategy: {type: Recreate}}", &ome_runtime(1, 1)), codes(&["IR008"])),
+        ("ome, engine maxSurge 0, 1 replica", ome("rt", "{minReplicas: 1, deploymentStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}}", &ome_runtime(1, 1)), codes(&["IR008"])),
+        ("ome, minReplicas 0: Knative", ome("rt", "{minReplicas: 0}", &ome_runtime(1, 1)), codes(&[])),
+        ("ome, an annotation that names no mode is ignored", ome("rt", "{minReplicas: 1, deploymentStrategy: {type: Recreate}, annotations: {ome.io/deploymentMode: Fast}}", &ome_runtime(1, 1)), codes(&["IR008"])),
+        ("ome, annotated MultiNodeRayVLLM", ome("rt", "{minReplicas: 1, annotations: {ome.io/deploymentMode: MultiNodeRayVLLM}}", &ome_runtime(1, 1)), named("`engine` deploys as MultiNodeRayVLLM")),
+        ("ome, the decoder on Recreate", ome("rt", "{minReplicas: 1}\n  decoder: {minReplicas: 1, deploymentStrategy: {type: Recreate}}", &ome_runtime(1, 1)), codes(&["IR008"])),
+        ("ome, leader and worker: multi-node", ome("rt", "{minReplicas: 1, leader: {}, worker: {size: 1}}", &ome_runtime(1, 1)), named("`engine` deploys as MultiNode")),
+        ("ome, a namespaced runtime of another namespace", ome("rt", "{minReplicas: 1}", &ome_runtime(1, 1).replace("ClusterServingRuntime", "ServingRuntime").replace("{name: rt}", "{name: rt, namespace: other}")), named("its runtime `rt`")),
+    ]
+}
+
+#[test]
+fn operators_render_as_their_sources_say() {
+    let mut failed = Vec::new();
+    for (what, yaml, want) in operator_cases() {
+        let got = outcome(&yaml);
+        let ok = match (&got, &want) {
+            (Outcome::Named(g), Outcome::Named(w)) => g.contains(w.as_str()),
+            _ => got == want,
+        };
+        if !ok {
+            failed.push(format!("{what}: got {got:?}, want {want:?}"));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+#[test]
+fn a_recreate_ome_engine_is_fixed_in_its_own_strategy() {
+    let yaml = ome(
+        "rt",
+        "{minReplicas: 1, deploymentStrategy: {type: Recreate}}",
+        &ome_runtime(1, 1),
+    );
+    let hits = lint_all(&yaml);
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert!(
+        hits[0]
+            .1
+            .contains("OME renders a Deployment from the runtime and `engine`"),
+        "{}",
+        hits[0].1
+    );
+    assert_eq!(hits[0].2, ["/spec/engine/deploymentStrategy"]);
+}
+
+#[test]
+fn kubeai_findings_name_what_kubeai_renders() {
+    let hits = lint_all(&kubeai("VLLM", "nvidia-gpu-h100:8", "", "  replicas: 2\n"));
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert!(
+        hits[0].1.contains("model m requests 8 nvidia.com/gpu"),
+        "{}",
+        hits[0].1
+    );
+}
+
+/// As [`lint`], without the one-object check (a runtime beside it is named).
+fn lint_all(yaml: &str) -> Vec<(String, String, Vec<String>)> {
+    lint_counted(yaml).1
+}
+
+/// The objects linted, and each finding as [`lint`] gives it.
+fn lint_counted(yaml: &str) -> (usize, Vec<(String, String, Vec<String>)>) {
+    let opts = LintOptions {
+        node_gpus: 8,
+        ..LintOptions::default()
+    };
+    let out = lint_source("t.yaml", yaml.as_bytes(), &opts);
+    assert!(out.input_errors.is_empty(), "{:?}", out.input_errors);
+    let hits = out
+        .findings
+        .iter()
+        .map(|f| {
+            let fix = f
+                .fix
+                .iter()
+                .flat_map(|x| x.changes.iter().map(|c| c.path.clone()))
+                .collect();
+            (f.code.to_string(), f.message.clone(), fix)
+        })
+        .collect();
+    (out.summary.objects, hits)
 }

@@ -24,6 +24,10 @@ pub enum ServingKind {
     StormService,
     /// NVIDIA NIM operator `NIMService` (`apps.nvidia.com`).
     NimService,
+    /// KubeAI `Model` (`kubeai.org`).
+    KubeAiModel,
+    /// OME `InferenceService` (`ome.io`), with the runtime it names.
+    OmeInferenceService,
 }
 
 impl ServingKind {
@@ -38,11 +42,13 @@ impl ServingKind {
             ServingKind::RayClusterFleet => "RayClusterFleet",
             ServingKind::StormService => "StormService",
             ServingKind::NimService => "NIMService",
+            ServingKind::KubeAiModel => "Model",
+            ServingKind::OmeInferenceService => "InferenceService",
         }
     }
 
     /// Every serving kind infera reads.
-    pub const ALL: [ServingKind; 8] = [
+    pub const ALL: [ServingKind; 10] = [
         ServingKind::VllmRuntime,
         ServingKind::InferenceService,
         ServingKind::LlmInferenceService,
@@ -51,6 +57,8 @@ impl ServingKind {
         ServingKind::RayClusterFleet,
         ServingKind::StormService,
         ServingKind::NimService,
+        ServingKind::KubeAiModel,
+        ServingKind::OmeInferenceService,
     ];
 
     /// The API groups of [`Self::ALL`], each once, in that order.
@@ -73,6 +81,8 @@ impl ServingKind {
             ServingKind::RayService => "ray.io",
             ServingKind::RayClusterFleet | ServingKind::StormService => "orchestration.aibrix.ai",
             ServingKind::NimService => "apps.nvidia.com",
+            ServingKind::KubeAiModel => "kubeai.org",
+            ServingKind::OmeInferenceService => "ome.io",
         }
     }
 
@@ -87,6 +97,8 @@ impl ServingKind {
             ServingKind::RayClusterFleet => "rayclusterfleets",
             ServingKind::StormService => "stormservices",
             ServingKind::NimService => "nimservices",
+            ServingKind::KubeAiModel => "models",
+            ServingKind::OmeInferenceService => "inferenceservices",
         }
     }
 
@@ -139,7 +151,11 @@ mod tests {
         assert_eq!(ServingKind::of("Workspace", "tekton.dev"), None);
         assert_eq!(ServingKind::of("RayCluster", "ray.io"), None);
         let groups = ServingKind::groups();
-        assert_eq!(groups.len(), 6, "{groups:?}");
+        assert_eq!(groups.len(), 8, "{groups:?}");
+        assert_eq!(
+            ServingKind::of("InferenceService", "ome.io"),
+            Some(ServingKind::OmeInferenceService)
+        );
         for kind in ServingKind::ALL {
             assert_eq!(ServingKind::of(kind.name(), kind.group()), Some(kind));
             assert_eq!(ServingKind::of(kind.name(), "example.com"), None);
