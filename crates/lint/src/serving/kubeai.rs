@@ -151,11 +151,7 @@ pub(super) fn model(
             .map(str::to_string),
         ..PodSpec::default()
     };
-    run(
-        Unit::whole(obj, pod, None, roll, crd),
-        placeholders,
-        cx,
-        out,
-    );
+    let unit = Unit::whole(obj, pod, None, roll, crd);
+    run(unit, placeholders, cx, out);
     Ok(())
 }
