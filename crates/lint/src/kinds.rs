@@ -152,6 +152,7 @@ fn lint_idep(
             claimed_gpus: claimed(&rw.pod, main, &idep.metadata, cx),
             blocked: Default::default(),
             crd: None,
+            ray_cluster_gpus: None,
         };
         service_hits(&w, &idep.metadata, cx, &mut out);
     }
@@ -242,6 +243,7 @@ fn lint_deployment(
         base: keys(&["spec"]),
         service: None,
         crd: None,
+        ray_cluster_gpus: None,
     };
     plain_workload(plain, placeholders, cx)
 }
@@ -282,6 +284,7 @@ fn lint_statefulset(
         base: keys(&["spec"]),
         service: None,
         crd: None,
+        ray_cluster_gpus: None,
     };
     plain_workload(plain, placeholders, cx)
 }
@@ -324,6 +327,7 @@ fn lint_lws(
         base: keys(&["spec"]),
         service: None,
         crd: None,
+        ray_cluster_gpus: None,
     };
     plain_workload(plain, placeholders, cx)
 }
@@ -349,6 +353,8 @@ pub(crate) struct Plain<'a> {
     /// The role or service of a multi-part resource.
     pub service: Option<String>,
     pub crd: Option<super::rules::CrdRollout>,
+    /// A Ray pod's whole cluster's GPUs ([`Workload::ray_cluster_gpus`]).
+    pub ray_cluster_gpus: Option<i64>,
 }
 
 pub(crate) fn plain_workload(
@@ -371,6 +377,7 @@ pub(crate) fn plain_workload(
         base,
         service,
         crd,
+        ray_cluster_gpus,
     } = plain;
     let main = infera_model::pod::engine_container_index(pod);
     let engine = pod.containers.get(main).and_then(catalogue::recognize);
@@ -413,6 +420,7 @@ pub(crate) fn plain_workload(
         claimed_gpus: claimed(pod, main, meta, cx),
         blocked: Default::default(),
         crd,
+        ray_cluster_gpus,
     };
     let mut out = Vec::new();
     service_hits(&w, meta, cx, &mut out);
@@ -548,6 +556,7 @@ fn dynamo_hits(
         claimed_gpus: ClaimedGpus::None,
         blocked: Default::default(),
         crd: None,
+        ray_cluster_gpus: None,
     };
     service_hits(&w, &g.metadata, cx, out);
 }

@@ -93,6 +93,7 @@ pub(super) fn inference_service(
         service: None,
         roll,
         crd,
+        ray_cluster_gpus: None,
     };
     run(unit, placeholders, cx, out);
 }
@@ -246,6 +247,7 @@ pub(super) fn llm_inference_service(
         service: service.map(str::to_string),
         roll,
         crd,
+        ray_cluster_gpus: None,
     };
     run(unit, placeholders, cx, out);
 }

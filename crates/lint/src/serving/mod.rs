@@ -171,6 +171,8 @@ struct Unit<'a> {
     service: Option<String>,
     roll: Roll,
     crd: CrdRollout,
+    /// A Ray pod's whole cluster's GPUs.
+    ray_cluster_gpus: Option<i64>,
 }
 
 impl<'a> Unit<'a> {
@@ -190,6 +192,7 @@ impl<'a> Unit<'a> {
             service: None,
             roll,
             crd,
+            ray_cluster_gpus: None,
         }
     }
 }
@@ -211,6 +214,7 @@ fn run(unit: Unit<'_>, placeholders: &Placeholders, cx: Cx<'_>, out: &mut Out) {
         base: unit.base,
         service: unit.service,
         crd: Some(unit.crd),
+        ray_cluster_gpus: unit.ray_cluster_gpus,
     };
     out.extend(plain_workload(plain, placeholders.clone(), cx));
 }
@@ -225,7 +229,7 @@ pub(crate) fn lint_serving(
     let mut out = Vec::new();
     match obj.kind {
         ServingKind::VllmRuntime => production_stack::vllm_runtime(obj, placeholders, cx, &mut out),
-        ServingKind::NimService => nim::nim_service(obj, placeholders, cx, &mut out),
+        ServingKind::NimService => nim::nim_service(obj, placeholders, cx, &mut out)?,
         ServingKind::InferenceService => kserve::inference_service(obj, placeholders, cx, &mut out),
         ServingKind::LlmInferenceService => {
             kserve::llm_inference_service(obj, &path(&["spec"]), None, placeholders, cx, &mut out);

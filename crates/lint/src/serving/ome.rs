@@ -224,6 +224,7 @@ pub(super) fn inference_service(
             service: (field != "engine").then(|| field.to_string()),
             roll,
             crd,
+            ray_cluster_gpus: None,
         };
         run(unit, placeholders, cx, out);
     }

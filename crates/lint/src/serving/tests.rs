@@ -375,3 +375,24 @@ fn lint_counted(yaml: &str) -> (usize, Vec<(String, String, Vec<String>)>) {
         .collect();
     (out.summary.objects, hits)
 }
+
+#[test]
+fn ray_executor_is_held_to_the_whole_clusters_gpus() {
+    let fleet = |workers: u32| {
+        format!(
+            "apiVersion: orchestration.aibrix.ai/v1alpha1\nkind: RayClusterFleet\nmetadata: {{name: f}}\nspec:\n  replicas: 1\n  strategy: {{type: RollingUpdate, rollingUpdate: {{maxSurge: 1, maxUnavailable: 0}}}}\n  template:\n    spec:\n      headGroupSpec: {{template: {{spec: {{containers: [{{name: head, image: vllm/vllm-openai, command: [vllm, serve, m, --tensor-parallel-size, \"16\", --distributed-executor-backend, ray], resources: {{limits: {{nvidia.com/gpu: 8}}}}}}]}}}}}}\n      workerGroupSpecs:\n        - {{replicas: {workers}, template: {{spec: {{containers: [{{name: w, image: x, command: [ray, start], resources: {{limits: {{nvidia.com/gpu: 8}}}}}}]}}}}}}\n"
+        )
+    };
+    let hits: Vec<_> = lint(&fleet(0))
+        .into_iter()
+        .filter(|h| h.0 == "IR009")
+        .collect();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert!(
+        hits[0].1.contains("placed by Ray's distributed executor (`--distributed-executor-backend ray`) on the GPUs of the whole Ray cluster, which has 8"),
+        "{}",
+        hits[0].1
+    );
+    assert!(hits[0].2.is_empty(), "no pod's request fixes it");
+    assert!(lint(&fleet(1)).iter().all(|h| h.0 != "IR009"));
+}
