@@ -53,7 +53,7 @@ const ROWS: &[Row] = &[
     (&["kubeai/qwen3-600m-sglang-gpu.yaml"], 1, 0, &[]),
     (&["kubeai/spark-x2.5-4b-vllm-gpu.yaml"], 1, 0, &[]),
     (&["llmaz/huggingface-playground.yaml"], 0, 1, &[]),
-    (&["llmaz/multi-nodes-service.yaml"], 0, 1, &[]),
+    (&["llmaz/multi-nodes-service.yaml"], 1, 0, &[]),
     (&["ome/isvc-llama-3-1-70b-instruct.yaml"], 0, 1, &[]),
     (&["ome/isvc-qwen1-5-7b-chat.yaml"], 0, 1, &[]),
     (&["ome/isvc-smollm2-1-7b-instruct.yaml"], 0, 1, &[]),

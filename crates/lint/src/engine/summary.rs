@@ -173,6 +173,9 @@ fn known_skip_reason(kind: &str, group: &str) -> Option<&'static str> {
             "rendered by AIBrix from a StormService; lint that instead"
         }
         ("NIMCache", "apps.nvidia.com") => "downloads a model: it serves nothing",
+        ("Playground", "inference.llmaz.io") => {
+            "llmaz builds a Service from it with its BackendRuntime (the engine's command, args and resources) and OpenModel, cluster objects not in the input (buildServiceApplyConfiguration); lint that Service (`kubectl get services.inference.llmaz.io -o yaml`)"
+        }
         ("RayCluster" | "RayJob", "ray.io") => {
             "KubeRay replaces Ray clusters whole; infera does not model that rollout"
         }

@@ -260,7 +260,7 @@ mod tests {
 
     const KUBEAI_MODEL: &str = "apiVersion: kubeai.org/v1\nkind: Model\nmetadata: {name: m}\nspec:\n  features: [TextGeneration]\n  url: hf://Qwen/Qwen2.5-7B\n  engine: VLLM\n  resourceProfile: nvidia-gpu-l4:1\n  minReplicas: 1\n";
     const KTHENA_BOOSTER: &str = "apiVersion: workload.serving.volcano.sh/v1alpha1\nkind: ModelBooster\nmetadata: {name: b}\nspec:\n  backends:\n  - name: b1\n    type: vLLM\n    minReplicas: 1\n    workers:\n    - {type: server, image: vllm/vllm-openai, replicas: 1, resources: {limits: {nvidia.com/gpu: 1}}}\n";
-    const LLMAZ_SERVICE: &str = "apiVersion: inference.llmaz.io/v1alpha1\nkind: Service\nmetadata: {name: s}\nspec:\n  replicas: 2\n  workloadTemplate:\n    template:\n      spec:\n        containers:\n        - name: model-runner\n          image: vllm/vllm-openai:v0.8.5\n          resources: {limits: {nvidia.com/gpu: 1}}\n";
+    const LLMAZ_SERVICE: &str = "apiVersion: inference.llmaz.io/v1alpha1\nkind: Service\nmetadata: {name: s}\nspec:\n  replicas: 2\n  workloadTemplate:\n    workerTemplate:\n      spec:\n        containers:\n        - name: model-runner\n          image: vllm/vllm-openai:v0.8.5\n          resources: {limits: {nvidia.com/gpu: 1}}\n";
     const OME_RUNTIME: &str = "apiVersion: ome.io/v1beta1\nkind: ClusterServingRuntime\nmetadata: {name: r}\nspec:\n  engineConfig:\n    runner:\n      name: ome-container\n      image: docker.io/lmsysorg/sglang:v0.4.8\n      args: [--tp-size, \"1\"]\n      resources: {limits: {nvidia.com/gpu: 1}}\n";
 
     /// (document, how it ends, the words the fact must hold).
@@ -292,11 +292,7 @@ mod tests {
                 ),
                 "minReplicas 1 at spec.backends[0].minReplicas",
             ),
-            (
-                LLMAZ_SERVICE,
-                named("Service (inference.llmaz.io)", SkipStatus::NotRead),
-                "containers at spec.workloadTemplate.template.spec.containers",
-            ),
+            (LLMAZ_SERVICE, End::Linted, ""),
             (
                 OME_RUNTIME,
                 named("ClusterServingRuntime (ome.io)", SkipStatus::Skipped),
@@ -342,10 +338,13 @@ mod tests {
                 && line.contains("minReplicas 1 at spec.backends[0].minReplicas"),
             "{line}"
         );
-        let out = lint_source("t.yaml", LLMAZ_SERVICE.as_bytes(), &LintOptions::default());
+        let serving = "apiVersion: workload.serving.volcano.sh/v1alpha1\nkind: ModelServing\nmetadata: {name: s}\nspec:\n  replicas: 1\n  template:\n    roles:\n    - name: prefill\n      entryTemplate: {spec: {containers: [{name: leader, image: vllm/vllm-openai}]}}\n";
+        let out = lint_source("t.yaml", serving.as_bytes(), &LintOptions::default());
         let line = crate::report::skipped_line(&out.summary.skipped_kinds[0]);
         assert!(
-            line.starts_with("not read: Service (inference.llmaz.io) ×1"),
+            line.starts_with("not read: ModelServing (workload.serving.volcano.sh) ×1")
+                && line
+                    .contains("containers at spec.template.roles[0].entryTemplate.spec.containers"),
             "{line}"
         );
     }

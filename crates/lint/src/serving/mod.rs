@@ -20,6 +20,8 @@
 //!   rolled as a Deployment rolls pods / replaced by a new cluster.
 //! - KubeAI `Model`: pods of its own, a surge pod first, an old pod
 //!   deleted only when every pod is Ready (`calculatePodPlan`).
+//! - llmaz `Service`: a LeaderWorkerSet of its `workloadTemplate`
+//!   (`buildWorkloadApplyConfiguration`).
 //! - OME `InferenceService`: its runtime's `engineConfig` under the
 //!   object's `engine` (`MergeEngineSpec`), a Deployment with maxSurge 1,
 //!   maxUnavailable 0 unless `deploymentStrategy` says otherwise.
@@ -33,6 +35,7 @@ mod aibrix;
 mod kaito;
 mod kserve;
 mod kubeai;
+mod llmaz;
 mod nim;
 mod ome;
 mod production_stack;
@@ -250,6 +253,7 @@ pub(crate) fn lint_serving(
         ServingKind::RayClusterFleet => aibrix::ray_cluster_fleet(obj, placeholders, cx, &mut out),
         ServingKind::RayService => ray::ray_service(obj, placeholders, cx, &mut out),
         ServingKind::KubeAiModel => kubeai::model(obj, placeholders, cx, &mut out)?,
+        ServingKind::LlmazService => llmaz::service(obj, placeholders, cx, &mut out)?,
         ServingKind::OmeInferenceService => {
             ome::inference_service(obj, placeholders, cx, &mut out)?;
         }

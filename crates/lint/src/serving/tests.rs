@@ -248,6 +248,22 @@ fn kubeai(engine: &str, profile: &str, args: &str, extra: &str) -> String {
     )
 }
 
+/// An llmaz Service of `replicas` groups of a leader and a worker (SGLang
+/// TP 2 over 2 nodes of 1 GPU, a TCP probe on the leader), with `extra`
+/// spec fields.
+fn llmaz(replicas: u32, extra: &str) -> String {
+    let c = |probe: &str| {
+        format!(
+            "{{name: model-runner, image: lmsysorg/sglang, command: [python3, -m, sglang.launch_server, --tp, \"2\", --nnodes, \"2\"], resources: {{limits: {{nvidia.com/gpu: 1}}}}{probe}}}"
+        )
+    };
+    format!(
+        "apiVersion: inference.llmaz.io/v1alpha1\nkind: Service\nmetadata: {{name: s}}\nspec:\n  replicas: {replicas}\n{extra}  workloadTemplate:\n    size: 2\n    leaderTemplate: {{spec: {{containers: [{}]}}}}\n    workerTemplate: {{spec: {{containers: [{}]}}}}\n",
+        c(", readinessProbe: {tcpSocket: {port: 40000}}"),
+        c("")
+    )
+}
+
 /// An OME InferenceService whose `engine` is `engine` (flow style), with
 /// `runtime` after it in the same input.
 fn ome(runtime_name: &str, engine: &str, runtime: &str) -> String {
@@ -284,6 +300,12 @@ fn operator_cases() -> Vec<(&'static str, String, Outcome)> {
         ("kubeai SGLang, --tp 4 on 2 MI300X", kubeai("SGLang", "amd-gpu-mi300x:2", "--tp=4", "  minReplicas: 1\n"), codes(&["IR009"])),
         ("kubeai profile the cluster defines: GPUs unknown", kubeai("VLLM", "my-gpus:4", "--tensor-parallel-size=8", "  minReplicas: 1\n"), codes(&[])),
         ("kubeai OLlama engine", kubeai("OLlama", "cpu:1", "", ""), named("engine `OLlama`: infera reads KubeAI's VLLM and SGLang pods")),
+        // llmaz Service: a LeaderWorkerSet of its workloadTemplate; a Playground is named.
+        ("llmaz Service, 2 groups of 2", llmaz(2, ""), codes(&[])),
+        ("llmaz Service, 1 group of 2, default rollout", llmaz(1, ""), codes(&["IR012"])),
+        ("llmaz Service, 1 group of 2, a surge group", llmaz(1, "  rolloutStrategy: {type: RollingUpdate, rollingUpdateConfiguration: {maxSurge: 1, maxUnavailable: 0}}\n"), codes(&[])),
+        ("llmaz Service without a pod template", "apiVersion: inference.llmaz.io/v1alpha1\nkind: Service\nmetadata: {name: s}\nspec: {replicas: 1, workloadTemplate: {size: 1}}\n".to_string(), named("no pod at `spec.workloadTemplate.workerTemplate.spec`")),
+        ("llmaz Playground", "apiVersion: inference.llmaz.io/v1alpha1\nkind: Playground\nmetadata: {name: p}\nspec: {replicas: 1, modelClaim: {modelName: opt-125m}}\n".to_string(), named("llmaz builds a Service from it with its BackendRuntime")),
         // OME InferenceService: the runtime it names, merged under its engine.
         ("ome, runtime chosen from the model", ome("", "{minReplicas: 1}", ""), named("OME chooses its runtime when it is admitted, from the formats of its model `qwen`")),
         ("ome, runtime named but not in the input", ome("rt", "{minReplicas: 1}", ""), named("its runtime `rt`")),

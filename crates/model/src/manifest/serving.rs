@@ -28,6 +28,8 @@ pub enum ServingKind {
     KubeAiModel,
     /// OME `InferenceService` (`ome.io`), with the runtime it names.
     OmeInferenceService,
+    /// llmaz `Service` (`inference.llmaz.io`: not a core Service).
+    LlmazService,
 }
 
 impl ServingKind {
@@ -44,11 +46,12 @@ impl ServingKind {
             ServingKind::NimService => "NIMService",
             ServingKind::KubeAiModel => "Model",
             ServingKind::OmeInferenceService => "InferenceService",
+            ServingKind::LlmazService => "Service",
         }
     }
 
     /// Every serving kind infera reads.
-    pub const ALL: [ServingKind; 10] = [
+    pub const ALL: [ServingKind; 11] = [
         ServingKind::VllmRuntime,
         ServingKind::InferenceService,
         ServingKind::LlmInferenceService,
@@ -59,6 +62,7 @@ impl ServingKind {
         ServingKind::NimService,
         ServingKind::KubeAiModel,
         ServingKind::OmeInferenceService,
+        ServingKind::LlmazService,
     ];
 
     /// The API groups of [`Self::ALL`], each once, in that order.
@@ -83,6 +87,7 @@ impl ServingKind {
             ServingKind::NimService => "apps.nvidia.com",
             ServingKind::KubeAiModel => "kubeai.org",
             ServingKind::OmeInferenceService => "ome.io",
+            ServingKind::LlmazService => "inference.llmaz.io",
         }
     }
 
@@ -99,6 +104,7 @@ impl ServingKind {
             ServingKind::NimService => "nimservices",
             ServingKind::KubeAiModel => "models",
             ServingKind::OmeInferenceService => "inferenceservices",
+            ServingKind::LlmazService => "services",
         }
     }
 
@@ -151,7 +157,7 @@ mod tests {
         assert_eq!(ServingKind::of("Workspace", "tekton.dev"), None);
         assert_eq!(ServingKind::of("RayCluster", "ray.io"), None);
         let groups = ServingKind::groups();
-        assert_eq!(groups.len(), 8, "{groups:?}");
+        assert_eq!(groups.len(), 9, "{groups:?}");
         assert_eq!(
             ServingKind::of("InferenceService", "ome.io"),
             Some(ServingKind::OmeInferenceService)
