@@ -45,7 +45,7 @@ type Row = (
 #[rustfmt::skip]
 const ROWS: &[Row] = &[
     (&["kthena/model-booster-qwen2.5-0.5b.yaml"], 0, 1, &[]),
-    (&["kthena/model-serving-sample.yaml"], 0, 1, &[]),
+    (&["kthena/model-serving-sample.yaml"], 1, 0, &["IR012", "IR012"]),
     (&["kubeai/deepseek-r1-mi300x.yaml"], 1, 0, &["IR004"]),
     (&["kubeai/llama-3.1-70b-instruct-fp8-l4.yaml"], 1, 0, &["IR004"]),
     (&["kubeai/llama-3.1-8b-instruct-tpu.yaml"], 1, 0, &[]),
@@ -54,6 +54,7 @@ const ROWS: &[Row] = &[
     (&["kubeai/spark-x2.5-4b-vllm-gpu.yaml"], 1, 0, &[]),
     (&["llmaz/huggingface-playground.yaml"], 0, 1, &[]),
     (&["llmaz/multi-nodes-service.yaml"], 1, 0, &[]),
+    (&["lws/disaggregatedset-sample.yaml"], 1, 0, &[]),
     (&["ome/isvc-llama-3-1-70b-instruct.yaml"], 0, 1, &[]),
     (&["ome/isvc-qwen1-5-7b-chat.yaml"], 0, 1, &[]),
     (&["ome/isvc-smollm2-1-7b-instruct.yaml"], 0, 1, &[]),

@@ -173,6 +173,9 @@ fn known_skip_reason(kind: &str, group: &str) -> Option<&'static str> {
             "rendered by AIBrix from a StormService; lint that instead"
         }
         ("NIMCache", "apps.nvidia.com") => "downloads a model: it serves nothing",
+        ("ModelBooster", "workload.serving.volcano.sh") => {
+            "kthena renders a ModelServing from it (`pkg/model-booster-controller/convert/model_serving.go`), which infera does not render from a ModelBooster yet; lint that ModelServing (`kubectl get modelservings -o yaml`)"
+        }
         ("Playground", "inference.llmaz.io") => {
             "llmaz builds a Service from it with its BackendRuntime (the engine's command, args and resources) and OpenModel, cluster objects not in the input (buildServiceApplyConfiguration); lint that Service (`kubectl get services.inference.llmaz.io -o yaml`)"
         }

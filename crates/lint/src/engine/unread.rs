@@ -259,7 +259,8 @@ mod tests {
     }
 
     const KUBEAI_MODEL: &str = "apiVersion: kubeai.org/v1\nkind: Model\nmetadata: {name: m}\nspec:\n  features: [TextGeneration]\n  url: hf://Qwen/Qwen2.5-7B\n  engine: VLLM\n  resourceProfile: nvidia-gpu-l4:1\n  minReplicas: 1\n";
-    const KTHENA_BOOSTER: &str = "apiVersion: workload.serving.volcano.sh/v1alpha1\nkind: ModelBooster\nmetadata: {name: b}\nspec:\n  backends:\n  - name: b1\n    type: vLLM\n    minReplicas: 1\n    workers:\n    - {type: server, image: vllm/vllm-openai, replicas: 1, resources: {limits: {nvidia.com/gpu: 1}}}\n";
+    /// A kind no operator here renders, as a new operator's would be.
+    const NEW_OPERATOR: &str = "apiVersion: serving.example.com/v1\nkind: LLMServer\nmetadata: {name: b}\nspec:\n  backends:\n  - name: b1\n    type: vLLM\n    minReplicas: 1\n    workers:\n    - {type: server, image: vllm/vllm-openai, replicas: 1, resources: {limits: {nvidia.com/gpu: 1}}}\n";
     const LLMAZ_SERVICE: &str = "apiVersion: inference.llmaz.io/v1alpha1\nkind: Service\nmetadata: {name: s}\nspec:\n  replicas: 2\n  workloadTemplate:\n    workerTemplate:\n      spec:\n        containers:\n        - name: model-runner\n          image: vllm/vllm-openai:v0.8.5\n          resources: {limits: {nvidia.com/gpu: 1}}\n";
     const OME_RUNTIME: &str = "apiVersion: ome.io/v1beta1\nkind: ClusterServingRuntime\nmetadata: {name: r}\nspec:\n  engineConfig:\n    runner:\n      name: ome-container\n      image: docker.io/lmsysorg/sglang:v0.4.8\n      args: [--tp-size, \"1\"]\n      resources: {limits: {nvidia.com/gpu: 1}}\n";
 
@@ -285,11 +286,8 @@ mod tests {
             ),
             (KUBEAI_MODEL, End::Linted, ""),
             (
-                KTHENA_BOOSTER,
-                named(
-                    "ModelBooster (workload.serving.volcano.sh)",
-                    SkipStatus::NotRead,
-                ),
+                NEW_OPERATOR,
+                named("LLMServer (serving.example.com)", SkipStatus::NotRead),
                 "minReplicas 1 at spec.backends[0].minReplicas",
             ),
             (LLMAZ_SERVICE, End::Linted, ""),
@@ -328,23 +326,14 @@ mod tests {
 
     #[test]
     fn the_reports_name_the_group_and_what_was_found() {
-        let out = lint_source("t.yaml", KTHENA_BOOSTER.as_bytes(), &LintOptions::default());
+        let out = lint_source("t.yaml", NEW_OPERATOR.as_bytes(), &LintOptions::default());
         let line = crate::report::skipped_line(&out.summary.skipped_kinds[0]);
         assert!(
             line.starts_with(
-                "not read: ModelBooster (workload.serving.volcano.sh) ×1 (infera does not read this kind"
+                "not read: LLMServer (serving.example.com) ×1 (infera does not read this kind"
             ) && line.contains("found: ")
                 && line.contains("containers at spec.backends[0].workers")
                 && line.contains("minReplicas 1 at spec.backends[0].minReplicas"),
-            "{line}"
-        );
-        let serving = "apiVersion: workload.serving.volcano.sh/v1alpha1\nkind: ModelServing\nmetadata: {name: s}\nspec:\n  replicas: 1\n  template:\n    roles:\n    - name: prefill\n      entryTemplate: {spec: {containers: [{name: leader, image: vllm/vllm-openai}]}}\n";
-        let out = lint_source("t.yaml", serving.as_bytes(), &LintOptions::default());
-        let line = crate::report::skipped_line(&out.summary.skipped_kinds[0]);
-        assert!(
-            line.starts_with("not read: ModelServing (workload.serving.volcano.sh) ×1")
-                && line
-                    .contains("containers at spec.template.roles[0].entryTemplate.spec.containers"),
             "{line}"
         );
     }

@@ -22,6 +22,10 @@
 //!   deleted only when every pod is Ready (`calculatePodPlan`).
 //! - llmaz `Service`: a LeaderWorkerSet of its `workloadTemplate`
 //!   (`buildWorkloadApplyConfiguration`).
+//! - kthena `ModelServing`: whole ServingGroups (or role replicas)
+//!   deleted, then rebuilt (`manageRollingUpdate`).
+//! - LWS `DisaggregatedSet`: a LeaderWorkerSet a role, a new revision's
+//!   scaled up beside the old (`planner.go`).
 //! - OME `InferenceService`: its runtime's `engineConfig` under the
 //!   object's `engine` (`MergeEngineSpec`), a Deployment with maxSurge 1,
 //!   maxUnavailable 0 unless `deploymentStrategy` says otherwise.
@@ -32,8 +36,10 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
 
 mod aibrix;
+mod disaggregated;
 mod kaito;
 mod kserve;
+mod kthena;
 mod kubeai;
 mod llmaz;
 mod nim;
@@ -200,6 +206,30 @@ impl<'a> Unit<'a> {
     }
 }
 
+impl<'a> Unit<'a> {
+    /// One named role of the resource (`role`'s `name`): its pod, where
+    /// the pod is written, and the role's base.
+    fn role(
+        obj: &'a ServingObject,
+        role: &Value,
+        (pod, pod_path, base): (PodSpec, manifest::Path, manifest::Path),
+        roll: Roll,
+        crd: CrdRollout,
+    ) -> Unit<'a> {
+        let name = role.get("name").and_then(Value::as_str).unwrap_or("role");
+        Unit {
+            obj,
+            pod,
+            pod_path: Some(pod_path),
+            base,
+            service: Some(name.to_string()),
+            roll,
+            crd,
+            ray_cluster_gpus: None,
+        }
+    }
+}
+
 fn run(unit: Unit<'_>, placeholders: &Placeholders, cx: Cx<'_>, out: &mut Out) {
     let labels = Default::default();
     let plain = Plain {
@@ -253,6 +283,10 @@ pub(crate) fn lint_serving(
         ServingKind::RayClusterFleet => aibrix::ray_cluster_fleet(obj, placeholders, cx, &mut out),
         ServingKind::RayService => ray::ray_service(obj, placeholders, cx, &mut out),
         ServingKind::KubeAiModel => kubeai::model(obj, placeholders, cx, &mut out)?,
+        ServingKind::KthenaModelServing => kthena::model_serving(obj, placeholders, cx, &mut out),
+        ServingKind::DisaggregatedSet => {
+            disaggregated::disaggregated_set(obj, placeholders, cx, &mut out);
+        }
         ServingKind::LlmazService => llmaz::service(obj, placeholders, cx, &mut out)?,
         ServingKind::OmeInferenceService => {
             ome::inference_service(obj, placeholders, cx, &mut out)?;

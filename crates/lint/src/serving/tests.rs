@@ -264,6 +264,43 @@ fn llmaz(replicas: u32, extra: &str) -> String {
     )
 }
 
+/// A DisaggregatedSet of a prefill and a decode role, each `replicas`
+/// groups of 2 pods (`rollout`: the role spec's fields; `probe`: the
+/// leader container's).
+fn dset(replicas: u32, rollout: &str, probe: &str) -> String {
+    let role = |name: &str| {
+        format!(
+            "{{name: {name}, spec: {{replicas: {replicas}, {rollout}leaderWorkerTemplate: {{size: 2, leaderTemplate: {{spec: {{containers: [{{name: l, image: vllm/vllm-openai, command: [vllm, serve, m]{probe}}}]}}}}, workerTemplate: {{spec: {{containers: [{{name: w, image: vllm/vllm-openai}}]}}}}}}}}}}"
+        )
+    };
+    format!(
+        "apiVersion: disaggregatedset.x-k8s.io/v1\nkind: DisaggregatedSet\nmetadata: {{name: d}}\nspec:\n  roles: [{}, {}]\n",
+        role("prefill"),
+        role("decode")
+    )
+}
+
+/// A kthena ModelServing of `groups` ServingGroups rolled by `strategy`,
+/// with a prefill and a decode role of `role_replicas`, each an entry pod
+/// (vLLM, /health probe, 1 GPU) and `workers` worker pods.
+fn kthena(groups: u32, strategy: &str, role_replicas: u32, workers: u32) -> String {
+    let role = |name: &str| {
+        format!(
+            "{{name: {name}, replicas: {role_replicas}, workerReplicas: {workers}, entryTemplate: {{spec: {{containers: [{{name: e, image: vllm/vllm-openai, command: [vllm, serve, m], readinessProbe: {{httpGet: {{path: /health, port: 8000}}}}, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}]}}}}, workerTemplate: {{spec: {{containers: [{{name: w, image: vllm/vllm-openai}}]}}}}}}"
+        )
+    };
+    let strategy = if strategy.is_empty() {
+        String::new()
+    } else {
+        format!("  rolloutStrategy: {strategy}\n")
+    };
+    format!(
+        "apiVersion: workload.serving.volcano.sh/v1alpha1\nkind: ModelServing\nmetadata: {{name: ms}}\nspec:\n  replicas: {groups}\n{strategy}  template:\n    roles: [{}, {}]\n",
+        role("prefill"),
+        role("decode")
+    )
+}
+
 /// An OME InferenceService whose `engine` is `engine` (flow style), with
 /// `runtime` after it in the same input.
 fn ome(runtime_name: &str, engine: &str, runtime: &str) -> String {
@@ -306,6 +343,19 @@ fn operator_cases() -> Vec<(&'static str, String, Outcome)> {
         ("llmaz Service, 1 group of 2, a surge group", llmaz(1, "  rolloutStrategy: {type: RollingUpdate, rollingUpdateConfiguration: {maxSurge: 1, maxUnavailable: 0}}\n"), codes(&[])),
         ("llmaz Service without a pod template", "apiVersion: inference.llmaz.io/v1alpha1\nkind: Service\nmetadata: {name: s}\nspec: {replicas: 1, workloadTemplate: {size: 1}}\n".to_string(), named("no pod at `spec.workloadTemplate.workerTemplate.spec`")),
         ("llmaz Playground", "apiVersion: inference.llmaz.io/v1alpha1\nkind: Playground\nmetadata: {name: p}\nspec: {replicas: 1, modelClaim: {modelName: opt-125m}}\n".to_string(), named("llmaz builds a Service from it with its BackendRuntime")),
+        // kthena ModelServing: ServingGroups (or role replicas) deleted, then rebuilt.
+        ("kthena, 1 ServingGroup, 2 roles of 2 pods", kthena(1, "", 1, 1), codes(&["IR012", "IR012"])),
+        ("kthena, 2 ServingGroups", kthena(2, "", 1, 1), codes(&[])),
+        ("kthena, 2 ServingGroups, maxUnavailable 2", kthena(2, "{rollingUpdateConfiguration: {maxUnavailable: 2}}", 1, 1), codes(&["IR012", "IR012"])),
+        ("kthena, 1 ServingGroup, 1-pod roles", kthena(1, "", 1, 0), codes(&["IR008", "IR008"])),
+        ("kthena, partition protects every group", kthena(1, "{rollingUpdateConfiguration: {partition: 1}}", 1, 1), codes(&[])),
+        ("kthena, RoleRollingUpdate, 2 replicas a role", kthena(1, "{type: RoleRollingUpdate}", 2, 1), codes(&[])),
+        ("kthena, RoleRollingUpdate, 1 replica a role", kthena(1, "{type: RoleRollingUpdate}", 1, 1), codes(&["IR012", "IR012"])),
+        ("kthena ModelBooster", "apiVersion: workload.serving.volcano.sh/v1alpha1\nkind: ModelBooster\nmetadata: {name: b}\nspec: {backends: [{name: b, type: vLLM, minReplicas: 1}]}\n".to_string(), named("kthena renders a ModelServing from it")),
+        // LWS DisaggregatedSet: a new LeaderWorkerSet a role scaled up beside the old.
+        ("DisaggregatedSet, 1 group a role, default surge, leader probe", dset(1, "", ", readinessProbe: {httpGet: {path: /health, port: 8000}}"), codes(&[])),
+        ("DisaggregatedSet, 1 group a role, surge group without a probe", dset(1, "", ""), codes(&["IR012", "IR012"])),
+        ("DisaggregatedSet, 1 group a role, maxUnavailable 1", dset(1, "rolloutStrategy: {rollingUpdateConfiguration: {maxSurge: 0, maxUnavailable: 1}}, ", ", readinessProbe: {httpGet: {path: /health, port: 8000}}"), codes(&["IR012", "IR012"])),
         // OME InferenceService: the runtime it names, merged under its engine.
         ("ome, runtime chosen from the model", ome("", "{minReplicas: 1}", ""), named("OME chooses its runtime when it is admitted, from the formats of its model `qwen`")),
         ("ome, runtime named but not in the input", ome("rt", "{minReplicas: 1}", ""), named("its runtime `rt`")),
@@ -417,4 +467,31 @@ fn ray_executor_is_held_to_the_whole_clusters_gpus() {
     );
     assert!(hits[0].2.is_empty(), "no pod's request fixes it");
     assert!(lint(&fleet(1)).iter().all(|h| h.0 != "IR009"));
+}
+
+#[test]
+fn kthena_findings_say_what_kthena_does() {
+    let hits = lint(&kthena(1, "", 1, 1));
+    assert!(
+        hits[0]
+            .1
+            .starts_with("modelserving ms role prefill is 1 2-node group(s)"),
+        "{}",
+        hits[0].1
+    );
+    assert!(
+        hits[0]
+            .1
+            .contains("since kthena deletes a ServingGroup before it rebuilds it"),
+        "{}",
+        hits[0].1
+    );
+    let hits = lint(&kthena(1, "", 1, 0));
+    assert!(
+        hits[0]
+            .1
+            .contains("kthena deletes an outdated ServingGroup and then rebuilds it, keeping 1 - maxUnavailable 1 available (no surge)"),
+        "{}",
+        hits[0].1
+    );
 }

@@ -30,6 +30,10 @@ pub enum ServingKind {
     OmeInferenceService,
     /// llmaz `Service` (`inference.llmaz.io`: not a core Service).
     LlmazService,
+    /// kthena `ModelServing` (`workload.serving.volcano.sh`).
+    KthenaModelServing,
+    /// LWS `DisaggregatedSet` (`disaggregatedset.x-k8s.io`).
+    DisaggregatedSet,
 }
 
 impl ServingKind {
@@ -47,11 +51,13 @@ impl ServingKind {
             ServingKind::KubeAiModel => "Model",
             ServingKind::OmeInferenceService => "InferenceService",
             ServingKind::LlmazService => "Service",
+            ServingKind::KthenaModelServing => "ModelServing",
+            ServingKind::DisaggregatedSet => "DisaggregatedSet",
         }
     }
 
     /// Every serving kind infera reads.
-    pub const ALL: [ServingKind; 11] = [
+    pub const ALL: [ServingKind; 13] = [
         ServingKind::VllmRuntime,
         ServingKind::InferenceService,
         ServingKind::LlmInferenceService,
@@ -63,6 +69,8 @@ impl ServingKind {
         ServingKind::KubeAiModel,
         ServingKind::OmeInferenceService,
         ServingKind::LlmazService,
+        ServingKind::KthenaModelServing,
+        ServingKind::DisaggregatedSet,
     ];
 
     /// The API groups of [`Self::ALL`], each once, in that order.
@@ -88,6 +96,8 @@ impl ServingKind {
             ServingKind::KubeAiModel => "kubeai.org",
             ServingKind::OmeInferenceService => "ome.io",
             ServingKind::LlmazService => "inference.llmaz.io",
+            ServingKind::KthenaModelServing => "workload.serving.volcano.sh",
+            ServingKind::DisaggregatedSet => "disaggregatedset.x-k8s.io",
         }
     }
 
@@ -105,6 +115,8 @@ impl ServingKind {
             ServingKind::KubeAiModel => "models",
             ServingKind::OmeInferenceService => "inferenceservices",
             ServingKind::LlmazService => "services",
+            ServingKind::KthenaModelServing => "modelservings",
+            ServingKind::DisaggregatedSet => "disaggregatedsets",
         }
     }
 
@@ -157,7 +169,7 @@ mod tests {
         assert_eq!(ServingKind::of("Workspace", "tekton.dev"), None);
         assert_eq!(ServingKind::of("RayCluster", "ray.io"), None);
         let groups = ServingKind::groups();
-        assert_eq!(groups.len(), 9, "{groups:?}");
+        assert_eq!(groups.len(), 11, "{groups:?}");
         assert_eq!(
             ServingKind::of("InferenceService", "ome.io"),
             Some(ServingKind::OmeInferenceService)
