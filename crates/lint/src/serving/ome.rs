@@ -184,8 +184,8 @@ fn serverless(field: &str, replicas: Option<i32>) -> (Roll, CrdRollout) {
 /// OME's reconcile of an InferenceService: the runtime it names (in the
 /// same input), its `engine` and `decoder` (the router serves no model and
 /// is not read) each as a Deployment (RawDeployment) or a Knative Service
-/// (Serverless). A multi-node component (a LeaderWorkerSet, or Ray) is
-/// named as skipped.
+/// (Serverless). A component in another mode (MultiNode, MultiNodeRayVLLM,
+/// PDDisaggregated, VirtualDeployment) is named as skipped.
 pub(super) fn inference_service(
     obj: &ServingObject,
     placeholders: &Placeholders,
@@ -206,7 +206,7 @@ pub(super) fn inference_service(
         let mode = mode(spec, field, beside);
         if !matches!(mode, "RawDeployment" | "Serverless") {
             return Err(format!(
-                "`{field}` deploys as {mode} (a LeaderWorkerSet or Ray cluster of leader and worker pods), which infera does not model for OME"
+                "`{field}` deploys as {mode}, which infera does not model for OME (it reads RawDeployment and Serverless components)"
             ));
         }
     }
