@@ -495,3 +495,36 @@ fn kthena_findings_say_what_kthena_does() {
         hits[0].1
     );
 }
+
+#[test]
+fn a_nim_service_on_kserve_rolls_as_its_deployment_mode() {
+    let nim = |annotations: &str| {
+        format!(
+            "apiVersion: apps.nvidia.com/v1alpha1\nkind: NIMService\nmetadata: {{name: nim}}\nspec:\n  inferencePlatform: kserve\n  annotations: {{{annotations}}}\n  image: {{repository: nvcr.io/nim/meta/llama, tag: \"1\"}}\n  replicas: 1\n  resources: {{limits: {{nvidia.com/gpu: 8}}}}\n"
+        )
+    };
+    let standard = lint(&nim("serving.kserve.io/deploymentMode: Standard"));
+    assert_eq!(standard.len(), 1, "{standard:?}");
+    assert!(
+        standard[0].1.contains("the NIM operator renders a KServe InferenceService (`inferencePlatform: kserve`, deployment mode Standard) whose predictor Deployment rolls with maxSurge 0 and maxUnavailable 25%"),
+        "{}",
+        standard[0].1
+    );
+    // Knative: the new Revision (8 of 8 GPUs) needs a free node, no gap.
+    let knative = lint(&nim(""));
+    assert_eq!(
+        knative.iter().map(|h| h.0.as_str()).collect::<Vec<_>>(),
+        ["IR004"]
+    );
+    assert!(
+        knative[0]
+            .1
+            .contains("nimservice nim requests 8 nvidia.com/gpu"),
+        "{}",
+        knative[0].1
+    );
+    assert_eq!(
+        outcome(&nim("serving.kserve.io/deploymentMode: ModelMesh")),
+        Outcome::Named("`inferencePlatform: kserve` with deployment mode ModelMesh: infera reads the NIM operator's Standard and Knative InferenceServices".into())
+    );
+}
