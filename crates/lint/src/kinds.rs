@@ -47,20 +47,22 @@ fn service_path(service: &str) -> manifest::Path {
 }
 
 /// Lint one typed object, consuming it (an InferaDeployment's pods move
-/// into its render rather than being copied).
+/// into its render rather than being copied). `Err` says what the render
+/// needs that the input does not hold (a serving resource whose runtime is
+/// elsewhere): the object is then named as skipped, never passed.
 pub(crate) fn lint_typed(
     object: TypedObject,
     placeholders: Placeholders,
     cx: Cx<'_>,
-) -> Vec<(Hit, ObjectRef)> {
-    match object {
+) -> Result<Vec<(Hit, ObjectRef)>, String> {
+    Ok(match object {
         TypedObject::InferaDeployment(mut idep) => lint_idep(&mut idep, &placeholders, cx),
         TypedObject::Deployment(d) => lint_deployment(&d, placeholders, cx),
         TypedObject::StatefulSet(s) => lint_statefulset(&s, placeholders, cx),
         TypedObject::LeaderWorkerSet(lws) => lint_lws(&lws, placeholders, cx),
         TypedObject::DynamoGraphDeployment(g) => lint_dynamo(&g, &placeholders, cx),
-        TypedObject::Serving(s) => super::serving::lint_serving(&s, &placeholders, cx),
-    }
+        TypedObject::Serving(s) => return super::serving::lint_serving(&s, &placeholders, cx),
+    })
 }
 
 /// The placeholders under `base` (one service's fields).
@@ -150,6 +152,7 @@ fn lint_idep(
             claimed_gpus: claimed(&rw.pod, main, &idep.metadata, cx),
             blocked: Default::default(),
             crd: None,
+            ray_cluster_gpus: None,
         };
         service_hits(&w, &idep.metadata, cx, &mut out);
     }
@@ -240,6 +243,7 @@ fn lint_deployment(
         base: keys(&["spec"]),
         service: None,
         crd: None,
+        ray_cluster_gpus: None,
     };
     plain_workload(plain, placeholders, cx)
 }
@@ -280,6 +284,7 @@ fn lint_statefulset(
         base: keys(&["spec"]),
         service: None,
         crd: None,
+        ray_cluster_gpus: None,
     };
     plain_workload(plain, placeholders, cx)
 }
@@ -322,6 +327,7 @@ fn lint_lws(
         base: keys(&["spec"]),
         service: None,
         crd: None,
+        ray_cluster_gpus: None,
     };
     plain_workload(plain, placeholders, cx)
 }
@@ -347,6 +353,8 @@ pub(crate) struct Plain<'a> {
     /// The role or service of a multi-part resource.
     pub service: Option<String>,
     pub crd: Option<super::rules::CrdRollout>,
+    /// A Ray pod's whole cluster's GPUs ([`Workload::ray_cluster_gpus`]).
+    pub ray_cluster_gpus: Option<i64>,
 }
 
 pub(crate) fn plain_workload(
@@ -369,6 +377,7 @@ pub(crate) fn plain_workload(
         base,
         service,
         crd,
+        ray_cluster_gpus,
     } = plain;
     let main = infera_model::pod::engine_container_index(pod);
     let engine = pod.containers.get(main).and_then(catalogue::recognize);
@@ -411,6 +420,7 @@ pub(crate) fn plain_workload(
         claimed_gpus: claimed(pod, main, meta, cx),
         blocked: Default::default(),
         crd,
+        ray_cluster_gpus,
     };
     let mut out = Vec::new();
     service_hits(&w, meta, cx, &mut out);
@@ -546,6 +556,7 @@ fn dynamo_hits(
         claimed_gpus: ClaimedGpus::None,
         blocked: Default::default(),
         crd: None,
+        ray_cluster_gpus: None,
     };
     service_hits(&w, &g.metadata, cx, out);
 }

@@ -20,6 +20,44 @@ pub struct Peers {
     pub every_budget: bool,
     /// True when `claims` holds every claim of the namespaces linted.
     pub every_claim: bool,
+    /// The OME runtimes (`ServingRuntime`, `ClusterServingRuntime` of
+    /// `ome.io`) an OME InferenceService's engine is merged with.
+    pub runtimes: Vec<Runtime>,
+}
+
+/// An OME runtime: its kind, namespace (empty for a cluster runtime), name
+/// and spec.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    pub cluster: bool,
+    pub namespace: String,
+    pub name: String,
+    pub spec: serde_json::Value,
+}
+
+/// OME's runtime kinds (`ome.io`).
+pub const OME_RUNTIMES: [&str; 2] = ["ServingRuntime", "ClusterServingRuntime"];
+
+/// `v` as an OME runtime, when it is one.
+pub fn read_runtime(v: &serde_json::Value) -> Option<Runtime> {
+    let kind = v.get("kind")?.as_str()?;
+    let group = v.get("apiVersion")?.as_str()?.split('/').next()?;
+    if group != "ome.io" || !OME_RUNTIMES.contains(&kind) {
+        return None;
+    }
+    let meta = v.get("metadata");
+    let text = |k: &str| {
+        meta.and_then(|m| m.get(k))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    Some(Runtime {
+        cluster: kind == "ClusterServingRuntime",
+        namespace: text("namespace"),
+        name: text("name"),
+        spec: v.get("spec").cloned().unwrap_or_default(),
+    })
 }
 
 /// A budget and where findings about it point.
@@ -41,6 +79,18 @@ pub fn one_at_a_time() -> serde_json::Value {
 }
 
 impl Peers {
+    /// The OME runtime `name` an InferenceService of `namespace` gets: the
+    /// namespace's ServingRuntime, else the ClusterServingRuntime (OME's
+    /// `RuntimeSelector.GetRuntime`).
+    pub fn runtime(&self, namespace: &str, name: &str) -> Option<&Runtime> {
+        let of = |cluster: bool| {
+            self.runtimes.iter().find(|r| {
+                r.cluster == cluster && r.name == name && (cluster || r.namespace == namespace)
+            })
+        };
+        of(false).or_else(|| of(true))
+    }
+
     /// The claim `name` of `namespace`, when the source has it.
     pub fn claim(&self, namespace: &str, name: &str) -> Option<&Claim> {
         self.claims

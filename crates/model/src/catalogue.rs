@@ -541,6 +541,15 @@ fn sglang_gpus(f: &Flags<'_>) -> Option<i64> {
 }
 
 impl Engine {
+    /// True when the engine runs its workers as Ray actors, placed on the
+    /// GPUs of the whole Ray cluster rather than its own pod's: vLLM with
+    /// `--distributed-executor-backend ray` (vLLM's `ParallelConfig`).
+    pub fn spreads_over_ray(&self, c: &Container) -> bool {
+        let tokens = command_tokens(c);
+        self.kind == EngineKind::Vllm
+            && Flags::parse(&tokens).value(&["--distributed-executor-backend"]) == Some("ray")
+    }
+
     /// GPUs the engine's parallelism uses across its group (divide by the
     /// nodes of a multi-node group for one node's share), from its flags
     /// (and env for TGI); None when a factor is unknown (a placeholder, an

@@ -1,6 +1,6 @@
-//! A source's peers: the DRA claims, PodDisruptionBudgets and
-//! PersistentVolumeClaims its workloads refer to, read before its
-//! workloads are linted.
+//! A source's peers: the DRA claims, PodDisruptionBudgets,
+//! PersistentVolumeClaims and OME runtimes its workloads refer to, read
+//! before its workloads are linted.
 
 use super::Stage;
 use super::document::{Place, each_object};
@@ -15,10 +15,11 @@ use infera_model::manifest::{self, Node, Seg};
 /// PersistentVolumeClaims. Only a source that mentions one of these kinds
 /// is parsed twice. `origin_of` places a rendered document in its template.
 fn source_context(file: &str, bytes: &[u8], origin_of: &OriginOf<'_>) -> (Claims, Peers) {
-    const KINDS: [&[u8]; 3] = [
+    const KINDS: [&[u8]; 4] = [
         b"ResourceClaim",
         b"PodDisruptionBudget",
         b"PersistentVolumeClaim",
+        b"ServingRuntime",
     ];
     let mut claims = Claims::new();
     let mut peers = Peers::default();
@@ -36,7 +37,9 @@ fn source_context(file: &str, bytes: &[u8], origin_of: &OriginOf<'_>) -> (Claims
         each_object(file, &raw, (&none, origin.as_ref()), &mut |item| {
             if let Ok((node, place)) = item {
                 let kind = node.get("kind").and_then(Node::as_str).unwrap_or_default();
-                if KINDS.iter().any(|k| kind.as_bytes().starts_with(k)) {
+                let peer = KINDS.iter().any(|k| kind.as_bytes().starts_with(k))
+                    || crate::peers::OME_RUNTIMES.contains(&kind);
+                if peer {
                     add_peer(&node.to_json(), place, &mut claims, &mut peers);
                 }
             }
@@ -61,6 +64,8 @@ pub(super) fn add_peer(
         peers.budgets.push(peer_budget(budget, place));
     } else if let Some(claim) = infera_model::volume::read_claim(v) {
         peers.claims.push(claim);
+    } else if let Some(runtime) = crate::peers::read_runtime(v) {
+        peers.runtimes.push(runtime);
     }
 }
 

@@ -2,7 +2,7 @@
 //! each converted to its typed view and, when linting, run through the
 //! rules.
 
-use super::summary::{InputError, merge_skipped_kinds, skipped_kind};
+use super::summary::{InputError, merge_skipped_kinds, missing_kind, skipped_kind};
 use super::{FileResult, Stage};
 use crate::finding::Finding;
 use crate::options::LintOptions;
@@ -194,7 +194,16 @@ pub(super) fn lint_node(
                 },
                 unjudged: &unjudged,
             };
-            for (hit, mut object_ref) in crate::kinds::lint_typed(object, placeholders, cx) {
+            let hits = match crate::kinds::lint_typed(object, placeholders, cx) {
+                Ok(hits) => hits,
+                Err(missing) => {
+                    r.objects -= 1;
+                    r.skipped += 1;
+                    merge_skipped_kinds(&mut r.skipped_kinds, &[missing_kind(node, missing)]);
+                    return;
+                }
+            };
+            for (hit, mut object_ref) in hits {
                 let Some(meta) = rule(hit.code) else { continue };
                 let (mut line, mut column) = place.locate(&hit.path);
                 let mut fix = hit.fix.map(|f| place.fix(f));

@@ -163,6 +163,9 @@ fn known_skip_reason(kind: &str, group: &str) -> Option<&'static str> {
         ("ServingRuntime" | "ClusterServingRuntime", "serving.kserve.io") => {
             "a KServe runtime template: it runs no pods itself"
         }
+        ("ServingRuntime" | "ClusterServingRuntime", "ome.io") => {
+            "an OME runtime template: it runs no pods itself; an InferenceService that names it is read with it when the two are in the same input"
+        }
         ("MultiRoleInference", "kaito.sh") => {
             "each role becomes a KAITO InferenceSet, which reconciles only the number and labels of its Workspaces (addOrUpdateInferenceSet); what replaces them is the cluster's auto-upgrade strategy, which is not in the object"
         }
@@ -170,6 +173,12 @@ fn known_skip_reason(kind: &str, group: &str) -> Option<&'static str> {
             "rendered by AIBrix from a StormService; lint that instead"
         }
         ("NIMCache", "apps.nvidia.com") => "downloads a model: it serves nothing",
+        ("ModelBooster", "workload.serving.volcano.sh") => {
+            "kthena renders a ModelServing from it (`pkg/model-booster-controller/convert/model_serving.go`), which infera does not render from a ModelBooster yet; lint that ModelServing (`kubectl get modelservings -o yaml`)"
+        }
+        ("Playground", "inference.llmaz.io") => {
+            "llmaz builds a Service from it with its BackendRuntime (the engine's command, args and resources) and OpenModel, cluster objects not in the input (buildServiceApplyConfiguration); lint that Service (`kubectl get services.inference.llmaz.io -o yaml`)"
+        }
         ("RayCluster" | "RayJob", "ray.io") => {
             "KubeRay replaces Ray clusters whole; infera does not model that rollout"
         }
@@ -184,6 +193,21 @@ fn known_skip_reason(kind: &str, group: &str) -> Option<&'static str> {
         ("Pod", "") => "a bare pod is never rolled",
         _ => return None,
     })
+}
+
+/// The entry naming an object of a kind lint renders whose render needs
+/// what the input does not hold (`missing`: what, and how to supply it).
+pub(super) fn missing_kind(node: &Node, missing: String) -> SkippedKind {
+    let kind = node.get("kind").and_then(Node::as_str).unwrap_or("");
+    let api = node.get("apiVersion").and_then(Node::as_str).unwrap_or("");
+    SkippedKind {
+        kind: kind.to_string(),
+        group: super::unread::group_version(api).0.to_string(),
+        count: 1,
+        reason: missing,
+        status: SkipStatus::Skipped,
+        found: Vec::new(),
+    }
 }
 
 /// The entry naming an object infera does not analyse, or None for a kind

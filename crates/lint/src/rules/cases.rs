@@ -59,6 +59,22 @@ fn dynamo_vllm(args: &str, gpu: u32, extra: &str) -> String {
     ))
 }
 
+/// A NIMService of one replica on KServe, with `annotations` (flow style
+/// entries) for the InferenceService.
+fn nim_on_kserve(annotations: &str) -> String {
+    format!(
+        "apiVersion: apps.nvidia.com/v1alpha1\nkind: NIMService\nmetadata: {{name: nim}}\nspec:\n  inferencePlatform: kserve\n  annotations: {{{annotations}}}\n  image: {{repository: nvcr.io/nim/meta/llama-3.2-1b-instruct, tag: \"1.12.0\"}}\n  resources: {{limits: {{nvidia.com/gpu: 1}}}}\n  replicas: 1\n"
+    )
+}
+
+/// An AIBrix RayClusterFleet whose head (8 GPUs) runs vLLM at TP 16 with
+/// `flags`, beside `workers` worker pods of 8 GPUs.
+fn ray_fleet(flags: &str, workers: u32) -> String {
+    format!(
+        "apiVersion: orchestration.aibrix.ai/v1alpha1\nkind: RayClusterFleet\nmetadata: {{name: f}}\nspec:\n  replicas: 1\n  strategy: {{type: RollingUpdate, rollingUpdate: {{maxSurge: 1, maxUnavailable: 0}}}}\n  template:\n    spec:\n      headGroupSpec: {{template: {{spec: {{containers: [{{name: head, image: vllm/vllm-openai, command: [vllm, serve, m, --tensor-parallel-size, \"16\", {flags}], resources: {{limits: {{nvidia.com/gpu: 8}}}}}}]}}}}}}\n      workerGroupSpecs:\n        - {{replicas: {workers}, template: {{spec: {{containers: [{{name: w, image: vllm/vllm-openai, command: [ray, start], resources: {{limits: {{nvidia.com/gpu: 8}}}}}}]}}}}}}\n"
+    )
+}
+
 const VLLM: &str = "{name: vllm, image: vllm/vllm-openai:v0.9.0, command: [vllm, serve, m]}";
 const VLLM_TP4_1GPU: &str = "{name: vllm, image: vllm/vllm-openai:v0.9.0, args: [--model, m, --tensor-parallel-size, \"4\"], resources: {limits: {nvidia.com/gpu: 1}}}";
 const VLLM_PROBED: &str = "{name: vllm, image: x, command: [python3, -m, vllm.entrypoints.openai.api_server], readinessProbe: {httpGet: {path: /health, port: 8000}}}";
@@ -141,6 +157,8 @@ fn cases() -> Vec<(&'static str, &'static str, String, bool)> {
         ("IR008", "StatefulSet of two model servers", statefulset(2, "{}", VLLM_PROBED), false),
         ("IR008", "StatefulSet of one model server, OnDelete", statefulset(1, "{type: OnDelete}", VLLM_PROBED), false),
         ("IR008", "StatefulSet of one web server", statefulset(1, "{}", "{name: web, image: nginx}"), false),
+        ("IR008", "NIMService on KServe, no deployment mode: a Knative Revision surges", nim_on_kserve(""), false),
+        ("IR008", "NIMService on KServe, Standard: maxSurge 0", nim_on_kserve("serving.kserve.io/deploymentMode: Standard"), true),
         // IR009 gpu-request-below-parallelism
         ("IR009", "tp 8 on 1 GPU", idep("{componentType: worker, args: [--tp-size, \"8\"], resources: {gpu: 1}}"), true),
         ("IR009", "tp 8 on 8 GPUs", idep("{componentType: worker, args: [--tp-size, \"8\"], resources: {gpu: 8}}"), false),
@@ -152,6 +170,9 @@ fn cases() -> Vec<(&'static str, &'static str, String, bool)> {
         ("IR009", "LWS leader tp 8 x pp 2 over 2 nodes of 8", lws(1, 2, "{}", LEADER_TCP), false),
         ("IR009", "Dynamo vLLM tp 2 over 2 nodes of 1", dynamo_vllm("--tensor-parallel-size, \"2\"", 1, "replicas: 1, multinode: {nodeCount: 2}, "), false),
         ("IR009", "Dynamo vLLM tp 4 on 1 GPU", dynamo_vllm("--tensor-parallel-size, \"4\"", 1, "replicas: 2, "), true),
+        ("IR009", "vLLM on Ray's executor, tp 16 over a head and a worker of 8", ray_fleet("--distributed-executor-backend, ray", 1), false),
+        ("IR009", "vLLM on Ray's executor, tp 16 over a head of 8 alone", ray_fleet("--distributed-executor-backend, ray", 0), true),
+        ("IR009", "vLLM on its own executor, tp 16 in a head of 8", ray_fleet("--distributed-executor-backend, mp", 1), true),
         // IR010 ready-probe-timeout-short
         ("IR010", "/ready with timeoutSeconds 5", idep_pod(&format!("{{containers: [{}]}}", engine("readinessProbe: {httpGet: {path: /ready, port: 30090}, timeoutSeconds: 5}"))), true),
         ("IR010", "/ready with timeoutSeconds 10", idep_pod(&format!("{{containers: [{}]}}", engine(READY))), false),

@@ -11,7 +11,10 @@ declare_rule! {
     /// `--pipeline-parallel-size` × (`--data-parallel-size-local`, else
     /// `--data-parallel-size`); TGI: `--num-shard` (or env `NUM_SHARD`).
     /// Short forms (`--tp`, `--dp`, `-tp`, `-dp`, `--flag=value`) count. A
-    /// multi-node group divides the product by its nodes. An unknown value
+    /// multi-node group divides the product by its nodes; vLLM on Ray's
+    /// distributed executor (`--distributed-executor-backend ray`) in a Ray
+    /// cluster (RayService, RayClusterFleet) is compared with the GPUs of
+    /// the whole cluster, where Ray places its workers. An unknown value
     /// (placeholder, env expansion, a DRA claim defined elsewhere) means no
     /// finding; GPUs claimed through DRA (a ResourceClaimTemplate or
     /// ResourceClaim of the same file, `gpu.*` device classes) count as
@@ -58,6 +61,14 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
     if w.unknown(super::Slot::Gpu, RULE.code) || w.claimed_gpus == super::ClaimedGpus::Unknown {
         return;
     }
+    // Ray's distributed executor places the engine's workers on the whole
+    // Ray cluster's GPUs, whichever pod launches it.
+    if let Some(cluster) = w.ray_cluster_gpus.filter(|_| engine.spreads_over_ray(c)) {
+        if needed > cluster {
+            out.push(ray_hit(w, engine.name, needed, cluster));
+        }
+        return;
+    }
     // Multi-node groups split parallelism across nodes.
     let per_node = needed / i64::from(w.number_of_nodes.unwrap_or(1).max(1));
     // A plain model server that requests no GPU at all runs on another
@@ -92,6 +103,25 @@ pub fn check(w: &Workload<'_>, out: &mut Vec<Hit>) {
         }
         _ => hit,
     });
+}
+
+/// An engine on Ray's distributed executor that needs more GPUs than its
+/// whole Ray cluster has: no single pod's request fixes that.
+fn ray_hit(w: &Workload<'_>, engine: &str, needed: i64, cluster: i64) -> Hit {
+    let path = if w.pod_path.is_some() {
+        w.main_field(&["resources"])
+    } else {
+        w.base_field(&[])
+    };
+    Hit::new(
+        &RULE,
+        Severity::Error,
+        path,
+        format!(
+            "{}: the {engine} parallelism flags shard the engine over {needed} GPUs, placed by Ray's distributed executor (`--distributed-executor-backend ray`) on the GPUs of the whole Ray cluster, which has {cluster}; the engine cannot start, so the cluster never serves; give the cluster's pods {needed} GPUs in all",
+            w.who(),
+        ),
+    )
 }
 
 /// The GPU request and limit set to `n`, under the resource name the

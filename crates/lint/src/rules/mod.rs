@@ -319,6 +319,10 @@ pub struct Workload<'a> {
     /// the resource's own words (None for the kinds infera rolls itself
     /// and the apps/v1 kinds).
     pub crd: Option<CrdRollout>,
+    /// The GPUs of the whole Ray cluster this pod belongs to (RayService,
+    /// RayClusterFleet): an engine on Ray's distributed executor spreads
+    /// over them, not over its own pod's. None elsewhere.
+    pub ray_cluster_gpus: Option<i64>,
 }
 
 /// How a serving custom resource's operator rolls what it renders, in the

@@ -94,6 +94,7 @@ pub(super) fn storm_service(
             service: Some(name),
             roll,
             crd,
+            ray_cluster_gpus: None,
         };
         run(unit, placeholders, cx, out);
     }
@@ -111,7 +112,8 @@ pub(super) fn ray_cluster_fleet(
     out: &mut Out,
 ) {
     let cluster = path(&["spec", "template", "spec"]);
-    let Some((pod, pod_path, per_cluster)) = super::ray::ray_gpu_group(obj, &cluster) else {
+    let Some((pod, pod_path, per_cluster, cluster_gpus)) = super::ray::ray_gpu_group(obj, &cluster)
+    else {
         return;
     };
     let replicas = count(obj.at("/spec/replicas"), 1);
@@ -147,6 +149,9 @@ pub(super) fn ray_cluster_fleet(
         )),
         advice: "set strategy to maxSurge 1, maxUnavailable 0".into(),
     };
-    let unit = Unit::whole(obj, pod, Some(pod_path), roll, crd);
+    let unit = Unit {
+        ray_cluster_gpus: Some(cluster_gpus),
+        ..Unit::whole(obj, pod, Some(pod_path), roll, crd)
+    };
     run(unit, placeholders, cx, out);
 }

@@ -61,6 +61,7 @@ pub(super) fn kaito_workspace(
         service: None,
         roll,
         crd,
+        ray_cluster_gpus: None,
     };
     run(unit, placeholders, cx, out);
 }

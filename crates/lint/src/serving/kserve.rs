@@ -5,8 +5,8 @@ use k8s_openapi::api::core::v1::Container;
 use serde_json::{Value, json};
 
 use super::{
-    CrdRollout, Out, Placeholders, Roll, RollKind, Unit, count, http_probe, path, pod_at, pointer,
-    run, surge_strategy,
+    CrdRollout, Out, Placeholders, Roll, RollKind, Unit, count, default_tcp_probe, http_probe,
+    path, pod_at, pointer, run, surge_strategy,
 };
 use crate::runner::Cx;
 use infera_model::manifest::serving::{ServingObject, kserve_raw_mode};
@@ -77,15 +77,7 @@ pub(super) fn inference_service(
         .enumerate()
         .filter(|(i, c)| c.name == "kserve-container" || (knative && *i == user))
     {
-        if c.readiness_probe.is_none() {
-            let port = c
-                .ports
-                .iter()
-                .flatten()
-                .next()
-                .map_or(8080, |p| p.container_port);
-            c.readiness_probe = serde_json::from_value(json!({"tcpSocket": {"port": port}})).ok();
-        }
+        default_tcp_probe(c);
     }
     let replicas = count(predictor.get("minReplicas"), 1);
     let (roll, crd) = if kserve_raw_mode(obj.metadata.annotations.as_ref()) {
@@ -101,6 +93,7 @@ pub(super) fn inference_service(
         service: None,
         roll,
         crd,
+        ray_cluster_gpus: None,
     };
     run(unit, placeholders, cx, out);
 }
@@ -108,18 +101,11 @@ pub(super) fn inference_service(
 /// The predictor's Deployment in RawDeployment/Standard mode.
 fn raw_rollout(predictor: &Value, replicas: Option<i32>) -> (Roll, CrdRollout) {
     let field = path(&["spec", "predictor", "deploymentStrategy"]);
-    let roll = match predictor.get("deploymentStrategy") {
-        Some(s) if s.get("type").and_then(Value::as_str) == Some("Recreate") => {
-            Roll::recreate(replicas)
-        }
-        Some(s) => Roll::deployment(
-            replicas,
-            s.pointer("/rollingUpdate/maxSurge"),
-            s.pointer("/rollingUpdate/maxUnavailable"),
-            ("25%", "25%"),
-        ),
-        None => Roll::deployment(replicas, None, None, ("25%", "25%")),
-    };
+    let roll = Roll::strategy(
+        predictor.get("deploymentStrategy"),
+        replicas,
+        ("25%", "25%"),
+    );
     let crd = CrdRollout {
         unit: Some("replica(s)"),
         renders: "KServe renders a Deployment from the predictor (`predictor.deploymentStrategy`, else maxSurge 25% and maxUnavailable 25%)".into(),
@@ -261,6 +247,7 @@ pub(super) fn llm_inference_service(
         service: service.map(str::to_string),
         roll,
         crd,
+        ray_cluster_gpus: None,
     };
     run(unit, placeholders, cx, out);
 }

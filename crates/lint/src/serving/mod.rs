@@ -18,6 +18,17 @@
 //!   each role's pods replaced in place (InPlaceUpdate).
 //! - AIBrix `RayClusterFleet` and KubeRay `RayService`: whole Ray clusters,
 //!   rolled as a Deployment rolls pods / replaced by a new cluster.
+//! - KubeAI `Model`: pods of its own, a surge pod first, an old pod
+//!   deleted only when every pod is Ready (`calculatePodPlan`).
+//! - llmaz `Service`: a LeaderWorkerSet of its `workloadTemplate`
+//!   (`buildWorkloadApplyConfiguration`).
+//! - kthena `ModelServing`: whole ServingGroups (or role replicas)
+//!   deleted, then rebuilt (`manageRollingUpdate`).
+//! - LWS `DisaggregatedSet`: a LeaderWorkerSet a role, a new revision's
+//!   scaled up beside the old (`planner.go`).
+//! - OME `InferenceService`: its runtime's `engineConfig` under the
+//!   object's `engine` (`MergeEngineSpec`), a Deployment with maxSurge 1,
+//!   maxUnavailable 0 unless `deploymentStrategy` says otherwise.
 
 use k8s_openapi::api::core::v1::{PodSpec, Probe, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -25,9 +36,14 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
 
 mod aibrix;
+mod disaggregated;
 mod kaito;
 mod kserve;
+mod kthena;
+mod kubeai;
+mod llmaz;
 mod nim;
+mod ome;
 mod production_stack;
 mod ray;
 #[cfg(test)]
@@ -119,6 +135,30 @@ impl Roll {
         }
     }
 
+    /// A Deployment `strategy` as an operator writes it from a field of
+    /// the resource: Recreate, or the `rollingUpdate` written (a field it
+    /// leaves out is the API's 25%); without a `rollingUpdate`, the
+    /// operator's own maxSurge and maxUnavailable (`defaults`).
+    fn strategy(strategy: Option<&Value>, replicas: Option<i32>, defaults: (&str, &str)) -> Roll {
+        if strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("Recreate") {
+            return Roll::recreate(replicas);
+        }
+        match strategy.and_then(|s| s.get("rollingUpdate")) {
+            Some(r) => Roll::deployment(
+                replicas,
+                r.get("maxSurge"),
+                r.get("maxUnavailable"),
+                ("25%", "25%"),
+            ),
+            None => Roll::deployment(
+                replicas,
+                Some(&Value::from(defaults.0)),
+                Some(&Value::from(defaults.1)),
+                defaults,
+            ),
+        }
+    }
+
     fn recreate(replicas: Option<i32>) -> Roll {
         Roll {
             replicas,
@@ -140,6 +180,8 @@ struct Unit<'a> {
     service: Option<String>,
     roll: Roll,
     crd: CrdRollout,
+    /// A Ray pod's whole cluster's GPUs.
+    ray_cluster_gpus: Option<i64>,
 }
 
 impl<'a> Unit<'a> {
@@ -159,6 +201,31 @@ impl<'a> Unit<'a> {
             service: None,
             roll,
             crd,
+            ray_cluster_gpus: None,
+        }
+    }
+}
+
+impl<'a> Unit<'a> {
+    /// One named role of the resource (`role`'s `name`): its pod, where
+    /// the pod is written, and the role's base.
+    fn role(
+        obj: &'a ServingObject,
+        role: &Value,
+        (pod, pod_path, base): (PodSpec, manifest::Path, manifest::Path),
+        roll: Roll,
+        crd: CrdRollout,
+    ) -> Unit<'a> {
+        let name = role.get("name").and_then(Value::as_str).unwrap_or("role");
+        Unit {
+            obj,
+            pod,
+            pod_path: Some(pod_path),
+            base,
+            service: Some(name.to_string()),
+            roll,
+            crd,
+            ray_cluster_gpus: None,
         }
     }
 }
@@ -180,15 +247,22 @@ fn run(unit: Unit<'_>, placeholders: &Placeholders, cx: Cx<'_>, out: &mut Out) {
         base: unit.base,
         service: unit.service,
         crd: Some(unit.crd),
+        ray_cluster_gpus: unit.ray_cluster_gpus,
     };
     out.extend(plain_workload(plain, placeholders.clone(), cx));
 }
 
-pub(crate) fn lint_serving(obj: &ServingObject, placeholders: &Placeholders, cx: Cx<'_>) -> Out {
+/// The object's units as its operator renders them, through the rules;
+/// `Err` names what the render needs that the input does not hold.
+pub(crate) fn lint_serving(
+    obj: &ServingObject,
+    placeholders: &Placeholders,
+    cx: Cx<'_>,
+) -> Result<Out, String> {
     let mut out = Vec::new();
     match obj.kind {
         ServingKind::VllmRuntime => production_stack::vllm_runtime(obj, placeholders, cx, &mut out),
-        ServingKind::NimService => nim::nim_service(obj, placeholders, cx, &mut out),
+        ServingKind::NimService => nim::nim_service(obj, placeholders, cx, &mut out)?,
         ServingKind::InferenceService => kserve::inference_service(obj, placeholders, cx, &mut out),
         ServingKind::LlmInferenceService => {
             kserve::llm_inference_service(obj, &path(&["spec"]), None, placeholders, cx, &mut out);
@@ -208,8 +282,31 @@ pub(crate) fn lint_serving(obj: &ServingObject, placeholders: &Placeholders, cx:
         ServingKind::StormService => aibrix::storm_service(obj, placeholders, cx, &mut out),
         ServingKind::RayClusterFleet => aibrix::ray_cluster_fleet(obj, placeholders, cx, &mut out),
         ServingKind::RayService => ray::ray_service(obj, placeholders, cx, &mut out),
+        ServingKind::KubeAiModel => kubeai::model(obj, placeholders, cx, &mut out)?,
+        ServingKind::KthenaModelServing => kthena::model_serving(obj, placeholders, cx, &mut out),
+        ServingKind::DisaggregatedSet => {
+            disaggregated::disaggregated_set(obj, placeholders, cx, &mut out);
+        }
+        ServingKind::LlmazService => llmaz::service(obj, placeholders, cx, &mut out)?,
+        ServingKind::OmeInferenceService => {
+            ome::inference_service(obj, placeholders, cx, &mut out)?;
+        }
     }
-    out
+    Ok(out)
+}
+
+/// The TCP readiness probe KServe and OME give their main container when
+/// it has none: on its first port, else 8080 (`setDefaultReadinessProbe`).
+fn default_tcp_probe(c: &mut k8s_openapi::api::core::v1::Container) {
+    if c.readiness_probe.is_none() {
+        let port = c
+            .ports
+            .iter()
+            .flatten()
+            .next()
+            .map_or(8080, |p| p.container_port);
+        c.readiness_probe = serde_json::from_value(json!({"tcpSocket": {"port": port}})).ok();
+    }
 }
 
 fn http_probe(path: &str, port: Value) -> Probe {

@@ -8,7 +8,7 @@ use super::{
     run,
 };
 use crate::runner::Cx;
-use infera_model::manifest::serving::ServingObject;
+use infera_model::manifest::serving::{KSERVE_DEPLOYMENT_MODE, ServingObject};
 
 /// NIM operator: `manifests/deployment.yaml` (maxSurge 0, maxUnavailable
 /// 25%, not settable), or `manifests/lws.yaml` with `multiNode` (size the
@@ -21,7 +21,7 @@ pub(super) fn nim_service(
     placeholders: &Placeholders,
     cx: Cx<'_>,
     out: &mut Out,
-) {
+) -> Result<(), String> {
     let autoscaled = obj.at("/spec/scale/enabled").and_then(Value::as_bool) == Some(true);
     let replicas_field = if autoscaled {
         path(&["spec", "scale", "hpa", "minReplicas"])
@@ -61,6 +61,14 @@ pub(super) fn nim_service(
     let pipeline = obj
         .at("/spec/multiNode")
         .map(|_| count(obj.at("/spec/multiNode/parallelism/pipeline"), 1));
+    if obj.at("/spec/inferencePlatform").and_then(Value::as_str) == Some("kserve") {
+        return on_kserve(
+            obj,
+            pod,
+            (replicas_field, replicas),
+            (placeholders, cx, out),
+        );
+    }
     let (roll, renders) = match pipeline {
         Some(size) => (
             Roll {
@@ -109,4 +117,59 @@ pub(super) fn nim_service(
     };
     let unit = Unit::whole(obj, pod, None, roll, crd);
     run(unit, placeholders, cx, out);
+    Ok(())
+}
+
+/// `inferencePlatform: kserve`: the NIM operator renders a KServe
+/// InferenceService (`manifests/inferenceservice.yaml`) in the mode of
+/// `spec.annotations` `serving.kserve.io/deploymentMode`, else the
+/// cluster's `inferenceservice-config` default (`GetKServeDeploymentMode`;
+/// KServe ships Serverless). Standard/RawDeployment: the predictor's
+/// Deployment with the strategy the template writes (maxSurge 0,
+/// maxUnavailable 25%). Knative/Serverless: a Knative Service, whose new
+/// Revision takes traffic only once Ready.
+fn on_kserve(
+    obj: &ServingObject,
+    pod: PodSpec,
+    (replicas_field, replicas): (infera_model::manifest::Path, Option<i32>),
+    (placeholders, cx, out): (&Placeholders, Cx<'_>, &mut Out),
+) -> Result<(), String> {
+    let mode = obj
+        .at("/spec/annotations")
+        .and_then(|a| a.get(KSERVE_DEPLOYMENT_MODE))
+        .and_then(Value::as_str);
+    let field = path(&["spec", "annotations"]);
+    let (roll, renders, advice) = match mode {
+        Some("Standard" | "RawDeployment") => (
+            Roll::deployment(replicas, Some(&json!(0)), Some(&json!("25%")), ("0", "25%")),
+            "the NIM operator renders a KServe InferenceService (`inferencePlatform: kserve`, deployment mode Standard) whose predictor Deployment rolls with maxSurge 0 and maxUnavailable 25% (written by the operator)",
+            "run 2 or more replicas: the NIM operator's predictor Deployment cannot surge",
+        ),
+        None | Some("Knative" | "Serverless") => (
+            Roll {
+                roll: RollKind::SurgeFirst,
+                max_surge: 1,
+                max_unavailable: 0,
+                ..Roll::recreate(replicas)
+            },
+            "the NIM operator renders a KServe InferenceService (`inferencePlatform: kserve`) in Serverless mode (`serving.kserve.io/deploymentMode` in `spec.annotations`, else the cluster's default, Serverless as KServe ships it): a Knative Service whose new Revision takes traffic only once Ready",
+            "keep a node free for the new Revision",
+        ),
+        Some(other) => {
+            return Err(format!(
+                "`inferencePlatform: kserve` with deployment mode {other}: infera reads the NIM operator's Standard and Knative InferenceServices"
+            ));
+        }
+    };
+    let crd = CrdRollout {
+        unit: Some("replica(s)"),
+        renders: renders.into(),
+        field,
+        replicas: Some(replicas_field),
+        fix: None,
+        advice: advice.into(),
+    };
+    let unit = Unit::whole(obj, pod, None, roll, crd);
+    run(unit, placeholders, cx, out);
+    Ok(())
 }

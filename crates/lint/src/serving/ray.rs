@@ -13,14 +13,16 @@ use infera_model::manifest::{self};
 
 /// The pod group of a RayCluster spec that holds the most GPUs per pod:
 /// its pod, where it is written, and how many such pods one cluster runs
-/// (head 1; a worker group `replicas` × `numOfHosts`). KubeRay gives every
+/// (head 1; a worker group `replicas` × `numOfHosts`); and the GPUs of the
+/// whole cluster (every group's pods), over which Ray's distributed
+/// executor spreads an engine. KubeRay gives every
 /// Ray container a readiness probe of its own when it has none
 /// (`initLivenessAndReadinessProbe`, on unless `ENABLE_PROBES_INJECTION`
 /// is false), which says the Raylet is up, not that a model serves.
 pub(super) fn ray_gpu_group(
     obj: &ServingObject,
     cluster: &manifest::Path,
-) -> Option<(PodSpec, manifest::Path, i32)> {
+) -> Option<(PodSpec, manifest::Path, i32, i64)> {
     let mut head = cluster.clone();
     head.extend(path(&["headGroupSpec", "template", "spec"]));
     let mut groups = vec![(head, 1)];
@@ -56,10 +58,12 @@ pub(super) fn ray_gpu_group(
             .unwrap_or(0)
     };
     let mut best: Option<(PodSpec, manifest::Path, i32)> = None;
+    let mut total = 0i64;
     for (p, n) in groups {
         let Some(mut pod) = pod_at(obj, &p) else {
             continue;
         };
+        total = total.saturating_add(i64::from(n).saturating_mul(gpus(&pod)));
         if best.as_ref().is_some_and(|(b, _, _)| gpus(b) >= gpus(&pod)) {
             continue;
         }
@@ -71,7 +75,7 @@ pub(super) fn ray_gpu_group(
         }
         best = Some((pod, p, n));
     }
-    best
+    best.map(|(pod, p, n)| (pod, p, n, total))
 }
 
 /// KubeRay RayService (`rayservice_controller.go`): unless
@@ -91,7 +95,7 @@ pub(super) fn ray_service(
         return;
     }
     let cluster = path(&["spec", "rayClusterConfig"]);
-    let Some((pod, pod_path, per_cluster)) = ray_gpu_group(obj, &cluster) else {
+    let Some((pod, pod_path, per_cluster, cluster_gpus)) = ray_gpu_group(obj, &cluster) else {
         return;
     };
     let roll = Roll {
@@ -112,6 +116,9 @@ pub(super) fn ray_service(
         fix: None,
         advice: "keep the capacity of a second cluster free".into(),
     };
-    let unit = Unit::whole(obj, pod, Some(pod_path), roll, crd);
+    let unit = Unit {
+        ray_cluster_gpus: Some(cluster_gpus),
+        ..Unit::whole(obj, pod, Some(pod_path), roll, crd)
+    };
     run(unit, placeholders, cx, out);
 }

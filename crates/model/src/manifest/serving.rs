@@ -24,6 +24,16 @@ pub enum ServingKind {
     StormService,
     /// NVIDIA NIM operator `NIMService` (`apps.nvidia.com`).
     NimService,
+    /// KubeAI `Model` (`kubeai.org`).
+    KubeAiModel,
+    /// OME `InferenceService` (`ome.io`), with the runtime it names.
+    OmeInferenceService,
+    /// llmaz `Service` (`inference.llmaz.io`: not a core Service).
+    LlmazService,
+    /// kthena `ModelServing` (`workload.serving.volcano.sh`).
+    KthenaModelServing,
+    /// LWS `DisaggregatedSet` (`disaggregatedset.x-k8s.io`).
+    DisaggregatedSet,
 }
 
 impl ServingKind {
@@ -38,11 +48,16 @@ impl ServingKind {
             ServingKind::RayClusterFleet => "RayClusterFleet",
             ServingKind::StormService => "StormService",
             ServingKind::NimService => "NIMService",
+            ServingKind::KubeAiModel => "Model",
+            ServingKind::OmeInferenceService => "InferenceService",
+            ServingKind::LlmazService => "Service",
+            ServingKind::KthenaModelServing => "ModelServing",
+            ServingKind::DisaggregatedSet => "DisaggregatedSet",
         }
     }
 
     /// Every serving kind infera reads.
-    pub const ALL: [ServingKind; 8] = [
+    pub const ALL: [ServingKind; 13] = [
         ServingKind::VllmRuntime,
         ServingKind::InferenceService,
         ServingKind::LlmInferenceService,
@@ -51,6 +66,11 @@ impl ServingKind {
         ServingKind::RayClusterFleet,
         ServingKind::StormService,
         ServingKind::NimService,
+        ServingKind::KubeAiModel,
+        ServingKind::OmeInferenceService,
+        ServingKind::LlmazService,
+        ServingKind::KthenaModelServing,
+        ServingKind::DisaggregatedSet,
     ];
 
     /// The API groups of [`Self::ALL`], each once, in that order.
@@ -73,6 +93,11 @@ impl ServingKind {
             ServingKind::RayService => "ray.io",
             ServingKind::RayClusterFleet | ServingKind::StormService => "orchestration.aibrix.ai",
             ServingKind::NimService => "apps.nvidia.com",
+            ServingKind::KubeAiModel => "kubeai.org",
+            ServingKind::OmeInferenceService => "ome.io",
+            ServingKind::LlmazService => "inference.llmaz.io",
+            ServingKind::KthenaModelServing => "workload.serving.volcano.sh",
+            ServingKind::DisaggregatedSet => "disaggregatedset.x-k8s.io",
         }
     }
 
@@ -87,6 +112,11 @@ impl ServingKind {
             ServingKind::RayClusterFleet => "rayclusterfleets",
             ServingKind::StormService => "stormservices",
             ServingKind::NimService => "nimservices",
+            ServingKind::KubeAiModel => "models",
+            ServingKind::OmeInferenceService => "inferenceservices",
+            ServingKind::LlmazService => "services",
+            ServingKind::KthenaModelServing => "modelservings",
+            ServingKind::DisaggregatedSet => "disaggregatedsets",
         }
     }
 
@@ -139,7 +169,11 @@ mod tests {
         assert_eq!(ServingKind::of("Workspace", "tekton.dev"), None);
         assert_eq!(ServingKind::of("RayCluster", "ray.io"), None);
         let groups = ServingKind::groups();
-        assert_eq!(groups.len(), 6, "{groups:?}");
+        assert_eq!(groups.len(), 11, "{groups:?}");
+        assert_eq!(
+            ServingKind::of("InferenceService", "ome.io"),
+            Some(ServingKind::OmeInferenceService)
+        );
         for kind in ServingKind::ALL {
             assert_eq!(ServingKind::of(kind.name(), kind.group()), Some(kind));
             assert_eq!(ServingKind::of(kind.name(), "example.com"), None);
