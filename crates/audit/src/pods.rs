@@ -4,10 +4,12 @@
 //! unknown while infera was blind.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::time::Instant;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
+use serde::Serialize;
 
 use infera_model::pod;
 
@@ -17,6 +19,51 @@ use super::server_clock::{ServerClock, Timed};
 /// The annotation `kubectl rollout restart` puts on a Deployment's
 /// template (k8s.io/kubectl `polymorphichelpers/objectrestarter.go`).
 pub const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";
+
+/// The time a deleted pod had to stop: its grace period and its engine's
+/// drain (what IR016 weighs before the roll, read from the pod itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Shutdown {
+    /// The deletion's grace period (`metadata.deletionGracePeriodSeconds`,
+    /// else `spec.terminationGracePeriodSeconds`).
+    pub grace_period_s: i64,
+    /// The engine's drain after SIGTERM (its flag, env or default; the
+    /// catalogue's), when the main container runs an engine infera knows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_drain_s: Option<i64>,
+}
+
+impl Shutdown {
+    /// Of `pod`; `None` without a grace period (a pod not yet defaulted).
+    pub fn of(pod: &Pod) -> Option<Shutdown> {
+        let spec = pod.spec.as_ref()?;
+        let grace_period_s = pod
+            .metadata
+            .deletion_grace_period_seconds
+            .or(spec.termination_grace_period_seconds)?;
+        let main = spec
+            .containers
+            .get(infera_model::pod::main_container_index(spec));
+        let engine_drain_s = main.and_then(|c| {
+            infera_model::catalogue::recognize(c)
+                .and_then(|e| e.drain(c))
+                .map(|d| d.seconds)
+        });
+        Some(Shutdown {
+            grace_period_s,
+            engine_drain_s,
+        })
+    }
+
+    /// `grace period 30 s, engine drain 0 s`.
+    pub fn describe(&self) -> String {
+        let mut out = format!("grace period {} s", self.grace_period_s);
+        if let Some(d) = self.engine_drain_s {
+            let _ = write!(out, ", engine drain {d} s");
+        }
+        out
+    }
+}
 
 /// What one version of a pod's object says, as far as the audit cares.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,7 +80,7 @@ pub struct Facts {
     registered_by: Option<Timestamp>,
     running_at: Option<Timestamp>,
     created: Option<Timestamp>,
-    pub shutdown: Option<crate::report::Shutdown>,
+    pub shutdown: Option<Shutdown>,
     /// `kubectl.kubernetes.io/restartedAt` (from its template): the
     /// `kubectl rollout restart` that made it, if any.
     pub restarted_at: Option<String>,
@@ -57,7 +104,7 @@ impl Facts {
             registered_by: pod::registered_by(pod),
             running_at: pod::running_since(pod),
             created: pod::created_at(pod),
-            shutdown: crate::report::Shutdown::of(pod),
+            shutdown: Shutdown::of(pod),
             restarted_at: (pod.metadata.annotations.as_ref())
                 .and_then(|a| a.get(RESTARTED_AT))
                 .cloned(),

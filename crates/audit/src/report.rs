@@ -11,6 +11,7 @@ use super::timeline::Timeline;
 
 pub mod traffic;
 use crate::exit::Exit;
+pub use crate::pods::Shutdown;
 
 /// How the audited rollout (or audit window) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -226,51 +227,6 @@ impl StepRecord {
             let _ = write!(line, " on {node}");
         }
         line.trim_end().to_string()
-    }
-}
-
-/// The time a deleted pod had to stop: its grace period and its engine's
-/// drain (what IR016 weighs before the roll, read from the pod itself).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Shutdown {
-    /// The deletion's grace period (`metadata.deletionGracePeriodSeconds`,
-    /// else `spec.terminationGracePeriodSeconds`).
-    pub grace_period_s: i64,
-    /// The engine's drain after SIGTERM (its flag, env or default; the
-    /// catalogue's), when the main container runs an engine infera knows.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub engine_drain_s: Option<i64>,
-}
-
-impl Shutdown {
-    /// Of `pod`; `None` without a grace period (a pod not yet defaulted).
-    pub fn of(pod: &k8s_openapi::api::core::v1::Pod) -> Option<Shutdown> {
-        let spec = pod.spec.as_ref()?;
-        let grace_period_s = pod
-            .metadata
-            .deletion_grace_period_seconds
-            .or(spec.termination_grace_period_seconds)?;
-        let main = spec
-            .containers
-            .get(infera_model::pod::main_container_index(spec));
-        let engine_drain_s = main.and_then(|c| {
-            infera_model::catalogue::recognize(c)
-                .and_then(|e| e.drain(c))
-                .map(|d| d.seconds)
-        });
-        Some(Shutdown {
-            grace_period_s,
-            engine_drain_s,
-        })
-    }
-
-    /// `grace period 30 s, engine drain 0 s`.
-    pub fn describe(&self) -> String {
-        let mut out = format!("grace period {} s", self.grace_period_s);
-        if let Some(d) = self.engine_drain_s {
-            let _ = write!(out, ", engine drain {d} s");
-        }
-        out
     }
 }
 
