@@ -56,6 +56,21 @@ pub fn options(args: &DrainArgs) -> Result<DrainOptions, String> {
     })
 }
 
+/// A resumed drain's report covers this run only: say so, and that an
+/// existing `--report` file (the earlier run's, if it wrote one there) is
+/// replaced.
+fn say_resumed(started: &str, outputs: &infera_audit::Outputs) {
+    eprintln!(
+        "note: this run resumed the drain started at {started}; its report covers this run only, from the resume"
+    );
+    if let Some(path) = outputs.report.as_ref().filter(|p| p.exists()) {
+        eprintln!(
+            "note: {} already exists and is replaced (the earlier run's report, if it wrote one there)",
+            path.display()
+        );
+    }
+}
+
 /// `--traffic` (not on a dry run: nothing is rolled to send through).
 fn with_traffic(
     mut options: DrainOptions,
@@ -143,6 +158,9 @@ pub async fn drain(args: DrainArgs) -> anyhow::Result<Exit> {
         }
         return Ok(outcome.exit);
     };
+    if let Some(started) = &outcome.resumed_from {
+        say_resumed(started, &outputs);
+    }
     let mut page = page_context(Some(&conn), command_line(), None);
     page.plan = outcome.plan.as_ref().map(drain::DrainPlan::render);
     if json {

@@ -270,10 +270,21 @@ async fn sigkill_mid_move_then_rerun_resumes_without_a_second_restart() {
     let (sim, target, first) = killed_mid_move().await;
     let store = sim.store();
     assert!(cordoned(store, &target));
+    // The killed run's report file, where the rerun writes its own.
+    let report = sim.path("drain.json");
+    std::fs::write(&report, "{}").unwrap_or_else(|e| panic!("{e}"));
+    let report_arg = report.display().to_string();
     let from = now_ms();
-    let (code, text) = run(sim.kubeconfig(), &[&target]).await;
+    let (code, text) = run(sim.kubeconfig(), &[&target, "--report", &report_arg]).await;
     let to = now_ms();
     assert_resumed(code, &text, store, &first);
+    // It says its report covers only itself, and that it replaced the file.
+    assert!(
+        text.contains("note: this run resumed the drain started at "),
+        "{text}"
+    );
+    let replaced = format!("note: {report_arg} already exists and is replaced");
+    assert!(text.contains(&replaced), "{replaced:?} in\n{text}");
     for (role, ready, routable) in truth_minima(&sim, from, to) {
         assert!(
             ready >= 1 && routable >= 1,

@@ -66,6 +66,9 @@ pub struct DrainOutcome {
     pub plan: Option<DrainPlan>,
     /// The audit of every fleet that had a pod on the node(s).
     pub report: Option<ManyReport>,
+    /// When this run resumed a drain: when that drain started (its report
+    /// covers this run only, from the resume).
+    pub resumed_from: Option<String>,
 }
 
 type Interrupt<'a> = Shared<LocalBoxFuture<'a, ()>>;
@@ -123,6 +126,7 @@ pub async fn drain(
         return Ok(early(exit, plan));
     }
     let fleets = fleets(&inv, &plan);
+    let resumed_from = state.as_ref().map(|s| s.started_at.clone());
     let sending = match super::traffic::start(conn, opts.traffic.as_ref(), &fleets, out).await {
         Ok(sending) => sending,
         Err(DrainError::NotServing(why)) => {
@@ -173,6 +177,7 @@ pub async fn drain(
         exit,
         plan: Some(plan),
         report,
+        resumed_from,
     })
 }
 
@@ -181,6 +186,7 @@ fn early(exit: Exit, plan: DrainPlan) -> DrainOutcome {
         exit,
         plan: Some(plan),
         report: None,
+        resumed_from: None,
     }
 }
 
