@@ -123,6 +123,14 @@ async fn short_drain_cuts_streams_the_pod_counts_never_show() {
         out.contains("old-terminating llama-worker-"),
         "the cause names the deleted pod:\n{out}"
     );
+    // Every failure names the worker it went to, the router's 502 too (it
+    // once lost the name once the request was logged).
+    for r in log.iter().filter(|r| r["class"] != "ok") {
+        assert!(
+            r["servedBy"].as_array().is_some_and(|s| !s.is_empty()),
+            "{r}"
+        );
+    }
     let grace = crate::drain::grace_of_worker(&sim);
     let shutdown = format!("(grace period {grace} s, engine drain 0 s)");
     assert!(out.contains(&shutdown), "{shutdown:?} in\n{out}");

@@ -382,6 +382,11 @@ struct Ledger {
     revision: Option<String>,
     record: Option<RequestRecord>,
     stopping: Arc<AtomicBool>,
+    /// The workers it went to, and whether its pair matched: kept apart
+    /// from `record`, which `finish` hands to the log, so that an error
+    /// answer (a 502 after the worker died) still names them.
+    served: Vec<String>,
+    compatible: Option<bool>,
 }
 
 impl Ledger {
@@ -395,22 +400,21 @@ impl Ledger {
     }
 
     fn served_by(&mut self, pod: &str) {
+        self.served.push(pod.to_string());
         if let Some(r) = self.record.as_mut() {
             r.served_by.push(pod.to_string());
         }
     }
 
     fn paired(&mut self, pairing: Pairing) {
+        self.compatible = Some(pairing.compatible);
         if let Some(r) = self.record.as_mut() {
             r.pairing = Some(pairing);
         }
     }
 
     fn served(&self) -> Vec<String> {
-        self.record
-            .as_ref()
-            .map(|r| r.served_by.clone())
-            .unwrap_or_default()
+        self.served.clone()
     }
 }
 
@@ -455,6 +459,8 @@ async fn generate(state: Arc<RouterState>, req: Request<Body>) -> Response<Body>
             pairing: None,
         }),
         stopping: state.stopping.clone(),
+        served: Vec::new(),
+        compatible: None,
     };
     let bytes = axum::body::to_bytes(body, BODY_LIMIT).await.ok();
     let Some(body) = bytes.and_then(|b| serde_json::from_slice::<Value>(&b).ok()) else {
@@ -514,9 +520,8 @@ fn with_ids(mut resp: Response<Body>, id: &str, served: &[String]) -> Response<B
 
 /// Say whether the request's pair matched, and the answering worker's revision.
 fn stamp_pair(resp: &mut Response<Body>, ledger: &Ledger) {
-    let pairing = ledger.record.as_ref().and_then(|r| r.pairing.as_ref());
-    if let Some(p) = pairing {
-        let value = if p.compatible { "match" } else { "mismatch" };
+    if let Some(compatible) = ledger.compatible {
+        let value = if compatible { "match" } else { "mismatch" };
         resp.headers_mut()
             .insert(KV_PAIR, HeaderValue::from_static(value));
     }
