@@ -28,7 +28,7 @@ pub struct Shutdown {
     /// else `spec.terminationGracePeriodSeconds`).
     pub grace_period_s: i64,
     /// The engine's drain after SIGTERM (its flag, env or default; the
-    /// catalogue's), when the main container runs an engine infera knows.
+    /// catalogue's), when its engine container runs an engine infera knows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine_drain_s: Option<i64>,
 }
@@ -43,7 +43,7 @@ impl Shutdown {
             .or(spec.termination_grace_period_seconds)?;
         let main = spec
             .containers
-            .get(infera_model::pod::main_container_index(spec));
+            .get(infera_model::pod::engine_container_index(spec));
         let engine_drain_s = main.and_then(|c| {
             infera_model::catalogue::recognize(c)
                 .and_then(|e| e.drain(c))

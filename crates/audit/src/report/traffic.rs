@@ -137,12 +137,8 @@ pub struct Tally {
     /// time from the first one's start to the last one's end.
     pub longest_failure_run_s: f64,
     /// Requests the router paired across KV identities (whatever their end).
-    #[serde(skip_serializing_if = "is_zero", default)]
+    #[serde(skip_serializing_if = "super::is_zero", default)]
     pub served_mixed: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 impl Tally {
